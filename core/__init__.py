@@ -1,0 +1,1 @@
+"""acp-relay core: surface-agnostic. Imports no platform SDK (checked by tests/test_boundaries.py)."""

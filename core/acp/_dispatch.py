@@ -1,0 +1,157 @@
+"""Frames from the agent -> typed events (``session/update`` kinds and Kiro extensions)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from core.acp.types import (
+    AcpEvent,
+    AvailableCommands,
+    CompactionStatus,
+    ConfigOptions,
+    KiroMetadata,
+    ModeChanged,
+    Notice,
+    PlanEntry,
+    PlanUpdate,
+    RateLimitNotice,
+    RefusalInfo,
+    SessionInfo,
+    TextChunk,
+    ThoughtChunk,
+    ToolCall,
+    UnknownUpdate,
+    UsageUpdate,
+    UserChunk,
+)
+from core.redact import redact
+
+__all__ = [
+    "ACP_BACKENDS_STRUCTURED_REFUSAL",
+    "KIRO_INTERRUPTED",
+    "event_from_extension",
+    "event_from_update",
+    "parse_refusal",
+]
+
+log = logging.getLogger("acp_relay.acp.dispatch")
+
+#: Backends whose refusals arrive as a structured frame (Kiro's ``_kiro.dev/metadata``).
+ACP_BACKENDS_STRUCTURED_REFUSAL = frozenset({"kiro"})
+
+#: Kiro ends a turn with this exact chunk and sends no prompt response after it.
+KIRO_INTERRUPTED = "Tool uses were interrupted, waiting for the next user prompt"
+
+_logged_unknown: set[str] = set()
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, dict):
+        if content.get("type", "text") == "text" and isinstance(content.get("text"), str):
+            return str(content["text"])
+        return ""
+    if isinstance(content, list):
+        return "".join(_text_of(c) for c in content)
+    return ""
+
+
+def _log_unknown_once(kind: str) -> None:
+    if kind not in _logged_unknown:
+        _logged_unknown.add(kind)
+        log.info("ignoring an update kind this relay does not know: %s", kind)
+
+
+def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> AcpEvent | None:
+    """One ``session/update`` payload -> one typed event. ``tools`` holds merged tool-call state."""
+    kind = update.get("sessionUpdate")
+    if kind == "agent_message_chunk":
+        return TextChunk(_text_of(update.get("content")))
+    if kind == "agent_thought_chunk":
+        return ThoughtChunk(_text_of(update.get("content")))
+    if kind == "user_message_chunk":
+        return UserChunk(_text_of(update.get("content")))
+    if kind in ("tool_call", "tool_call_update"):
+        call_id = str(update.get("toolCallId", ""))
+        base = tools.get(call_id) or ToolCall(call_id)
+        call = base.merged(update)
+        if kind == "tool_call":
+            call = ToolCall(call.tool_call_id, call.title, call.kind, call.status, call.content, started=True)
+        tools[call_id] = call
+        return call
+    if kind == "plan":
+        entries = tuple(
+            PlanEntry(str(e.get("content", "")), str(e.get("status", "pending")), str(e.get("priority", "medium")))
+            for e in update.get("entries", []) if isinstance(e, dict))
+        return PlanUpdate(entries)
+    if kind == "available_commands_update":
+        cmds = update.get("availableCommands", [])
+        return AvailableCommands(tuple(str(c.get("name")) for c in cmds if isinstance(c, dict)))
+    if kind == "current_mode_update":
+        return ModeChanged(str(update.get("currentModeId", update.get("modeId", ""))))
+    if kind == "config_option_update":
+        opts = update.get("configOptions", [])
+        return ConfigOptions(tuple(o for o in opts if isinstance(o, dict)))
+    if kind == "usage_update":
+        used, size = update.get("used"), update.get("size")
+        return UsageUpdate(used if isinstance(used, int) else None, size if isinstance(size, int) else None)
+    if kind == "session_info_update":
+        return SessionInfo(str(update.get("title") or ""))
+    if kind == "compaction_update":
+        return CompactionStatus(str(update.get("status", "")))
+    if kind == "compaction_summary_chunk":
+        return CompactionStatus("summary", _text_of(update.get("content")))
+    if kind == "notice":
+        return Notice(_text_of(update.get("content")) or str(update.get("message", "")))
+    _log_unknown_once(str(kind))
+    return UnknownUpdate(str(kind), update)
+
+
+def parse_refusal(params: dict[str, Any], backend: str) -> RefusalInfo | None:
+    """Kiro's CONTENT_FILTERED metadata -> RefusalInfo (structured-refusal backends only).
+
+    Fields the provider did not send stay empty; the explanation is redacted here, at the parser.
+    """
+    if backend not in ACP_BACKENDS_STRUCTURED_REFUSAL:
+        return None
+    if str(params.get("stopReason", "")).upper() != "CONTENT_FILTERED":
+        return None
+    raw = params.get("refusal")
+    refusal = raw if isinstance(raw, dict) else {}
+
+    def field(*names: str) -> str:
+        for name in names:
+            value = refusal.get(name)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return ""
+
+    return RefusalInfo(
+        category=field("category"),
+        explanation=redact(field("explanation")),
+        recommended_model=field("recommendedModel", "recommended_model"),
+    )
+
+
+def event_from_extension(method: str, params: dict[str, Any], backend: str) -> AcpEvent | None:
+    """Kiro's ``_kiro.dev/*`` notifications -> events; other extensions -> UnknownUpdate."""
+    if method == "_kiro.dev/metadata":
+        pct = params.get("contextUsagePercentage")
+        credits = sum(float(m.get("value", 0)) for m in params.get("meteringUsage", []) or []
+                      if isinstance(m, dict) and isinstance(m.get("value"), int | float))
+        turn = params.get("turnDurationMs")
+        return KiroMetadata(
+            context_pct=float(pct) if isinstance(pct, int | float) else None,
+            credits=credits if params.get("meteringUsage") else None,
+            turn_ms=int(turn) if isinstance(turn, int | float) else None,
+            refusal=parse_refusal(params, backend),
+        )
+    if method == "_kiro.dev/compaction/status":
+        status = params.get("status")
+        if isinstance(status, dict):
+            status = status.get("type") or status.get("status")
+        return CompactionStatus(str(status or ""), str(params.get("message") or ""))
+    if method == "_kiro.dev/error/rate_limit":
+        return RateLimitNotice(redact(str(params.get("message", ""))))
+    _log_unknown_once(method)
+    return UnknownUpdate(method, params)

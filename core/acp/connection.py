@@ -1,0 +1,276 @@
+"""NDJSON JSON-RPC 2.0 over an agent's stdio: our own reader and writer.
+
+Why not the ``agent-client-protocol`` SDK's transport: its receive loop dies on a JSON value that
+is not an object, it has no per-request budget, and no line cap (see docs/acp-facts.md). Here a bad
+line costs one counter increment, never the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead
+
+__all__ = ["DEFAULT_LINE_CAP", "JsonRpcConnection", "ReaderStats", "RpcError"]
+
+log = logging.getLogger("acp_relay.acp.wire")
+
+DEFAULT_LINE_CAP = 16 * 1024 * 1024
+_CHUNK = 256 * 1024
+
+Handler = Callable[[str, Any], Awaitable[Any]]
+NotificationHandler = Callable[[str, Any], None]
+
+
+class RpcError(Exception):
+    """A JSON-RPC error object, as received or to be sent."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+
+@dataclass(slots=True)
+class ReaderStats:
+    frames: int = 0
+    non_json: int = 0
+    non_object: int = 0
+    oversized: int = 0
+
+
+class _Pending:
+    __slots__ = ("future", "idle_budget", "last_activity", "method")
+
+    def __init__(self, method: str, future: asyncio.Future[Any], idle_budget: bool) -> None:
+        self.method = method
+        self.future = future
+        self.idle_budget = idle_budget
+        self.last_activity = 0.0
+
+
+class JsonRpcConnection:
+    """One JSON-RPC peer. ``run()`` reads until EOF; requests wait on their own budgets.
+
+    ``on_notification`` is called synchronously, in arrival order, so chunks keep their order.
+    ``on_request`` answers agent->client requests; an RpcError it raises becomes the error reply.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        on_notification: NotificationHandler,
+        on_request: Handler,
+        line_cap: int = DEFAULT_LINE_CAP,
+        on_frame_sent: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._on_notification = on_notification
+        self._on_request = on_request
+        self._line_cap = line_cap
+        self._on_frame_sent = on_frame_sent
+        self._ids = itertools.count()
+        self._pending: dict[int, _Pending] = {}
+        self._idle_pending: set[_Pending] = set()  # budgets that restart whenever a frame arrives
+        self._request_tasks: set[asyncio.Task[None]] = set()
+        self._closed_error: AcpRuntimeDead | None = None
+        self.stats = ReaderStats()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Read frames until EOF. The owner then calls ``close()`` with the reason (exit code...)."""
+        partial: list[bytes] = []  # pieces of a line whose newline has not arrived yet
+        partial_len = 0
+        dropping = False  # inside an oversized line: discard until its newline
+        try:
+            while chunk := await self._reader.read(_CHUNK):
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    if not dropping:
+                        partial.append(chunk)
+                        partial_len += len(chunk)
+                        if partial_len > self._line_cap:
+                            self._report_oversized(partial_len)
+                            partial, partial_len, dropping = [], 0, True
+                    continue
+                if dropping:
+                    dropping = False
+                elif partial:
+                    partial.append(chunk[:nl])
+                    self._feed(b"".join(partial))
+                else:
+                    self._feed(chunk[:nl])
+                partial, partial_len = [], 0
+                lines = chunk[nl + 1:].split(b"\n")
+                tail = lines.pop()
+                for line in lines:
+                    self._feed(line)
+                if tail:
+                    partial, partial_len = [tail], len(tail)
+            if partial and not dropping:
+                self._feed(b"".join(partial))
+        except (ConnectionError, OSError) as exc:
+            log.warning("reading from the agent failed: %s", exc)
+
+    def _report_oversized(self, size: int) -> None:
+        self.stats.oversized += 1
+        log.warning("agent wrote a line over %d bytes (%d so far); dropped it", self._line_cap, size)
+
+    def _feed(self, line: bytes) -> None:
+        if len(line) > self._line_cap:
+            self._report_oversized(len(line))
+            return
+        stripped = line.strip()
+        if not stripped:
+            return
+        if stripped[:1] != b"{":
+            self._skip_non_json(stripped)
+            return
+        try:
+            frame = json.loads(stripped)
+        except ValueError:
+            self._skip_non_json(stripped)
+            return
+        if not isinstance(frame, dict) or frame.get("jsonrpc") != "2.0":
+            self.stats.non_object += 1
+            log.debug("skipped a JSON value that is not a JSON-RPC object")
+            return
+        self.stats.frames += 1
+        self._dispatch(frame)
+
+    def _skip_non_json(self, line: bytes) -> None:
+        try:
+            json.loads(line)
+        except ValueError:
+            self.stats.non_json += 1
+            log.debug("skipped non-JSON output: %.120r", line)
+        else:
+            self.stats.non_object += 1
+            log.debug("skipped a JSON value that is not an object")
+
+    def _dispatch(self, frame: dict[str, Any]) -> None:
+        method = frame.get("method")
+        if isinstance(method, str):
+            if "id" in frame:
+                task = asyncio.create_task(self._answer(frame["id"], method, frame.get("params")),
+                                           name=f"acp-answer-{method}")
+                self._request_tasks.add(task)
+                task.add_done_callback(self._request_tasks.discard)
+            else:
+                if self._idle_pending:
+                    now = asyncio.get_running_loop().time()
+                    for pending in self._idle_pending:
+                        pending.last_activity = now
+                self._on_notification(method, frame.get("params"))
+            return
+        pending = self._pending.pop(frame.get("id"), None) if isinstance(frame.get("id"), int) else None
+        if pending is None:
+            log.debug("response for an unknown request id %r", frame.get("id"))
+            return
+        if pending.future.done():
+            return
+        error = frame.get("error")
+        if isinstance(error, dict):
+            code = error.get("code")
+            pending.future.set_exception(RpcError(
+                code if isinstance(code, int) else -32603, str(error.get("message", "")), error.get("data")))
+        else:
+            pending.future.set_result(frame.get("result"))
+
+    async def _answer(self, request_id: Any, method: str, params: Any) -> None:
+        try:
+            result = await self._on_request(method, params)
+        except RpcError as exc:
+            self._send({"jsonrpc": "2.0", "id": request_id, "error": exc.to_dict()})
+        else:
+            self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _send(self, frame: dict[str, Any]) -> None:
+        if self._closed_error is not None:
+            return
+        if self._on_frame_sent is not None:
+            self._on_frame_sent(frame)
+        self._writer.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    async def request(
+        self, method: str, params: Any, *, timeout_s: float, request_id: int | None = None,
+        idle_budget: bool = False,
+    ) -> Any:
+        """Send a request and wait for its response within ``timeout_s``.
+
+        With ``idle_budget`` the budget restarts whenever a notification arrives (session/load
+        replays history before answering). ``timeout_s <= 0`` means no budget (prompt turns have
+        their own, enforced by the caller).
+        """
+        if self._closed_error is not None:
+            raise self._closed_error
+        loop = asyncio.get_running_loop()
+        rid = self.next_id() if request_id is None else request_id
+        pending = _Pending(method, loop.create_future(), idle_budget)
+        pending.last_activity = loop.time()
+        self._pending[rid] = pending
+        if idle_budget:
+            self._idle_pending.add(pending)
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        try:
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            self._pending.pop(rid, None)
+            raise AcpRuntimeDead(f"could not write to the agent: {exc}") from exc
+        try:
+            if timeout_s <= 0:
+                return await pending.future
+            while True:
+                remaining = pending.last_activity + timeout_s - loop.time()
+                if remaining <= 0:
+                    raise AcpRequestTimeout(
+                        f"{method} got no answer within {timeout_s:g}s", method=method, budget_s=timeout_s)
+                done, _ = await asyncio.wait({pending.future}, timeout=remaining)
+                if done:
+                    return pending.future.result()
+                if not idle_budget:
+                    raise AcpRequestTimeout(
+                        f"{method} got no answer within {timeout_s:g}s", method=method, budget_s=timeout_s)
+        finally:
+            self._pending.pop(rid, None)
+            self._idle_pending.discard(pending)
+
+    def close(self, error: AcpRuntimeDead) -> None:
+        """Fail every pending request; later requests raise ``error`` at once."""
+        if self._closed_error is None:
+            self._closed_error = error
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(self._closed_error)
+        self._pending.clear()
+        for task in self._request_tasks:
+            task.cancel()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_error is not None

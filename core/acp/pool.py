@@ -1,0 +1,124 @@
+"""The runtime pool: one agent process per (agent, cwd), reaped when idle, respawned on faults."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from core.acp.client import AcpProcessDied
+from core.acp.connection import DEFAULT_LINE_CAP
+from core.acp.runtime import AcpRuntime
+from core.acp.session_handle import AcpRuntimeDead
+from core.acp.spec import AgentSpec
+
+__all__ = ["RuntimePool"]
+
+log = logging.getLogger("acp_relay.acp.pool")
+
+
+class RuntimePool:
+    """Hands out live runtimes. A dead one is replaced on next use while the respawn budget lasts.
+
+    The budget is spent only on transport faults (the process died). AcpAuthRequired,
+    AcpToolGateUnroutable and AcpModelUnavailable are configuration facts: they propagate at once
+    and cost nothing, because a respawn would read the same answer again.
+    """
+
+    def __init__(
+        self, *, request_timeout_s: float = 30.0, idle_s: float = 1800.0, respawn_budget: int = 3,
+        respawn_window_s: float = 300.0, line_cap: int = DEFAULT_LINE_CAP,
+    ) -> None:
+        self.request_timeout_s = request_timeout_s
+        self.idle_s = idle_s
+        self.respawn_budget = respawn_budget
+        self.respawn_window_s = respawn_window_s
+        self.line_cap = line_cap
+        self._runtimes: dict[tuple[str, str], AcpRuntime] = {}
+        self._deaths: dict[tuple[str, str], deque[float]] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self.spawned = 0
+
+    @staticmethod
+    def key(spec: AgentSpec, cwd: str | None = None) -> tuple[str, str]:
+        target = spec.with_cwd(cwd) if cwd else spec
+        return spec.name, str(target.expanded_cwd())
+
+    async def acquire(self, spec: AgentSpec, cwd: str | None = None) -> AcpRuntime:
+        """A live runtime for (agent, cwd), spawning or respawning it as needed."""
+        if self._reaper is None:
+            self._reaper = asyncio.create_task(self._reap_forever(), name="acp-pool-reaper")
+        key = self.key(spec, cwd)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            runtime = self._runtimes.get(key)
+            if runtime is not None and runtime.alive:
+                runtime.last_used = time.monotonic()
+                return runtime
+            if runtime is not None:
+                self._note_death(key, runtime)
+                await runtime.close()
+                del self._runtimes[key]
+            target = spec.with_cwd(cwd) if cwd else spec
+            try:
+                runtime = await AcpRuntime.start(target, request_timeout_s=self.request_timeout_s,
+                                                 line_cap=self.line_cap)
+            except AcpProcessDied as exc:  # a transport fault at start-up also spends the budget
+                self._deaths.setdefault(key, deque()).append(time.monotonic())
+                raise exc
+            self.spawned += 1
+            self._runtimes[key] = runtime
+            return runtime
+
+    def _note_death(self, key: tuple[str, str], runtime: AcpRuntime) -> None:
+        now = time.monotonic()
+        deaths = self._deaths.setdefault(key, deque())
+        deaths.append(now)
+        while deaths and now - deaths[0] > self.respawn_window_s:
+            deaths.popleft()
+        if len(deaths) > self.respawn_budget:
+            deaths.pop()  # this attempt is refused, so it does not count against the next window
+            death = runtime.death
+            raise AcpRuntimeDead(
+                f"agent {key[0]} died {self.respawn_budget + 1} times within {self.respawn_window_s:g}s; "
+                "not restarting it again for now",
+                exit_code=death.exit_code if death else None, stderr_tail=runtime.stderr_tail())
+
+    def runtimes(self) -> list[AcpRuntime]:
+        return list(self._runtimes.values())
+
+    async def reap(self, now: float | None = None) -> int:
+        """Close runtimes idle longer than ``idle_s`` (no turn running). Returns how many."""
+        now = time.monotonic() if now is None else now
+        reaped = 0
+        for key, runtime in list(self._runtimes.items()):
+            if not runtime.busy and now - runtime.last_used >= self.idle_s:
+                log.info("closing idle agent %s (%s)", key[0], key[1])
+                del self._runtimes[key]
+                await runtime.close()
+                reaped += 1
+        return reaped
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(max(self.idle_s / 4, 0.05))
+            await self.reap()
+
+    async def close(self) -> None:
+        """Stop every agent process (stdin EOF, SIGTERM, SIGKILL) and the reaper."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        runtimes, self._runtimes = list(self._runtimes.values()), {}
+        await asyncio.gather(*(rt.close() for rt in runtimes), return_exceptions=True)
+
+    async def __aenter__(self) -> RuntimePool:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

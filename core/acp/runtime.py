@@ -1,0 +1,234 @@
+"""One agent process serving several ACP sessions (one runtime per (agent, cwd))."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied
+from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
+from core.acp.process import AgentProcess
+from core.acp.session import AcpSession
+from core.acp.session_handle import AcpRuntimeDead, AcpRuntimeError
+from core.acp.spec import AgentSpec, detect_backend
+from core.acp.tool_gate import check_routable
+from core.failures import error_from_rpc
+
+__all__ = ["CLIENT_INFO", "AcpRuntime", "AcpWorkspaceBindingError"]
+
+log = logging.getLogger("acp_relay.acp.runtime")
+
+CLIENT_INFO = {"name": "acp-relay", "title": "acp-relay", "version": "0.1.0"}
+_NOT_LOGGED_IN = re.compile(r"not logged in|please log ?in|login required", re.I)
+
+
+class AcpWorkspaceBindingError(AcpRuntimeError):
+    """A runtime bound to one cwd was asked to serve another (spec: acp/runtime.py)."""
+
+    transient = False
+
+
+class AcpRuntime:
+    """A running agent: its process, its JSON-RPC connection and the sessions it serves."""
+
+    def __init__(
+        self, spec: AgentSpec, process: AgentProcess, *, request_timeout_s: float, line_cap: int,
+        on_frame_sent: Callable[[dict[str, Any]], None] | None,
+    ) -> None:
+        self.spec = spec
+        self.process = process
+        self.request_timeout_s = request_timeout_s
+        self.cwd = str(spec.expanded_cwd())
+        self.sessions: dict[str, AcpSession] = {}
+        self.init_result: dict[str, Any] = {}
+        self.backend = spec.backend or detect_backend(spec.command, spec.args)
+        self.last_used = time.monotonic()
+        assert process.proc.stdout is not None and process.proc.stdin is not None
+        self.conn = JsonRpcConnection(
+            process.proc.stdout, process.proc.stdin, on_notification=self._on_notification,
+            on_request=self._on_request, line_cap=line_cap, on_frame_sent=on_frame_sent)
+        self.death: AcpRuntimeDead | None = None
+        self._reader_task = asyncio.create_task(self._supervise(), name=f"acp-reader-{spec.name}")
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    async def start(
+        cls, spec: AgentSpec, *, request_timeout_s: float = 30.0, line_cap: int = DEFAULT_LINE_CAP,
+        on_frame_sent: Callable[[dict[str, Any]], None] | None = None,
+    ) -> AcpRuntime:
+        """Spawn the agent, ``initialize`` it and ``authenticate`` when it asks for an env var we have."""
+        check_routable(spec)
+        process = await AgentProcess.spawn(spec)
+        runtime = cls(spec, process, request_timeout_s=request_timeout_s, line_cap=line_cap,
+                      on_frame_sent=on_frame_sent)
+        try:
+            await runtime._initialize()
+        except BaseException:
+            await runtime.close()
+            raise
+        return runtime
+
+    async def _supervise(self) -> None:
+        try:
+            await self.conn.run()
+        except Exception:
+            log.exception("reader of agent %s failed", self.spec.name)
+        code = await self.process.wait_exit(2.0)
+        self.death = AcpRuntimeDead(
+            f"agent {self.spec.name} exited" + (f" with code {code}" if code is not None else ""),
+            exit_code=code, stderr_tail=self.process.stderr.tail())
+        self.conn.close(self.death)
+        for session in list(self.sessions.values()):
+            session.runtime_died(self.death)
+
+    async def _initialize(self) -> None:
+        params = {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+            "clientInfo": CLIENT_INFO,
+        }
+        try:
+            result = await self.request("initialize", params)
+        except AcpRuntimeDead as exc:
+            await self._raise_startup_death(exc)
+        self.init_result = result if isinstance(result, dict) else {}
+        agent_name = str((self.init_result.get("agentInfo") or {}).get("name", ""))
+        if not self.spec.backend:
+            self.backend = detect_backend(self.spec.command, self.spec.args, agent_name)
+        await self._authenticate()
+
+    async def _raise_startup_death(self, exc: AcpRuntimeDead) -> None:
+        await self.process.wait_exit(2.0)
+        lines = self.process.stderr.lines()
+        login = next((ln.strip() for ln in reversed(lines) if _NOT_LOGGED_IN.search(ln)), "")
+        if login:
+            raise AcpAuthRequired(login, agent_line=login, command=self.spec.command) from exc
+        raise AcpProcessDied(
+            f"agent {self.spec.name} exited before answering initialize",
+            exit_code=self.process.proc.returncode, stderr_tail=self.process.stderr.tail()) from exc
+
+    async def _authenticate(self) -> None:
+        env = {**os.environ, **self.spec.env}
+        for method in self.init_result.get("authMethods") or []:
+            if not isinstance(method, dict) or method.get("type") != "env_var":
+                continue
+            names = [v.get("name") for v in method.get("vars", []) if isinstance(v, dict)]
+            if names and all(isinstance(n, str) and env.get(n) for n in names):
+                await self.request("authenticate", {"methodId": method.get("id")})
+                return
+
+    async def close(self) -> None:
+        """Stop the process (stdin EOF, SIGTERM, SIGKILL) and fail whatever still waits on it."""
+        for session in list(self.sessions.values()):
+            await session.cancel(wait_s=1.0)
+        await self.process.stop()
+        if not self._reader_task.done():
+            await asyncio.wait({self._reader_task}, timeout=3.0)
+        self._reader_task.cancel()
+
+    async def __aenter__(self) -> AcpRuntime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self.death is None and self.process.alive and not self.conn.closed
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def agent_info(self) -> dict[str, Any]:
+        info = self.init_result.get("agentInfo")
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def load_supported(self) -> bool:
+        caps = self.init_result.get("agentCapabilities") or {}
+        return bool(isinstance(caps, dict) and caps.get("loadSession"))
+
+    @property
+    def busy(self) -> bool:
+        return any(s.busy for s in self.sessions.values())
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        return self.process.stderr.tail(lines)
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
+                      idle_budget: bool = False, models: tuple[str, ...] = ()) -> Any:
+        """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
+        if self.death is not None:
+            raise self.death
+        self.last_used = time.monotonic()
+        budget = self.request_timeout_s if timeout_s is None else timeout_s
+        try:
+            return await self.conn.request(method, params, timeout_s=budget, idle_budget=idle_budget)
+        except RpcError as exc:
+            raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
+
+    def _check_cwd(self, cwd: str | None) -> None:
+        if cwd is not None and os.path.realpath(os.path.expanduser(cwd)) != self.cwd:
+            raise AcpWorkspaceBindingError(f"agent {self.spec.name} runs in {self.cwd}, not in {cwd}")
+
+    async def new_session(self, cwd: str | None = None) -> AcpSession:
+        self._check_cwd(cwd)
+        result = await self.request("session/new", {"cwd": self.cwd, "mcpServers": []})
+        session = AcpSession(self, str(result["sessionId"]), result)
+        self.sessions[session.session_id] = session
+        await session.prepare()
+        return session
+
+    async def load_session(self, session_id: str, *, cwd: str | None = None,
+                           meta: dict[str, Any] | None = None) -> AcpSession:
+        """``session/load``: history replays before the answer, so the budget restarts per frame."""
+        self._check_cwd(cwd)
+        if not self.load_supported:
+            raise AcpError("this agent cannot resume sessions", code=-32601, transient=False)
+        session = AcpSession(self, session_id, {}, loading=True)
+        self.sessions[session_id] = session
+        params: dict[str, Any] = {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
+        if meta:
+            params["_meta"] = meta
+        try:
+            result = await self.request("session/load", params, idle_budget=True)
+        except BaseException:
+            self.sessions.pop(session_id, None)
+            raise
+        session.loaded(result if isinstance(result, dict) else {})
+        await session.prepare()
+        return session
+
+    def forget(self, session_id: str) -> None:
+        self.sessions.pop(session_id, None)
+
+    # -- frames from the agent -------------------------------------------------------------
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        session = self.sessions.get(str(params.get("sessionId", "")))
+        if session is None:
+            log.debug("%s for a session this runtime does not serve", method)
+            return
+        session.on_frame(method, params)
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        if method == "session/request_permission" and isinstance(params, dict):
+            session = self.sessions.get(str(params.get("sessionId", "")))
+            if session is not None:
+                return await session.on_permission(params)
+            return {"outcome": {"outcome": "cancelled"}}
+        raise RpcError(-32601, f"Method not found: {method}")

@@ -1,0 +1,304 @@
+"""One ACP session on a runtime: prompt turns, cancel, modes and models."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update
+from core.acp.client import AcpError, AcpModelUnavailable, AcpProcessDied, AcpPromptBusy, AcpTimeoutError
+from core.acp.session_handle import AcpRuntimeDead
+from core.acp.tool_gate import Approver, decide
+from core.acp.types import (
+    STOP_REASON_CANCELLED,
+    STOP_REASON_END_TURN,
+    AcpEvent,
+    AcpPromptStats,
+    ConfigOptions,
+    KiroMetadata,
+    ModeChanged,
+    PermissionOption,
+    PermissionRequest,
+    TextChunk,
+    ToolCall,
+)
+
+if TYPE_CHECKING:
+    from core.acp.runtime import AcpRuntime
+
+__all__ = ["AcpSession", "EventSink", "prompt_blocks"]
+
+log = logging.getLogger("acp_relay.acp.session")
+
+EventSink = Callable[[AcpEvent], None]
+_TOOL_RAN = frozenset({"in_progress", "completed", "failed"})
+#: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
+_BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "full-access"})
+
+
+def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Text or ready-made content blocks (text, image) -> the ``prompt`` array."""
+    if isinstance(prompt, str):
+        return [{"type": "text", "text": prompt}]
+    return [dict(block) for block in prompt]
+
+
+@dataclass(eq=False)
+class _Turn:
+    on_event: EventSink | None
+    approver: Approver | None
+    approval_timeout_s: float
+    stats: AcpPromptStats = field(default_factory=AcpPromptStats)
+    tools: dict[str, ToolCall] = field(default_factory=dict)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # ended without a prompt response
+    done: asyncio.Event = field(default_factory=asyncio.Event)  # prompt() has returned or raised
+    forced_stop: str = STOP_REASON_END_TURN
+    cancel_requested: bool = False
+    error: BaseException | None = None
+    permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+
+class AcpSession:
+    """A session handle. One prompt in flight at a time; ``cancel()`` really ends the turn."""
+
+    def __init__(self, runtime: AcpRuntime, session_id: str, result: dict[str, Any], *,
+                 loading: bool = False) -> None:
+        self.runtime = runtime
+        self.session_id = session_id
+        self.models: tuple[str, ...] = ()
+        self.current_model: str | None = None
+        self.model_config_id: str | None = None
+        self.modes: tuple[str, ...] = ()
+        self.current_mode: str | None = None
+        self.replayed = 0
+        self.meta: dict[str, Any] = {}
+        self.loading = loading
+        self._turn: _Turn | None = None
+        self._read_result(result)
+
+    def _read_result(self, result: dict[str, Any]) -> None:
+        if isinstance(result.get("_meta"), dict):
+            self.meta = dict(result["_meta"])
+        models = result.get("models")
+        if isinstance(models, dict):
+            self.models = tuple(str(m.get("modelId")) for m in models.get("availableModels", [])
+                                if isinstance(m, dict))
+            self.current_model = models.get("currentModelId") or self.current_model
+        self._read_config_options(result.get("configOptions"))
+        modes = result.get("modes")
+        if isinstance(modes, dict):
+            self.modes = tuple(str(m.get("id")) for m in modes.get("availableModes", []) if isinstance(m, dict))
+            self.current_mode = modes.get("currentModeId") or self.current_mode
+
+    def _read_config_options(self, options: Any) -> None:
+        for opt in options if isinstance(options, list | tuple) else ():
+            if isinstance(opt, dict) and opt.get("category") == "model":
+                self.model_config_id = str(opt.get("id"))
+                self.models = tuple(str(o.get("value")) for o in opt.get("options", []) if isinstance(o, dict))
+                self.current_model = opt.get("currentValue") or self.current_model
+
+    def loaded(self, result: dict[str, Any]) -> None:
+        self.loading = False
+        self._read_result(result)
+
+    async def prepare(self) -> None:
+        """Leave a mode that would run tools without asking, when the gate must see them."""
+        if self.runtime.spec.tool_gate != "allow" and self.current_mode in _BYPASS_MODES \
+                and "default" in self.modes:
+            await self.set_mode("default")
+
+    @property
+    def busy(self) -> bool:
+        return self._turn is not None
+
+    # -- frames ----------------------------------------------------------------------------
+
+    def on_frame(self, method: str, params: dict[str, Any]) -> None:
+        turn = self._turn
+        tools = turn.tools if turn is not None else {}
+        if method == "session/update":
+            update = params.get("update")
+            event = event_from_update(update, tools) if isinstance(update, dict) else None
+        elif method.startswith("_"):
+            event = event_from_extension(method, params, self.runtime.backend)
+        else:
+            return
+        if event is None:
+            return
+        if isinstance(event, ConfigOptions):
+            self._read_config_options(event.options)
+        elif isinstance(event, ModeChanged):
+            self.current_mode = event.mode_id
+        if turn is None:
+            self.replayed += 1
+            return
+        self._on_turn_event(turn, event)
+
+    def _on_turn_event(self, turn: _Turn, event: AcpEvent) -> None:
+        stats = turn.stats
+        if isinstance(event, TextChunk):
+            if event.text.strip() == KIRO_INTERRUPTED:
+                turn.forced_stop = STOP_REASON_CANCELLED if turn.cancel_requested else STOP_REASON_END_TURN
+                turn.ended.set()
+                return
+            stats.text += event.text
+            stats.chunks += 1
+        elif isinstance(event, ToolCall) and event.status in _TOOL_RAN:
+            stats.tool_ran = True
+        elif isinstance(event, KiroMetadata):
+            stats.context_pct = event.context_pct if event.context_pct is not None else stats.context_pct
+            stats.credits = event.credits if event.credits is not None else stats.credits
+            stats.turn_ms = event.turn_ms if event.turn_ms is not None else stats.turn_ms
+            if event.refusal is not None:
+                stats.refusal = event.refusal
+        self._emit(turn, event)
+
+    def _emit(self, turn: _Turn, event: AcpEvent) -> None:
+        if turn.on_event is None or turn.error is not None:
+            return
+        try:
+            turn.on_event(event)
+        except Exception as exc:  # the consumer's failure ends the turn; prompt() re-raises it
+            turn.error = exc
+            self._send_cancel(turn)
+
+    async def on_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        turn = self._turn
+        if turn is None or turn.cancel_requested:
+            return {"outcome": {"outcome": "cancelled"}}
+        raw_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+        assert isinstance(raw_call, dict)
+        call_id = str(raw_call.get("toolCallId", ""))
+        call = (turn.tools.get(call_id) or ToolCall(call_id)).merged(raw_call)
+        turn.tools[call_id] = call
+        options = tuple(PermissionOption(str(o.get("optionId")), str(o.get("name", "")), str(o.get("kind", "")))
+                        for o in params.get("options", []) if isinstance(o, dict))
+        request = PermissionRequest(self.session_id, call, options)
+        task = asyncio.create_task(decide(self.runtime.spec.tool_gate, request, turn.approver,
+                                          timeout_s=turn.approval_timeout_s), name="acp-permission")
+        turn.permission_tasks.add(task)
+        try:
+            kind, answer = await task
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return {"outcome": {"outcome": "cancelled"}}
+            raise
+        except AcpError as exc:  # AcpPermissionNeeded: no approver for a gate of "ask"
+            turn.error = exc
+            self._send_cancel(turn)
+            return {"outcome": {"outcome": "cancelled"}}
+        finally:
+            turn.permission_tasks.discard(task)
+        if kind.startswith("allow"):
+            turn.stats.tool_ran = True
+        return answer
+
+    def runtime_died(self, death: AcpRuntimeDead) -> None:
+        if self._turn is not None:
+            for task in self._turn.permission_tasks:
+                task.cancel()
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def prompt(
+        self, prompt: str | Sequence[dict[str, Any]], *, on_event: EventSink | None = None,
+        approver: Approver | None = None, timeout_s: float = 900.0, approval_timeout_s: float = 300.0,
+        cancel_wait_s: float = 10.0,
+    ) -> AcpPromptStats:
+        """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``."""
+        if self._turn is not None:
+            raise AcpPromptBusy("a prompt is already in flight on this session")
+        turn = _Turn(on_event, approver, approval_timeout_s)
+        self._turn = turn
+        params = {"sessionId": self.session_id, "prompt": prompt_blocks(prompt)}
+        request = asyncio.create_task(
+            self.runtime.request("session/prompt", params, timeout_s=0, models=self.models), name="acp-prompt")
+        ender = asyncio.create_task(turn.ended.wait(), name="acp-turn-ended")
+        finished = False
+        try:
+            done, _ = await asyncio.wait({request, ender}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                self._send_cancel(turn)
+                await asyncio.wait({request, ender}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
+                finished = True
+                raise AcpTimeoutError(f"no answer within {timeout_s:g}s", partial_output=turn.stats.text)
+            stop = turn.forced_stop
+            if request in done:
+                stop = self._stop_reason(request, turn)
+            finished = True
+            if turn.error is not None:
+                raise turn.error
+            end = turn.stats.terminal_refusal(stop)
+            self._emit(turn, end)
+            return turn.stats
+        finally:
+            if not finished and not request.done():
+                self._send_cancel(turn)  # our caller went away (e.g. shutdown): end the agent's turn too
+            request.cancel()
+            ender.cancel()
+            self._turn = None
+            turn.done.set()
+
+    def _stop_reason(self, request: asyncio.Task[Any], turn: _Turn) -> str:
+        try:
+            result = request.result()
+        except AcpRuntimeDead as exc:
+            raise AcpProcessDied(str(exc), exit_code=exc.exit_code, stderr_tail=exc.stderr_tail,
+                                 partial_output=turn.stats.text) from exc
+        except AcpError as exc:
+            if turn.error is not None:
+                raise turn.error from exc
+            exc.partial_output = turn.stats.text
+            raise
+        stop = result.get("stopReason") if isinstance(result, dict) else None
+        return stop if isinstance(stop, str) and stop else STOP_REASON_END_TURN
+
+    def _send_cancel(self, turn: _Turn) -> None:
+        turn.cancel_requested = True
+        for task in turn.permission_tasks:
+            task.cancel()
+        if not self.runtime.conn.closed:
+            self.runtime.conn.notify("session/cancel", {"sessionId": self.session_id})
+
+    async def cancel(self, *, wait_s: float = 10.0) -> None:
+        """``session/cancel``, pending approvals answered cancelled; returns once the turn ended."""
+        turn = self._turn
+        if turn is None:
+            return
+        self._send_cancel(turn)
+        try:
+            await asyncio.wait_for(turn.done.wait(), wait_s)
+        except TimeoutError:
+            log.warning("agent %s did not end the turn %gs after session/cancel; ending it here",
+                        self.runtime.spec.name, wait_s)
+            turn.forced_stop = STOP_REASON_CANCELLED
+            turn.ended.set()
+            await turn.done.wait()
+
+    # -- modes and models ------------------------------------------------------------------
+
+    async def set_mode(self, mode_id: str) -> None:
+        await self.runtime.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode_id})
+        self.current_mode = mode_id
+
+    async def set_model(self, model_id: str) -> None:
+        """Switch model: ``session/set_config_option``, else the legacy ``session/set_model``."""
+        if self.models and model_id not in self.models:
+            raise AcpModelUnavailable(f"model {model_id!r} is not offered by this agent",
+                                      model=model_id, available=self.models)
+        if self.model_config_id is not None:
+            try:
+                await self.runtime.request("session/set_config_option", {
+                    "sessionId": self.session_id, "configId": self.model_config_id, "value": model_id})
+            except AcpError as exc:
+                if exc.code != -32601:
+                    raise
+            else:
+                self.current_model = model_id
+                return
+        await self.runtime.request("session/set_model", {"sessionId": self.session_id, "modelId": model_id},
+                                   models=self.models)
+        self.current_model = model_id

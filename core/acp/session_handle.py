@@ -1,0 +1,34 @@
+"""The AcpRuntimeError family: the process and request transport underneath AcpError
+(spec: acp/session_handle.py). AcpWorkspaceBindingError lives in ``core.acp.runtime``."""
+
+from __future__ import annotations
+
+__all__ = ["AcpRequestTimeout", "AcpRuntimeDead", "AcpRuntimeError"]
+
+
+class AcpRuntimeError(Exception):
+    """Base of transport failures. ``transient``: a fresh process or a resend may succeed."""
+
+    transient: bool = True
+
+    def __init__(self, message: str = "", *, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.stderr_tail = stderr_tail
+
+
+class AcpRuntimeDead(AcpRuntimeError):
+    """The underlying agent process has died (or its stdout closed)."""
+
+    def __init__(self, message: str = "", *, exit_code: int | None = None, stderr_tail: str = "") -> None:
+        super().__init__(message, stderr_tail=stderr_tail)
+        self.exit_code = exit_code
+
+
+class AcpRequestTimeout(AcpRuntimeError):
+    """A request's response missed its own time budget."""
+
+    def __init__(self, message: str = "", *, method: str = "", budget_s: float = 0.0) -> None:
+        super().__init__(message)
+        self.method = method
+        self.budget_s = budget_s

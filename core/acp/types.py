@@ -1,0 +1,230 @@
+"""Typed values shared by the ACP layer and the engine: events, refusals, turn statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+__all__ = [
+    "STOP_REASON_CANCELLED",
+    "STOP_REASON_END_TURN",
+    "STOP_REASON_REFUSAL",
+    "AcpEvent",
+    "AcpPromptStats",
+    "AvailableCommands",
+    "CompactionStatus",
+    "ConfigOptions",
+    "KiroMetadata",
+    "ModeChanged",
+    "Notice",
+    "PermissionOption",
+    "PermissionRequest",
+    "PlanEntry",
+    "PlanUpdate",
+    "RateLimitNotice",
+    "RefusalInfo",
+    "SessionInfo",
+    "TextChunk",
+    "ThoughtChunk",
+    "ToolCall",
+    "TurnEnded",
+    "UnknownUpdate",
+    "UsageUpdate",
+    "UserChunk",
+]
+
+STOP_REASON_END_TURN = "end_turn"
+STOP_REASON_REFUSAL = "refusal"
+STOP_REASON_CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalInfo:
+    """The one shape every harness's refusal is folded onto. Empty means "the provider did not say"."""
+
+    category: str = ""
+    explanation: str = ""
+    recommended_model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AcpEvent:
+    """Base of everything a turn streams to its consumer."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk(AcpEvent):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtChunk(AcpEvent):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserChunk(AcpEvent):
+    """History replayed by ``session/load``."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall(AcpEvent):
+    """Merged state of one tool call. ``started`` is true for the ``tool_call`` frame itself."""
+
+    tool_call_id: str
+    title: str = ""
+    kind: str = ""
+    status: str = "pending"
+    content: tuple[str, ...] = ()
+    started: bool = False
+
+    def merged(self, update: dict[str, Any]) -> ToolCall:
+        """Apply a ``tool_call_update``: missing fields stay unchanged."""
+        changes: dict[str, Any] = {"started": False}
+        for key in ("title", "kind", "status"):
+            if isinstance(update.get(key), str):
+                changes[key] = update[key]
+        texts = _content_texts(update.get("content"))
+        if texts:
+            changes["content"] = texts
+        return replace(self, **changes)
+
+
+def _content_texts(content: Any) -> tuple[str, ...]:
+    out: list[str] = []
+    if isinstance(content, list):
+        for item in content:
+            if not isinstance(item, dict):
+                continue
+            inner = item.get("content")
+            if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+                out.append(inner["text"])
+            elif isinstance(item.get("text"), str):
+                out.append(item["text"])
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    content: str
+    status: str = "pending"
+    priority: str = "medium"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdate(AcpEvent):
+    """The whole plan (each update replaces the previous one)."""
+
+    entries: tuple[PlanEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AvailableCommands(AcpEvent):
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ModeChanged(AcpEvent):
+    mode_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOptions(AcpEvent):
+    options: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdate(AcpEvent):
+    used: int | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo(AcpEvent):
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStatus(AcpEvent):
+    """``compaction_update`` / ``compaction_summary_chunk`` or Kiro's ``_kiro.dev/compaction/status``."""
+
+    status: str
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class KiroMetadata(AcpEvent):
+    context_pct: float | None = None
+    credits: float | None = None
+    turn_ms: int | None = None
+    refusal: RefusalInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitNotice(AcpEvent):
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notice(AcpEvent):
+    """A line for the person from the core itself (retrying, new session...)."""
+
+    text: str
+    key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownUpdate(AcpEvent):
+    kind: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded(AcpEvent):
+    """The terminal event of a turn; ``refusal`` is attached by ``AcpPromptStats.terminal_refusal``."""
+
+    stop_reason: str
+    refusal: RefusalInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOption:
+    option_id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    session_id: str
+    tool_call: ToolCall
+    options: tuple[PermissionOption, ...]
+
+    def option_for(self, kind: str) -> PermissionOption | None:
+        return next((o for o in self.options if o.kind == kind), None)
+
+
+@dataclass(slots=True)
+class AcpPromptStats:
+    """What one turn produced. ``text`` is the streamed answer (also the partial output)."""
+
+    stop_reason: str = ""
+    text: str = ""
+    tool_ran: bool = False
+    refusal: RefusalInfo | None = None
+    context_pct: float | None = None
+    credits: float | None = None
+    turn_ms: int | None = None
+    chunks: int = 0
+
+    def terminal_refusal(self, stop_reason: str) -> TurnEnded:
+        """The turn's terminal event: a parsed structured refusal rewrites the stop reason."""
+        if self.refusal is not None:
+            self.stop_reason = STOP_REASON_REFUSAL
+            return TurnEnded(STOP_REASON_REFUSAL, self.refusal)
+        self.stop_reason = stop_reason
+        if stop_reason == STOP_REASON_REFUSAL:
+            return TurnEnded(STOP_REASON_REFUSAL, RefusalInfo())
+        return TurnEnded(stop_reason)

@@ -1,0 +1,52 @@
+"""Which agent to run: the configured one, or the embedded default (first found on PATH, else demo)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from core.acp.spec import AgentSpec
+from core.config import AgentConfig, ConfigError, RelayConfig
+
+__all__ = ["BUILTIN_AGENTS", "agent_spec", "choose_agent", "resolve_command"]
+
+#: Tried in this order when the config names no default agent (``make run`` on a fresh machine).
+BUILTIN_AGENTS: dict[str, AgentConfig] = {
+    "kiro": AgentConfig(command="kiro-cli", args=["acp"], backend="kiro"),
+    "claude": AgentConfig(command="claude-agent-acp", backend="claude"),
+    "codex": AgentConfig(command="codex-acp", backend="codex"),
+    "demo": AgentConfig(command="acp-relay", args=["demo-agent"], backend="generic"),
+}
+
+
+def resolve_command(command: str) -> str | None:
+    """``shutil.which``, plus our own console script next to this interpreter (an unactivated venv)."""
+    found = shutil.which(command)
+    if found is None and command == "acp-relay":
+        sibling = Path(sys.executable).with_name("acp-relay")
+        found = str(sibling) if sibling.exists() else None
+    return found
+
+
+def choose_agent(config: RelayConfig, name: str | None = None) -> tuple[str, AgentConfig]:
+    """The agent to use: ``name``, else ``default_agent``, else the first configured (or built-in)
+    agent whose command is on PATH; the demo agent is always available."""
+    agents = config.agents or BUILTIN_AGENTS
+    if name is not None:
+        if name not in agents:
+            known = ", ".join(agents)
+            raise ConfigError(None, [(f"agents.{name}", f"no such agent (known: {known})")])
+        return name, agents[name]
+    if config.default_agent is not None:
+        return config.default_agent, agents[config.default_agent]
+    for candidate, agent in agents.items():
+        if resolve_command(agent.command) is not None:
+            return candidate, agent
+    return "demo", BUILTIN_AGENTS["demo"]
+
+
+def agent_spec(name: str, agent: AgentConfig, cwd: str | None = None) -> AgentSpec:
+    command = resolve_command(agent.command) or agent.command
+    return AgentSpec(name=name, command=command, args=tuple(agent.args), env=dict(agent.env),
+                     cwd=cwd or agent.cwd, backend=agent.backend or "", tool_gate=agent.tool_gate)

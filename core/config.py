@@ -1,0 +1,283 @@
+"""Load and validate ``config.json`` once, at startup.
+
+The schema mirrors the config contract in ``docs/architecture.md`` key for key; every model forbids
+unknown keys. Two keys go beyond that contract and are documented here:
+
+- ``retry``: the transient-error ladder (``attempts``, total ``budget_s``, ``base_delay_s``).
+- ``engine``: ``queue_limit`` (messages queued per conversation behind a running turn) and
+  ``edit_interval_s`` (minimum seconds between coalesced edits of one streamed message).
+
+``timeouts.idle_s`` (reap an agent process idle this long) also extends the contract.
+
+Loading is strict about types (``"8787"`` is not a port). Unparseable JSON is the one soft failure
+(spec, "Config load"): a warning is logged and the relay runs on defaults; valid JSON with wrong
+keys or types raises :class:`ConfigError` naming each problem by its JSON path. Secrets never live
+in the file: the file names environment variables and :func:`secret` reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+__all__ = [
+    "AgentConfig",
+    "ConfigError",
+    "DashboardConfig",
+    "DiscordConfig",
+    "EngineConfig",
+    "RelayConfig",
+    "RetryConfig",
+    "SlackConfig",
+    "StoreConfig",
+    "SurfacesConfig",
+    "TelegramConfig",
+    "TimeoutsConfig",
+    "load_config",
+    "load_config_strict",
+    "secret",
+]
+
+_log = logging.getLogger("acp_relay.config")
+
+# Agent env keys that look like credentials; their values are masked in effective_dump().
+_RE_SECRET_KEY = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_MASK = "****"
+_RE_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+class _Model(BaseModel):
+    """Base of every config model: unknown keys are errors, NaN and infinity are not numbers."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class AgentConfig(_Model):
+    """One ACP agent: how to spawn it and how its tool calls are gated."""
+
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    # Kept verbatim: "~" and variables are expanded at spawn time, not at load time.
+    cwd: str = "."
+    # None means: detect from the command name and the agent's agentInfo.name, else "generic".
+    backend: Literal["kiro", "claude", "codex", "generic"] | None = None
+    tool_gate: Literal["ask", "allow", "deny"] = "ask"
+
+
+class TimeoutsConfig(_Model):
+    """Budgets in seconds: a prompt turn, one JSON-RPC request, an approval, and idle reaping."""
+
+    prompt_s: float = Field(default=900.0, gt=0)
+    request_s: float = Field(default=30.0, gt=0)
+    approval_s: float = Field(default=300.0, gt=0)
+    idle_s: float = Field(default=1800.0, gt=0)
+
+
+class StoreConfig(_Model):
+    """SQLite file location (``~`` is expanded when the store opens it)."""
+
+    path: str = "~/.local/state/acp-relay/relay.db"
+
+
+class TelegramConfig(_Model):
+    """Telegram surface; ``api_base_url`` is the Bot API server root."""
+
+    enabled: bool = False
+    token_env: str = "TELEGRAM_BOT_TOKEN"
+    allowed_user_ids: list[int] = Field(default_factory=list)
+    api_base_url: str | None = None
+
+
+class DiscordConfig(_Model):
+    """Discord surface; ``api_base_url`` is the REST base, ``gateway_url`` the gateway."""
+
+    enabled: bool = False
+    token_env: str = "DISCORD_BOT_TOKEN"
+    allowed_user_ids: list[int] = Field(default_factory=list)
+    allowed_channel_ids: list[int] = Field(default_factory=list)
+    api_base_url: str | None = None
+    gateway_url: str | None = None
+
+
+class SlackConfig(_Model):
+    """Slack surface, Socket Mode or HTTP mode (127.0.0.1:``http_port``/slack/events)."""
+
+    enabled: bool = False
+    mode: Literal["socket", "http"] = "socket"
+    bot_token_env: str = "SLACK_BOT_TOKEN"
+    app_token_env: str = "SLACK_APP_TOKEN"
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"
+    allowed_user_ids: list[str] = Field(default_factory=list)
+    api_base_url: str | None = None
+    http_port: int = Field(default=3000, ge=0, le=65535)
+
+
+class DashboardConfig(_Model):
+    """Local web dashboard; port 0 binds an ephemeral port (tests)."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=0, le=65535)
+    access_token_env: str = "ACP_RELAY_DASHBOARD_TOKEN"
+    allowed_user_ids: list[str] = Field(default_factory=lambda: ["local"])
+
+
+class SurfacesConfig(_Model):
+    """Every surface, each with its defaults; only the dashboard is enabled by default."""
+
+    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
+    discord: DiscordConfig = Field(default_factory=DiscordConfig)
+    slack: SlackConfig = Field(default_factory=SlackConfig)
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+
+
+class RetryConfig(_Model):
+    """Retry ladder for transient errors: at most ``attempts`` tries within ``budget_s`` seconds."""
+
+    attempts: int = Field(default=3, ge=1)
+    budget_s: float = Field(default=15.0, ge=0)
+    base_delay_s: float = Field(default=1.0, ge=0)
+
+
+class EngineConfig(_Model):
+    """Per-conversation queue bound and the streamer's minimum interval between edits."""
+
+    queue_limit: int = Field(default=10, ge=1)
+    edit_interval_s: float = Field(default=1.0, ge=0)
+
+
+class RelayConfig(_Model):
+    """The whole configuration; ``RelayConfig()`` is the built-in default."""
+
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    default_agent: str | None = None
+    timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    surfaces: SurfacesConfig = Field(default_factory=SurfacesConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    @field_validator("default_agent")
+    @classmethod
+    def _default_agent_is_known(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # "agents" is declared first, so it is in info.data unless it failed on its own.
+        agents = info.data.get("agents")
+        if value is not None and agents and value not in agents:
+            known = ", ".join(sorted(agents))
+            raise ValueError(f"names no configured agent (known: {known})")
+        return value
+
+    def default_agent_name(self) -> str | None:
+        """The agent used when none is named: ``default_agent``, else the first agent, else None."""
+        if self.default_agent is not None:
+            return self.default_agent
+        return next(iter(self.agents), None)
+
+    def effective_dump(self, mask_secrets: bool = True) -> dict[str, Any]:
+        """The effective config as plain JSON data, ``default_agent`` resolved.
+
+        With ``mask_secrets``, agent ``env`` values whose key looks like a credential
+        (KEY, TOKEN, SECRET, PASSWORD) are replaced by ``"****"``.
+        """
+        data = self.model_dump(mode="json")
+        data["default_agent"] = self.default_agent_name()
+        if mask_secrets:
+            for agent in data["agents"].values():
+                agent["env"] = {
+                    key: _MASK if _RE_SECRET_KEY.search(key) else value for key, value in agent["env"].items()
+                }
+        return data
+
+
+class ConfigError(Exception):
+    """The config file is missing, unreadable, or its JSON does not match the schema.
+
+    ``problems`` holds ``(json_path, message)`` pairs, e.g.
+    ``("surfaces.telegram.allowed_user_ids[0]", "Input should be a valid integer")``;
+    ``str()`` is a header naming the file followed by one problem per line.
+    """
+
+    def __init__(self, path: Path | None, problems: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.problems = problems
+        where = str(path) if path is not None else "config"
+        lines = [f"invalid config {where}:"] + [f"  {loc}: {msg}" for loc, msg in problems]
+        super().__init__("\n".join(lines))
+
+
+def secret(env_name: str | None) -> str | None:
+    """Read a secret from the environment variable the config names; unset or empty gives None."""
+    if not env_name:
+        return None
+    return os.environ.get(env_name) or None
+
+
+def load_config(path: str | Path | None) -> RelayConfig:
+    """Load ``path``; ``None`` gives the defaults.
+
+    Unparseable JSON logs a warning and returns the defaults (spec, "Config load"). A missing or
+    unreadable file, or valid JSON that breaks the schema, raises :class:`ConfigError`.
+    """
+    return _load(path, strict=False)
+
+
+def load_config_strict(path: str | Path | None) -> RelayConfig:
+    """Like :func:`load_config`, but unparseable JSON raises :class:`ConfigError` (check-config)."""
+    return _load(path, strict=True)
+
+
+def _load(path: str | Path | None, *, strict: bool) -> RelayConfig:
+    if path is None:
+        return RelayConfig()
+    file = Path(path).expanduser()
+    try:
+        text = file.read_bytes().decode("utf-8")
+        data = json.loads(text)
+    except FileNotFoundError as exc:
+        raise ConfigError(file, [("<file>", "config file not found")]) from exc
+    except OSError as exc:
+        raise ConfigError(file, [("<file>", f"cannot read config file: {exc.strerror or exc}")]) from exc
+    except (UnicodeDecodeError, ValueError) as exc:
+        # json.JSONDecodeError is a ValueError; UnicodeDecodeError too, listed for the reader.
+        if strict:
+            raise ConfigError(file, [("<file>", f"not valid JSON: {exc}")]) from exc
+        _log.warning("config %s is not valid JSON (%s); running on defaults", file, exc)
+        return RelayConfig()
+    try:
+        return RelayConfig.model_validate(data, strict=True)
+    except ValidationError as exc:
+        raise ConfigError(file, _problems(exc)) from exc
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for err in exc.errors(include_url=False):
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            msg = "unknown key"
+        elif kind == "missing":
+            msg = "required key is missing"
+        else:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+        problems.append((_json_path(err["loc"]), msg))
+    return problems
+
+
+def _json_path(loc: tuple[int | str, ...]) -> str:
+    """Render a pydantic location as a JSON path: ``agents.kiro.args[0]``, ``agents["a b"].cwd``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _RE_IDENTIFIER.fullmatch(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out or "<root>"

@@ -1,0 +1,1 @@
+"""The conversation engine: one core every surface plugs into."""

@@ -1,0 +1,298 @@
+"""SQLite persistence behind a narrow, synchronous interface (a PostgreSQL backend could replace it).
+
+What survives a restart: conversations (ACP session, generation), the inbound journal (de-duplication
+by platform message id; replay of what a killed relay never finished), surface offsets, and the
+outbound ledger. WAL mode with ``synchronous=NORMAL``: a commit survives a relay crash and a call
+takes well under a millisecond, so async callers call directly. The schema is versioned by
+``PRAGMA user_version`` and :data:`_MIGRATIONS`. Every sqlite failure becomes :class:`StoreError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from dataclasses import astuple, dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["SCHEMA_VERSION", "ConversationRecord", "InboundRecord", "OutboundRecord", "Store", "StoreError"]
+
+_log = logging.getLogger("acp_relay.store")
+
+# Ordered; entry i brings the schema from user_version i to i + 1. Never edit a shipped entry.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE conversations (
+            key TEXT PRIMARY KEY, agent TEXT NOT NULL, cwd TEXT NOT NULL, session_id TEXT,
+            generation INTEGER NOT NULL, model TEXT, updated_at REAL NOT NULL)""",
+        """CREATE TABLE inbound (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, surface TEXT NOT NULL, message_id TEXT NOT NULL,
+            conversation_key TEXT NOT NULL, payload TEXT NOT NULL, received_at REAL NOT NULL,
+            completed_at REAL, UNIQUE (surface, message_id))""",
+        "CREATE INDEX inbound_completed ON inbound (completed_at)",
+        "CREATE TABLE offsets (surface TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
+        " PRIMARY KEY (surface, name))",
+        """CREATE TABLE outbound (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_key TEXT NOT NULL,
+            payload TEXT NOT NULL, created_at REAL NOT NULL)""",
+    ),
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+_CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at"  # ConversationRecord order
+
+
+class StoreError(Exception):
+    """The store cannot be used; ``path`` names the file, ``detail`` says why."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(f"store {path}: {detail}")
+
+
+@dataclass(slots=True)
+class ConversationRecord:
+    """A conversation's binding to an agent session.
+
+    ``generation`` counts resets; an empty ``agent`` or ``cwd`` (a row created by a reset of an
+    unknown key) means "not chosen yet: use the configured default".
+    """
+
+    key: str
+    agent: str
+    cwd: str
+    session_id: str | None = None
+    generation: int = 0
+    model: str | None = None
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class InboundRecord:
+    """A journaled inbound message; ``seq`` gives arrival order."""
+
+    seq: int
+    surface: str
+    message_id: str
+    conversation_key: str
+    payload: dict[str, Any]
+    received_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundRecord:
+    """A message the relay owes a conversation and has not yet delivered."""
+
+    id: int
+    conversation_key: str
+    payload: dict[str, Any]
+    created_at: float
+
+
+class Store:
+    """One SQLite connection; safe to share between the event loop and worker threads."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        """Wrap an open connection; use :meth:`Store.open`."""
+        self._conn = conn
+        self._path = path
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | Path, *, busy_timeout_s: float = 5.0) -> Store:
+        """Open (creating if needed) and migrate the store at ``path``; ``":memory:"`` for tests.
+
+        A writer holding the file longer than ``busy_timeout_s`` makes the call raise
+        :class:`StoreError`, as does a file that is not a SQLite database.
+        """
+        name = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        try:
+            if name != ":memory:":
+                Path(name).parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: autocommit, so each statement commits unless we BEGIN ourselves.
+            conn = sqlite3.connect(name, busy_timeout_s, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(name, _describe(exc)) from exc
+        store = cls(conn, name)
+        try:
+            store._run(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            mode = store._run("PRAGMA journal_mode = WAL")[1][0][0]
+            if mode != "wal" and name != ":memory:":
+                _log.warning("store %s: journal_mode is %s, not wal", name, mode)
+            store._run("PRAGMA synchronous = NORMAL")
+            store._migrate()
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    @property
+    def path(self) -> str:
+        """The database file (``~`` expanded)."""
+        return self._path
+
+    def close(self) -> None:
+        """Close the connection; idempotent."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Store:
+        """Use the store as a context manager that closes it."""
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the store."""
+        self.close()
+
+    def get_conversation(self, key: str) -> ConversationRecord | None:
+        """The conversation stored under ``key``, or None."""
+        rows = self._run(f"SELECT {_CONV_COLS} FROM conversations WHERE key = ?", (key,))[1]
+        return ConversationRecord(*rows[0]) if rows else None
+
+    def save_conversation(self, rec: ConversationRecord) -> bool:
+        """Upsert ``rec``, stamping ``updated_at``; False when it was ignored as stale.
+
+        A record whose ``generation`` is older than the stored one is ignored: a turn that ends
+        after a reset must not bring the forgotten session back.
+        """
+        cur, _ = self._run(
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET"
+            " agent = excluded.agent, cwd = excluded.cwd, session_id = excluded.session_id,"
+            " generation = excluded.generation, model = excluded.model, updated_at = excluded.updated_at"
+            " WHERE excluded.generation >= conversations.generation",
+            astuple(replace(rec, updated_at=time.time())),
+        )
+        return cur.rowcount == 1
+
+    def reset_conversation(self, key: str) -> int:
+        """Forget the session of ``key`` and return its new generation (committed before return).
+
+        Agent, cwd and model are kept. An unknown key gets a row with generation 1 and an empty
+        agent and cwd, so a later stale save from generation 0 is still refused.
+        """
+        _, rows = self._run(
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?)"
+            " ON CONFLICT (key) DO UPDATE SET"
+            " session_id = NULL, generation = conversations.generation + 1,"
+            " updated_at = excluded.updated_at RETURNING generation",
+            (key, time.time()),
+        )
+        return int(rows[0][0])
+
+    def record_inbound(
+        self, surface: str, message_id: str, conversation_key: str, payload: dict[str, Any]
+    ) -> bool:
+        """Journal an inbound message; False when ``(surface, message_id)`` was already recorded."""
+        cur, _ = self._run(
+            "INSERT OR IGNORE INTO inbound (surface, message_id, conversation_key, payload, received_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (surface, message_id, conversation_key, json.dumps(payload), time.time()),
+        )
+        return cur.rowcount == 1
+
+    def complete_inbound(self, surface: str, message_id: str) -> None:
+        """Mark a journaled message as fully handled, so it is not replayed after a restart."""
+        sql = "UPDATE inbound SET completed_at = ? WHERE surface = ? AND message_id = ?"
+        sql += " AND completed_at IS NULL"
+        self._run(sql, (time.time(), surface, message_id))
+
+    def unfinished_inbound(self) -> list[InboundRecord]:
+        """Messages recorded but never completed, in arrival order (to replay after a restart)."""
+        _, rows = self._run(
+            "SELECT seq, surface, message_id, conversation_key, payload, received_at"
+            " FROM inbound WHERE completed_at IS NULL ORDER BY seq"
+        )
+        return [InboundRecord(seq, s, m, k, json.loads(p), t) for seq, s, m, k, p, t in rows]
+
+    def prune_inbound(self, older_than_s: float) -> int:
+        """Delete messages completed more than ``older_than_s`` ago; returns how many.
+
+        Their ids stop being de-duplicated, so keep the window longer than any platform redelivers.
+        """
+        sql = "DELETE FROM inbound WHERE completed_at IS NOT NULL AND completed_at < ?"
+        return self._run(sql, (time.time() - older_than_s,))[0].rowcount
+
+    def get_offset(self, surface: str, name: str) -> str | None:
+        """A surface's saved position (e.g. Telegram's update offset), or None."""
+        rows = self._run("SELECT value FROM offsets WHERE surface = ? AND name = ?", (surface, name))[1]
+        return str(rows[0][0]) if rows else None
+
+    def set_offset(self, surface: str, name: str, value: str) -> None:
+        """Save a surface's position, replacing the previous one."""
+        self._run(
+            "INSERT INTO offsets (surface, name, value) VALUES (?, ?, ?)"
+            " ON CONFLICT (surface, name) DO UPDATE SET value = excluded.value",
+            (surface, name, value),
+        )
+
+    def add_outbound(self, conversation_key: str, payload: dict[str, Any]) -> int:
+        """Record a message owed to a conversation; returns its ledger id."""
+        cur, _ = self._run(
+            "INSERT INTO outbound (conversation_key, payload, created_at) VALUES (?, ?, ?)",
+            (conversation_key, json.dumps(payload), time.time()),
+        )
+        assert cur.lastrowid is not None  # an INSERT into a rowid table always sets it
+        return cur.lastrowid
+
+    def ack_outbound(self, id: int) -> None:
+        """The message was delivered: drop it from the ledger (unknown ids are ignored)."""
+        self._run("DELETE FROM outbound WHERE id = ?", (id,))
+
+    def pending_outbound(self) -> list[OutboundRecord]:
+        """Messages added and not acknowledged, oldest first."""
+        _, rows = self._run("SELECT id, conversation_key, payload, created_at FROM outbound ORDER BY id")
+        return [OutboundRecord(i, k, json.loads(p), t) for i, k, p, t in rows]
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[sqlite3.Cursor, list[Any]]:
+        """Execute one statement (atomic on its own) under the lock; sqlite errors become StoreError."""
+        with self._lock:
+            try:
+                cur = self._conn.execute(sql, params)
+                return cur, cur.fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(self._path, _describe(exc)) from exc
+
+    def _migrate(self) -> None:
+        """Apply pending migrations in one write transaction (runs inside :meth:`open`)."""
+        version = self._user_version()
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            detail = f"schema version {version} is newer than this acp-relay supports ({SCHEMA_VERSION})"
+            raise StoreError(self._path, detail)
+        self._run("BEGIN IMMEDIATE")
+        try:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            for target in range(self._user_version() + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[target - 1]:
+                    self._run(statement)
+                self._run(f"PRAGMA user_version = {target}")
+            self._run("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
+    def _user_version(self) -> int:
+        return int(self._run("PRAGMA user_version")[1][0][0])
+
+
+def _describe(exc: OSError | sqlite3.Error) -> str:
+    """Plain words for the failures an operator can act on."""
+    if isinstance(exc, OSError):
+        return f"cannot create the database directory ({exc.strerror or exc})"
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return f"not a usable SQLite database ({text}); move the file aside to start a fresh store"
+    if "locked" in text or "busy" in text:
+        return f"the database is locked by another process ({text}); is another acp-relay running?"
+    if "unable to open" in text or "readonly" in text:
+        return f"cannot open or write the database file ({text}); check the path and its permissions"
+    return text

@@ -1,0 +1,253 @@
+"""config.json loading: strict schema, JSON-path problems, soft failure on unparseable JSON."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from core.config import AgentConfig, ConfigError, RelayConfig, load_config, load_config_strict, secret
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.json"
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return path
+
+
+def problems_of(tmp_path: Path, data: Any) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, data))
+    return info.value.problems
+
+
+def paths_of(tmp_path: Path, data: Any) -> list[str]:
+    return [loc for loc, _ in problems_of(tmp_path, data)]
+
+
+def test_example_loads_strictly_with_demo_agent_and_only_dashboard_enabled() -> None:
+    cfg = load_config_strict(EXAMPLE)
+    assert cfg.default_agent_name() == "demo"
+    demo = cfg.agents["demo"]
+    assert (demo.command, demo.args, demo.backend, demo.tool_gate, demo.cwd) == (
+        "acp-relay",
+        ["demo-agent"],
+        "generic",
+        "ask",
+        ".",
+    )
+    enabled = {name for name, s in cfg.surfaces if s.enabled}
+    assert enabled == {"dashboard"}
+    assert cfg.store.path == "~/.local/state/acp-relay/relay.db"
+
+
+def _missing_keys(model: type[BaseModel], data: dict[str, Any], prefix: str) -> list[str]:
+    missing = []
+    for name, field in model.model_fields.items():
+        if name not in data:
+            missing.append(prefix + name)
+            continue
+        sub = field.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            missing += _missing_keys(sub, data[name], f"{prefix}{name}.")
+    return missing
+
+
+def test_example_spells_out_every_key_of_the_schema() -> None:
+    data = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    assert _missing_keys(RelayConfig, data, "") == []
+    assert _missing_keys(AgentConfig, data["agents"]["demo"], "agents.demo.") == []
+
+
+def test_example_sets_every_default_except_the_agent() -> None:
+    example = load_config_strict(EXAMPLE).effective_dump()
+    defaults = RelayConfig().effective_dump()
+    for key in ("agents", "default_agent"):
+        example.pop(key)
+        defaults.pop(key)
+    assert example == defaults
+
+
+def test_defaults_match_the_contract() -> None:
+    cfg = RelayConfig()
+    assert cfg.agents == {} and cfg.default_agent_name() is None
+    assert (cfg.timeouts.prompt_s, cfg.timeouts.request_s, cfg.timeouts.approval_s) == (900, 30, 300)
+    assert cfg.timeouts.idle_s == 1800
+    assert cfg.surfaces.dashboard.enabled and cfg.surfaces.dashboard.port == 8787
+    assert cfg.surfaces.dashboard.allowed_user_ids == ["local"]
+    assert cfg.surfaces.slack.mode == "socket" and cfg.surfaces.slack.http_port == 3000
+    assert cfg.surfaces.telegram.allowed_user_ids == []
+    assert (cfg.retry.attempts, cfg.retry.budget_s, cfg.retry.base_delay_s) == (3, 15.0, 1.0)
+    assert (cfg.engine.queue_limit, cfg.engine.edit_interval_s) == (10, 1.0)
+
+
+def test_none_path_gives_defaults() -> None:
+    assert load_config(None) == RelayConfig()
+
+
+def test_agent_defaults_and_cwd_kept_verbatim(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, {"agents": {"k": {"command": "kiro-cli", "cwd": "~/projects/$APP"}}}))
+    agent = cfg.agents["k"]
+    assert agent.cwd == "~/projects/$APP"
+    assert (agent.args, agent.env, agent.backend, agent.tool_gate) == ([], {}, None, "ask")
+
+
+def test_unknown_top_level_key_is_named(tmp_path: Path) -> None:
+    assert problems_of(tmp_path, {"agnets": {}}) == [("agnets", "unknown key")]
+
+
+def test_unknown_nested_surface_key_is_named_by_path(tmp_path: Path) -> None:
+    data = {"surfaces": {"telegram": {"enabled": True, "tokenEnv": "X"}}}
+    assert paths_of(tmp_path, data) == ["surfaces.telegram.tokenEnv"]
+
+
+def test_unknown_surface_is_named(tmp_path: Path) -> None:
+    assert paths_of(tmp_path, {"surfaces": {"matrix": {}}}) == ["surfaces.matrix"]
+
+
+def test_unknown_agent_key_is_named_under_the_agent(tmp_path: Path) -> None:
+    data = {"agents": {"kiro": {"command": "kiro-cli", "tool-gate": "ask"}}}
+    assert paths_of(tmp_path, data) == ["agents.kiro.tool-gate"]
+
+
+def test_agent_name_that_is_not_an_identifier_is_quoted(tmp_path: Path) -> None:
+    data = {"agents": {"my agent": {"command": "x", "bogus": 1}}}
+    assert paths_of(tmp_path, data) == ['agents["my agent"].bogus']
+
+
+def test_wrong_type_inside_a_list_names_the_index(tmp_path: Path) -> None:
+    data = {"surfaces": {"telegram": {"allowed_user_ids": [123, "456"]}}}
+    [(path, msg)] = problems_of(tmp_path, data)
+    assert path == "surfaces.telegram.allowed_user_ids[1]"
+    assert "integer" in msg
+
+
+def test_slack_ids_are_strings_not_numbers(tmp_path: Path) -> None:
+    data = {"surfaces": {"slack": {"allowed_user_ids": ["U0123ABCD", 42]}}}
+    assert paths_of(tmp_path, data) == ["surfaces.slack.allowed_user_ids[1]"]
+
+
+def test_invalid_tool_gate_names_the_agent_path(tmp_path: Path) -> None:
+    data = {"agents": {"kiro": {"command": "kiro-cli", "tool_gate": "maybe"}}}
+    [(path, msg)] = problems_of(tmp_path, data)
+    assert path == "agents.kiro.tool_gate"
+    assert "'ask'" in msg
+
+
+def test_numbers_in_strings_are_not_coerced(tmp_path: Path) -> None:
+    data = {"surfaces": {"dashboard": {"port": "8787", "enabled": "yes"}}}
+    assert sorted(paths_of(tmp_path, data)) == ["surfaces.dashboard.enabled", "surfaces.dashboard.port"]
+
+
+def test_missing_command_is_named(tmp_path: Path) -> None:
+    assert problems_of(tmp_path, {"agents": {"a": {"args": []}}}) == [
+        ("agents.a.command", "required key is missing")
+    ]
+
+
+def test_every_problem_is_reported_one_per_line(tmp_path: Path) -> None:
+    data = {"timeouts": {"prompt_s": -1}, "store": {"path": 3}, "engine": {"queue_limits": 1}}
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    err = info.value
+    assert err.path == path
+    assert [loc for loc, _ in err.problems] == ["timeouts.prompt_s", "store.path", "engine.queue_limits"]
+    lines = str(err).splitlines()
+    assert str(path) in lines[0]
+    assert lines[1:] == [f"  {loc}: {msg}" for loc, msg in err.problems]
+
+
+def test_default_agent_must_name_an_agent(tmp_path: Path) -> None:
+    data = {"agents": {"a": {"command": "x"}}, "default_agent": "b"}
+    [(path, msg)] = problems_of(tmp_path, data)
+    assert path == "default_agent"
+    assert "a" in msg
+
+
+def test_default_agent_falls_back_to_the_first_agent(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, {"agents": {"z": {"command": "z"}, "a": {"command": "a"}}}))
+    assert cfg.default_agent is None
+    assert cfg.default_agent_name() == "z"
+    assert cfg.effective_dump()["default_agent"] == "z"
+
+
+def test_top_level_array_is_a_schema_error(tmp_path: Path) -> None:
+    assert paths_of(tmp_path, []) == ["<root>"]
+
+
+def test_unparseable_json_logs_a_warning_and_runs_on_defaults(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(tmp_path, '{"agents": {,}')
+    with caplog.at_level(logging.WARNING, logger="acp_relay.config"):
+        cfg = load_config(path)
+    assert cfg == RelayConfig()
+    [record] = [r for r in caplog.records if r.name == "acp_relay.config"]
+    assert record.levelno == logging.WARNING
+    assert str(path) in record.getMessage()
+
+
+def test_invalid_utf8_counts_as_unparseable(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"store": {"path": "\xff"}}')
+    with caplog.at_level(logging.WARNING, logger="acp_relay.config"):
+        assert load_config(path) == RelayConfig()
+    assert any(r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_strict_load_rejects_unparseable_json(tmp_path: Path) -> None:
+    path = write(tmp_path, "not json")
+    with pytest.raises(ConfigError) as info:
+        load_config_strict(path)
+    [(loc, msg)] = info.value.problems
+    assert loc == "<file>" and "JSON" in msg
+    assert str(path) in str(info.value)
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "nope.json"
+    for loader in (load_config, load_config_strict):
+        with pytest.raises(ConfigError) as info:
+            loader(path)
+        assert str(path) in str(info.value)
+        assert info.value.problems == [("<file>", "config file not found")]
+
+
+def test_effective_dump_masks_secret_looking_env_values(tmp_path: Path) -> None:
+    env = {"ANTHROPIC_API_KEY": "sk-1", "GH_TOKEN": "t", "db_password": "p", "MY_SECRET": "s", "LANG": "C"}
+    cfg = load_config(write(tmp_path, {"agents": {"a": {"command": "x", "env": env}}}))
+    dumped = cfg.effective_dump()
+    assert dumped["agents"]["a"]["env"] == {
+        "ANTHROPIC_API_KEY": "****",
+        "GH_TOKEN": "****",
+        "db_password": "****",
+        "MY_SECRET": "****",
+        "LANG": "C",
+    }
+    assert "sk-1" not in json.dumps(dumped)
+    assert cfg.effective_dump(mask_secrets=False)["agents"]["a"]["env"] == env
+    assert cfg.agents["a"].env == env  # masking never touches the live config
+
+
+def test_effective_dump_is_plain_json_that_loads_back(tmp_path: Path) -> None:
+    cfg = load_config_strict(EXAMPLE)
+    dumped = cfg.effective_dump()
+    assert set(dumped["surfaces"]["telegram"]) == {"enabled", "token_env", "allowed_user_ids", "api_base_url"}
+    assert load_config_strict(write(tmp_path, dumped)) == cfg
+
+
+def test_secret_reads_the_named_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACP_RELAY_TEST_TOKEN", "abc")
+    monkeypatch.setenv("ACP_RELAY_TEST_EMPTY", "")
+    monkeypatch.delenv("ACP_RELAY_TEST_UNSET", raising=False)
+    assert secret("ACP_RELAY_TEST_TOKEN") == "abc"
+    assert secret("ACP_RELAY_TEST_EMPTY") is None
+    assert secret("ACP_RELAY_TEST_UNSET") is None
+    assert secret(None) is None

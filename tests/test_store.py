@@ -1,0 +1,282 @@
+"""SQLite store: real files, reopened to simulate restarts; corrupt and locked files fail cleanly."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.store import SCHEMA_VERSION, ConversationRecord, Store, StoreError
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "nested" / "relay.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    with Store.open(db) as s:
+        yield s
+
+
+def test_open_creates_file_and_parent_dirs(db: Path) -> None:
+    assert not db.parent.exists()
+    with Store.open(db) as s:
+        assert s.path == str(db)
+    assert db.is_file()
+
+
+def test_open_expands_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with Store.open("~/x/relay.db") as s:
+        assert s.path == str(tmp_path / "x" / "relay.db")
+    assert (tmp_path / "x" / "relay.db").is_file()
+
+
+def test_wal_mode_is_on(store: Store, db: Path) -> None:
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
+
+
+def test_conversation_round_trip(store: Store) -> None:
+    assert store.get_conversation("telegram:1") is None
+    rec = ConversationRecord("telegram:1", "kiro", "/w", "sess-1", 0, "claude-sonnet", 0.0)
+    assert store.save_conversation(rec)
+    got = store.get_conversation("telegram:1")
+    assert got is not None
+    assert (got.key, got.agent, got.cwd, got.session_id, got.generation, got.model) == (
+        "telegram:1",
+        "kiro",
+        "/w",
+        "sess-1",
+        0,
+        "claude-sonnet",
+    )
+    assert got.updated_at > 0
+    got.session_id = "sess-2"
+    assert store.save_conversation(got)
+    again = store.get_conversation("telegram:1")
+    assert again is not None and again.session_id == "sess-2"
+
+
+def test_reset_clears_session_and_increments_generation_durably(db: Path) -> None:
+    with Store.open(db) as s:
+        s.save_conversation(ConversationRecord("k", "kiro", "/w", "sess-1", model="m"))
+        assert s.reset_conversation("k") == 1
+    with Store.open(db) as s:
+        got = s.get_conversation("k")
+        assert got is not None
+        assert (got.session_id, got.generation, got.agent, got.cwd, got.model) == (None, 1, "kiro", "/w", "m")
+        assert s.reset_conversation("k") == 2
+    with Store.open(db) as s:
+        got = s.get_conversation("k")
+        assert got is not None and got.generation == 2
+
+
+def test_reset_of_unknown_key_creates_generation_one(store: Store) -> None:
+    assert store.reset_conversation("dashboard:tab") == 1
+    got = store.get_conversation("dashboard:tab")
+    assert got is not None
+    assert (got.agent, got.cwd, got.session_id, got.generation) == ("", "", None, 1)
+
+
+def test_save_from_an_older_generation_is_ignored(store: Store) -> None:
+    store.save_conversation(ConversationRecord("k", "kiro", "/w", "old-session", generation=0))
+    store.reset_conversation("k")
+    # A turn that started before the reset finishes and saves its stale view.
+    assert not store.save_conversation(ConversationRecord("k", "kiro", "/w", "old-session", generation=0))
+    got = store.get_conversation("k")
+    assert got is not None and (got.session_id, got.generation) == (None, 1)
+    assert store.save_conversation(ConversationRecord("k", "kiro", "/w", "new-session", generation=1))
+
+
+def test_duplicate_inbound_rejected_across_reopen(db: Path) -> None:
+    with Store.open(db) as s:
+        assert s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
+        assert not s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
+        assert s.record_inbound("discord", "42", "discord:9", {"text": "same id, other surface"})
+    with Store.open(db) as s:  # the relay restarted; the platform redelivers
+        assert not s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
+        s.complete_inbound("telegram", "42")
+        assert not s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
+
+
+def test_unfinished_inbound_survives_reopen_in_arrival_order(db: Path) -> None:
+    with Store.open(db) as s:
+        for i in range(5):
+            s.record_inbound("slack", f"m{i}", "slack:T:C:1.0", {"text": f"msg {i}", "n": [i]})
+        s.complete_inbound("slack", "m1")
+        s.complete_inbound("slack", "m3")
+    with Store.open(db) as s:
+        pending = s.unfinished_inbound()
+        assert [r.message_id for r in pending] == ["m0", "m2", "m4"]
+        assert pending[1].payload == {"text": "msg 2", "n": [2]}
+        assert pending[1].conversation_key == "slack:T:C:1.0" and pending[1].surface == "slack"
+        assert pending[0].seq < pending[1].seq < pending[2].seq
+
+
+def test_prune_removes_only_old_completed_rows(store: Store) -> None:
+    store.record_inbound("telegram", "1", "c", {})
+    store.record_inbound("telegram", "2", "c", {})
+    store.complete_inbound("telegram", "1")
+    assert store.prune_inbound(3600) == 0  # completed just now: kept
+    assert store.prune_inbound(-1) == 1  # everything completed counts as old
+    assert [r.message_id for r in store.unfinished_inbound()] == ["2"]
+    assert store.record_inbound("telegram", "1", "c", {})  # pruned ids are no longer de-duplicated
+
+
+def test_offsets_round_trip_and_survive_reopen(db: Path) -> None:
+    with Store.open(db) as s:
+        assert s.get_offset("telegram", "update_id") is None
+        s.set_offset("telegram", "update_id", "100")
+        s.set_offset("telegram", "update_id", "101")
+        s.set_offset("discord", "update_id", "x")
+    with Store.open(db) as s:
+        assert s.get_offset("telegram", "update_id") == "101"
+        assert s.get_offset("discord", "update_id") == "x"
+
+
+def test_outbound_ledger_keeps_unacked_in_order_across_reopen(db: Path) -> None:
+    with Store.open(db) as s:
+        a = s.add_outbound("telegram:1", {"text": "a"})
+        b = s.add_outbound("telegram:1", {"text": "b"})
+        c = s.add_outbound("discord:2", {"text": "c"})
+        assert a < b < c
+        s.ack_outbound(b)
+        s.ack_outbound(9999)  # unknown ids are ignored
+    with Store.open(db) as s:
+        pending = s.pending_outbound()
+        assert [(r.id, r.conversation_key, r.payload) for r in pending] == [
+            (a, "telegram:1", {"text": "a"}),
+            (c, "discord:2", {"text": "c"}),
+        ]
+
+
+def test_migrates_an_existing_version_zero_database(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE unrelated (x INTEGER)")
+    conn.execute("INSERT INTO unrelated VALUES (7)")
+    conn.commit()
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
+    conn.close()
+    with Store.open(db) as s:
+        s.set_offset("telegram", "update_id", "1")
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"conversations", "inbound", "offsets", "outbound", "unrelated"} <= tables
+        assert conn.execute("SELECT x FROM unrelated").fetchall() == [(7,)]
+    finally:
+        conn.close()
+
+
+def test_reopen_does_not_rerun_migrations(db: Path) -> None:
+    with Store.open(db) as s:
+        s.set_offset("a", "b", "c")
+    with Store.open(db) as s:
+        assert s.get_offset("a", "b") == "c"
+
+
+def test_newer_schema_is_refused(db: Path) -> None:
+    Store.open(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="newer") as info:
+        Store.open(db)
+    assert info.value.path == str(db)
+
+
+def test_corrupt_file_raises_store_error_naming_the_path(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    db.write_bytes(os.urandom(8192))
+    with pytest.raises(StoreError) as info:
+        Store.open(db)
+    err = info.value
+    assert err.path == str(db)
+    assert str(db) in str(err)
+    assert "not a usable SQLite database" in err.detail
+    assert isinstance(err.__cause__, sqlite3.DatabaseError)
+
+
+def test_file_locked_by_an_exclusive_transaction_raises_store_error(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("CREATE TABLE t (x INTEGER)")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO t VALUES (1)")
+    try:
+        with pytest.raises(StoreError, match="locked") as info:
+            Store.open(db, busy_timeout_s=0.05)
+        assert info.value.path == str(db)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with Store.open(db, busy_timeout_s=0.05):  # usable once the holder lets go
+        pass
+
+
+def test_write_blocked_by_another_writer_raises_store_error(store: Store, db: Path) -> None:
+    store.close()
+    with Store.open(db, busy_timeout_s=0.05) as s:
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(StoreError, match="locked"):
+                s.set_offset("telegram", "update_id", "1")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        s.set_offset("telegram", "update_id", "1")
+        assert s.get_offset("telegram", "update_id") == "1"
+
+
+def test_directory_in_place_of_the_file_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    path.mkdir()
+    with pytest.raises(StoreError) as info:
+        Store.open(path)
+    assert info.value.path == str(path)
+
+
+def test_parent_that_is_a_file_raises_store_error(tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("x")
+    with pytest.raises(StoreError) as info:
+        Store.open(tmp_path / "blocker" / "relay.db")
+    assert "blocker" in str(info.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_unwritable_directory_raises_store_error(tmp_path: Path) -> None:
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(StoreError):
+            Store.open(locked / "relay.db")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_closed_store_raises_store_error(db: Path) -> None:
+    s = Store.open(db)
+    s.close()
+    s.close()  # idempotent
+    with pytest.raises(StoreError):
+        s.get_offset("a", "b")
+
+
+def test_in_memory_store_works(tmp_path: Path) -> None:
+    with Store.open(":memory:") as s:
+        assert s.record_inbound("dashboard", "1", "dashboard:t", {})
+        assert not s.record_inbound("dashboard", "1", "dashboard:t", {})
