@@ -17,7 +17,7 @@ from typing import Any
 
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead
 
-__all__ = ["DEFAULT_LINE_CAP", "JsonRpcConnection", "ReaderStats", "RpcError"]
+__all__ = ["DEFAULT_LINE_CAP", "JsonRpcConnection", "ReaderStats", "Reply", "RpcError"]
 
 log = logging.getLogger("acp_relay.acp.wire")
 
@@ -42,6 +42,14 @@ class RpcError(Exception):
         if self.data is not None:
             out["data"] = self.data
         return out
+
+
+@dataclass(slots=True)
+class Reply:
+    """A request handler's answer plus an event set once that answer has been written."""
+
+    result: Any
+    sent: asyncio.Event
 
 
 @dataclass(slots=True)
@@ -176,11 +184,12 @@ class JsonRpcConnection:
             else:
                 if self._idle_pending:
                     now = asyncio.get_running_loop().time()
-                    for pending in self._idle_pending:
-                        pending.last_activity = now
+                    for idle in self._idle_pending:
+                        idle.last_activity = now
                 self._on_notification(method, frame.get("params"))
             return
-        pending = self._pending.pop(frame.get("id"), None) if isinstance(frame.get("id"), int) else None
+        rid = frame.get("id")
+        pending = self._pending.pop(rid, None) if isinstance(rid, int) else None
         if pending is None:
             log.debug("response for an unknown request id %r", frame.get("id"))
             return
@@ -200,7 +209,10 @@ class JsonRpcConnection:
         except RpcError as exc:
             self._send({"jsonrpc": "2.0", "id": request_id, "error": exc.to_dict()})
         else:
-            self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            reply = result if isinstance(result, Reply) else None
+            self._send({"jsonrpc": "2.0", "id": request_id, "result": reply.result if reply else result})
+            if reply is not None:
+                reply.sent.set()
 
     # -- writing ---------------------------------------------------------------------------
 

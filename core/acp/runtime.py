@@ -12,7 +12,7 @@ from typing import Any
 
 from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied
 from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
-from core.acp.process import AgentProcess
+from core.acp.process import AgentProcess, child_env
 from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeDead, AcpRuntimeError
 from core.acp.spec import AgentSpec, detect_backend
@@ -114,7 +114,7 @@ class AcpRuntime:
             exit_code=self.process.proc.returncode, stderr_tail=self.process.stderr.tail()) from exc
 
     async def _authenticate(self) -> None:
-        env = {**os.environ, **self.spec.env}
+        env = child_env(self.spec)  # what the agent itself sees, not our own environment
         for method in self.init_result.get("authMethods") or []:
             if not isinstance(method, dict) or method.get("type") != "env_var":
                 continue

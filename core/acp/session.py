@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update
+from core.acp.connection import Reply
 from core.acp.client import AcpError, AcpModelUnavailable, AcpProcessDied, AcpPromptBusy, AcpTimeoutError
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.tool_gate import Approver, decide
@@ -165,7 +166,7 @@ class AcpSession:
             turn.error = exc
             self._send_cancel(turn)
 
-    async def on_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def on_permission(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
         turn = self._turn
         if turn is None or turn.cancel_requested:
             return {"outcome": {"outcome": "cancelled"}}
@@ -194,7 +195,7 @@ class AcpSession:
             turn.permission_tasks.discard(task)
         if kind.startswith("allow"):
             turn.stats.tool_ran = True
-        return answer
+        return Reply(answer, request.answered)
 
     def runtime_died(self, death: AcpRuntimeDead) -> None:
         if self._turn is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -198,9 +199,12 @@ class PermissionOption:
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:
+    """An agent's ``session/request_permission``. ``answered`` is set once our answer is written."""
+
     session_id: str
     tool_call: ToolCall
     options: tuple[PermissionOption, ...]
+    answered: asyncio.Event = field(default_factory=asyncio.Event, compare=False, repr=False)
 
     def option_for(self, kind: str) -> PermissionOption | None:
         return next((o for o in self.options if o.kind == kind), None)

@@ -1,0 +1,44 @@
+# acp-relay: two commands on a fresh machine.  `make run` starts the relay, `make test` tests it.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+CONFIG ?= config.example.json
+
+.PHONY: install run test lint peer bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,all]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/acp-relay run --config $(CONFIG)
+
+lint: $(STAMP)
+	$(BIN)/ruff check core surfaces tests bench
+	$(BIN)/mypy --strict core
+
+test: lint
+	$(BIN)/pytest -q
+	@$(MAKE) --no-print-directory peer
+
+# The real-agent tier: claude-agent-acp and codex-acp from npm against our loopback model API.
+peer: $(STAMP)
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		$(BIN)/pytest -q -m peer tests/peers; \
+	else \
+		echo "peer tier SKIPPED: node/npm not found (CI has both; install them to run it)"; \
+	fi
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.bench_reader
+	$(BIN)/python -m bench.bench_turns
+	$(BIN)/python -m bench.bench_streamer
+	$(BIN)/python -m bench.bench_engine
+
+clean:
+	rm -rf $(VENV) .cache .mypy_cache .ruff_cache

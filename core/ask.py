@@ -1,0 +1,123 @@
+"""``acp-relay ask``: one prompt from the terminal, streamed to stdout.
+
+The boundary of the spec: AcpError -> the friendly message on stderr, exit 1, never a traceback;
+on timeout the partial output (already streamed) then the message; Ctrl-C sends session/cancel,
+waits for the agent to end the turn, exits 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import TextIO
+
+from core.acp.runtime import AcpRuntime
+from core.acp.session import AcpSession
+from core.acp.spec import AgentSpec
+from core.acp.types import (
+    STOP_REASON_REFUSAL,
+    AcpEvent,
+    PermissionRequest,
+    RefusalInfo,
+    TextChunk,
+    ToolCall,
+    TurnEnded,
+)
+from core.engine.wording import refusal_card_text
+from core.failures import _format_acp_error
+from core.retry import Attempt, RetryPolicy, with_retries
+
+__all__ = ["EXIT_INTERRUPTED", "run_ask"]
+
+EXIT_INTERRUPTED = 130
+
+
+class _Printer:
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out, self.err = out, err
+        self.wrote_text = False
+        self.end: TurnEnded | None = None
+
+    def __call__(self, event: AcpEvent) -> None:
+        if isinstance(event, TextChunk):
+            self.out.write(event.text)
+            self.out.flush()
+            self.wrote_text = self.wrote_text or bool(event.text)
+        elif isinstance(event, ToolCall) and (event.started or event.status in ("completed", "failed")):
+            self.err.write(f"[tool] {event.title or event.kind} ({event.status})\n")
+        elif isinstance(event, TurnEnded):
+            self.end = event
+
+
+async def _terminal_approver(request: PermissionRequest) -> str:
+    """Ask on the terminal: y = allow once, a = allow for this session, anything else = deny."""
+    prompt = f"Allow tool call: {request.tool_call.title or request.tool_call.kind}? [y/a/N] "
+    answer = await asyncio.to_thread(input, prompt)
+    return {"y": "allow_once", "a": "allow_always"}.get(answer.strip().lower()[:1], "reject_once")
+
+
+async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_timeout_s: float,
+                  approval_s: float, policy: RetryPolicy, out: TextIO = sys.stdout,
+                  err: TextIO = sys.stderr) -> int:
+    printer = _Printer(out, err)
+    approver = _terminal_approver if sys.stdin.isatty() else None
+    runtime: AcpRuntime | None = None
+    session: AcpSession | None = None
+    interrupted = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+
+    async def attempt(state: Attempt) -> int:
+        nonlocal runtime, session
+        if runtime is None or not runtime.alive:
+            runtime = await AcpRuntime.start(spec, request_timeout_s=request_timeout_s)
+            session = await runtime.new_session()
+        assert session is not None
+        state.reached_agent = True
+        try:
+            await session.prompt(prompt, on_event=printer, approver=approver, timeout_s=timeout_s,
+                                 approval_timeout_s=approval_s)
+        finally:
+            state.side_effects = printer.wrote_text
+        return 0
+
+    async def on_retry(state: Attempt, delay: float, exc: BaseException) -> None:
+        err.write(f"{_format_acp_error(exc, backend=spec.backend or 'generic')} "
+                  f"(retrying in {delay:.0f}s)\n")
+
+    turn = asyncio.create_task(with_retries(attempt, policy=policy, on_retry=on_retry), name="ask-turn")
+    stop = asyncio.create_task(interrupted.wait(), name="ask-interrupt")
+    try:
+        await asyncio.wait({turn, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if not turn.done():
+            if session is not None:
+                await session.cancel(wait_s=5.0)
+            turn.cancel()
+            await asyncio.wait({turn})
+            _newline(out, printer)
+            err.write("Stopped.\n")
+            return EXIT_INTERRUPTED
+        try:
+            code = turn.result()
+        except Exception as exc:
+            _newline(out, printer)
+            backend = runtime.backend if runtime is not None else spec.backend or "generic"
+            err.write(_format_acp_error(exc, backend=backend) + "\n")
+            return 1
+        _newline(out, printer)
+        if printer.end is not None and printer.end.stop_reason == STOP_REASON_REFUSAL:
+            err.write(refusal_card_text(printer.end.refusal or RefusalInfo()) + "\n")
+            return 1
+        return code
+    finally:
+        stop.cancel()
+        loop.remove_signal_handler(signal.SIGINT)
+        if runtime is not None:
+            await runtime.close()
+
+
+def _newline(out: TextIO, printer: _Printer) -> None:
+    if printer.wrote_text:
+        out.write("\n")
+        out.flush()

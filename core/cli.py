@@ -1,0 +1,153 @@
+"""The ``acp-relay`` command: run, ask, check-config, doctor, demo-agent.
+
+This is the boundary where failures become exit codes; library code never calls ``sys.exit``.
+Unexpected exceptions are logged once, with their traceback, to the log file, and the person sees
+one sentence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.agents import agent_spec, choose_agent, resolve_command
+from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret
+from core.logs import log_path, setup_logging
+from core.retry import RetryPolicy
+
+__all__ = ["main"]
+
+log = logging.getLogger("acp_relay.cli")
+
+EXIT_CONFIG = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="acp-relay", description="Chat with coding agents from anywhere.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more (to stderr)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run every enabled surface until SIGINT/SIGTERM")
+    run.add_argument("--config")
+    ask = sub.add_parser("ask", help="send one prompt and stream the answer to stdout")
+    ask.add_argument("--config")
+    ask.add_argument("--agent")
+    ask.add_argument("--cwd")
+    ask.add_argument("--timeout", type=float)
+    ask.add_argument("prompt")
+    check = sub.add_parser("check-config", help="validate the config strictly and print it (secrets masked)")
+    check.add_argument("--config")
+    doctor = sub.add_parser("doctor", help="check agent binaries, tokens and the store")
+    doctor.add_argument("--config")
+    sub.add_parser("demo-agent", help="run the bundled demo ACP agent on stdio")
+    return parser
+
+
+def _config_path(given: str | None) -> Path | None:
+    if given:
+        return Path(given).expanduser()
+    default = Path.home() / ".config" / "acp-relay" / "config.json"
+    return default if default.exists() else None
+
+
+def _print_config_error(exc: ConfigError) -> None:
+    print(str(exc), file=sys.stderr)
+
+
+def _ask(args: argparse.Namespace, config: RelayConfig) -> int:
+    from core.ask import run_ask
+
+    name, agent = choose_agent(config, args.agent)
+    spec = agent_spec(name, agent, args.cwd)
+    policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
+    return asyncio.run(run_ask(
+        spec, args.prompt, timeout_s=args.timeout or config.timeouts.prompt_s,
+        request_timeout_s=config.timeouts.request_s, approval_s=config.timeouts.approval_s, policy=policy))
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    try:
+        config = load_config_strict(_config_path(args.config))
+    except ConfigError as exc:
+        _print_config_error(exc)
+        return EXIT_CONFIG
+    print(json.dumps(config.effective_dump(mask_secrets=True), indent=2))
+    return 0
+
+
+def _doctor(config: RelayConfig) -> int:
+    from core.store import Store, StoreError
+
+    problems = 0
+    agents = config.agents or {}
+    if not agents:
+        name, agent = choose_agent(config)
+        print(f"agent: none configured; would use {name!r} ({agent.command})")
+    for name, agent in agents.items():
+        found = resolve_command(agent.command)
+        print(f"agent {name}: {agent.command} -> {found or 'NOT FOUND on PATH'}")
+    surfaces = config.surfaces
+    envs = {"telegram": [surfaces.telegram.token_env], "discord": [surfaces.discord.token_env],
+            "slack": [surfaces.slack.bot_token_env, surfaces.slack.app_token_env
+                      if surfaces.slack.mode == "socket" else surfaces.slack.signing_secret_env]}
+    for surface, names in envs.items():
+        if getattr(surfaces, surface).enabled:
+            for env in names:
+                present = secret(env) is not None
+                problems += not present
+                print(f"surface {surface}: ${env} {'present' if present else 'MISSING'}")
+    try:
+        with Store.open(config.store.path) as store:
+            store.set_offset("doctor", "probe", "ok")
+        print(f"store: {config.store.path} writable")
+    except StoreError as exc:
+        problems += 1
+        print(f"store: {exc}")
+    return 1 if problems else 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "demo-agent":
+        from core.demo_agent import main as demo_main
+
+        return demo_main()
+    if args.command == "check-config":
+        return _check_config(args)
+    try:
+        config = load_config(_config_path(args.config))
+    except ConfigError as exc:
+        _print_config_error(exc)
+        return EXIT_CONFIG
+    if args.command == "ask":
+        return _ask(args, config)
+    if args.command == "doctor":
+        return _doctor(config)
+    from core.app import run_relay
+
+    return asyncio.run(run_relay(config))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command != "demo-agent":
+        setup_logging(logging.INFO if args.verbose else logging.WARNING)
+    try:
+        return _dispatch(args)
+    except ConfigError as exc:
+        _print_config_error(exc)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        log.error("unexpected failure", exc_info=True)  # the traceback goes to the log file only
+        print(f"acp-relay: something went wrong inside the relay; details are in {log_path()}",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""One conversation: its queue (one turn at a time), its ACP session binding, its stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.acp.client import AcpError
+from core.acp.session import AcpSession
+from core.acp.types import Notice
+from core.agents import agent_spec, choose_agent
+from core.engine import wording
+from core.engine.surface import InboundMessage, Surface
+from core.store import ConversationRecord
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+
+__all__ = ["Conversation", "QueueItem", "is_lost_session"]
+
+log = logging.getLogger("acp_relay.engine.conversation")
+
+_RE_LOST = re.compile(r"session\b.*\bnot found|not found.*\bsession|resource not found|unknown session", re.I)
+
+
+def is_lost_session(exc: BaseException) -> bool:
+    """-32002 or "not found" on prompt or load: the agent no longer knows this session."""
+    return isinstance(exc, AcpError) and (exc.code == -32002 or bool(_RE_LOST.search(exc.message)))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueItem:
+    message: InboundMessage
+    compact: bool = False
+
+
+class Conversation:
+    """Messages are handled one turn at a time, in arrival order; other conversations run alongside."""
+
+    def __init__(self, key: str, surface: Surface, engine: Engine) -> None:
+        self.key = key
+        self.surface = surface
+        self.engine = engine
+        self.queue: deque[QueueItem] = deque()
+        self.session: AcpSession | None = None
+        self.turn_task: asyncio.Task[None] | None = None
+        self.worker: asyncio.Task[None] | None = None
+        self.stopping = False
+        self.cancellable = True  # False while the final answer is being delivered
+        self.context_pct: float | None = None
+
+    # -- the store's view ----------------------------------------------------------------
+
+    def record(self) -> ConversationRecord:
+        rec = self.engine.store.get_conversation(self.key)
+        if rec is None:
+            rec = ConversationRecord(self.key, "", "", None, 0, None, time.time())
+        return rec
+
+    def _agent(self, rec: ConversationRecord) -> tuple[str, str]:
+        name, agent = choose_agent(self.engine.config, rec.agent or None)
+        return name, rec.cwd or agent.cwd
+
+    # -- session binding -----------------------------------------------------------------
+
+    async def ensure_session(self, notify: list[Notice]) -> AcpSession:
+        """The live ACP session: reuse, ``session/load`` after a restart, else a new one.
+
+        A session that cannot be restored starts a new one WITH a notice, never silently.
+        """
+        rec = self.record()
+        name, cwd = self._agent(rec)
+        spec = agent_spec(name, self.engine.config.agents.get(name) or choose_agent(self.engine.config, name)[1], cwd)
+        runtime = await self.engine.pool.acquire(spec)
+        live = self.session
+        if live is not None and live.runtime is runtime and live.session_id in runtime.sessions:
+            return live
+        session: AcpSession | None = None
+        if rec.session_id:
+            session = runtime.sessions.get(rec.session_id)
+            if session is None and runtime.load_supported:
+                try:
+                    session = await runtime.load_session(rec.session_id)
+                except AcpError as exc:
+                    if not is_lost_session(exc):
+                        raise
+                    notify.append(Notice(wording.SESSION_LOST, key="session"))
+            elif session is None:
+                notify.append(Notice(wording.SESSION_NOT_RESUMABLE, key="session"))
+        if session is None:
+            session = await runtime.new_session()
+        if rec.model and rec.model != session.current_model and rec.model in session.models:
+            await session.set_model(rec.model)
+        self.session = session
+        self.engine.store.save_conversation(ConversationRecord(
+            self.key, name, cwd, session.session_id, rec.generation, rec.model, time.time()))
+        return session
+
+    def drop_session(self) -> None:
+        """Forget the binding (the agent lost the session): the next turn starts a new one."""
+        rec = self.record()
+        if self.session is not None:
+            self.session.runtime.forget(self.session.session_id)
+        self.session = None
+        self.engine.store.save_conversation(ConversationRecord(
+            rec.key, rec.agent, rec.cwd, None, rec.generation, rec.model, time.time()))
+
+    def reset(self) -> int:
+        """Start a new generation durably; the next message starts a new ACP session."""
+        if self.session is not None:
+            self.session.runtime.forget(self.session.session_id)
+        self.session = None
+        self.context_pct = None
+        self.engine.approvals.forget_session(self.key)
+        return self.engine.store.reset_conversation(self.key)
+
+    # -- queue and turns -----------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self.turn_task is not None and not self.turn_task.done()
+
+    def enqueue(self, item: QueueItem) -> int:
+        """Queue a message; returns its position (0 = runs now). The caller checks the bound."""
+        self.queue.append(item)
+        position = len(self.queue) - (0 if self.busy else 1)
+        if self.worker is None or self.worker.done():
+            self.worker = self.engine.tasks.spawn(self._work(), name=f"conversation-{self.key}")
+        return position
+
+    async def _work(self) -> None:
+        while self.queue:
+            item = self.queue.popleft()
+            self.stopping = False
+            self.cancellable = True
+            turn = asyncio.create_task(self.engine.runner.run(self, item), name=f"turn-{self.key}")
+            self.turn_task = turn
+            try:
+                await asyncio.shield(turn)
+            except asyncio.CancelledError:
+                if not turn.done():  # the engine is shutting down: leave the message unfinished
+                    turn.cancel()
+                    await asyncio.wait({turn})
+                    raise
+            msg = item.message
+            self.engine.store.complete_inbound(msg.surface, msg.message_id)
+
+    async def stop(self) -> bool:
+        """Cancel the running turn and return once it has really ended. False if nothing ran."""
+        turn = self.turn_task
+        if turn is None or turn.done():
+            return False
+        self.stopping = True
+        session = self.session
+        if session is not None and session.busy:
+            await session.cancel(wait_s=self.engine.cancel_wait_s)
+        if not turn.done() and self.cancellable:
+            turn.cancel()  # waiting in the retry ladder or on start-up: nothing reached the agent
+        await asyncio.wait({turn})
+        return True

@@ -1,0 +1,188 @@
+"""The neutral rendering of one turn, folded from the turn's events. Pure: no I/O, no clock.
+
+``to_markdown`` emits neutral Markdown in a fixed order: notices, plan, tool lines, answer text,
+partial-answer note, refusal card, error prose, footer. Sections are separated by a blank line;
+inside a section a single newline is a line break.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from core.acp.types import (
+    STOP_REASON_CANCELLED,
+    STOP_REASON_REFUSAL,
+    AcpEvent,
+    CompactionStatus,
+    KiroMetadata,
+    Notice,
+    PlanEntry,
+    PlanUpdate,
+    RateLimitNotice,
+    RefusalInfo,
+    TextChunk,
+    ToolCall,
+    TurnEnded,
+    UsageUpdate,
+)
+from core.engine import wording
+
+__all__ = ["Document"]
+
+#: A suffix shorter than this is not treated as an echo of the error (a word such as "Error"
+#: at the end of a real answer must survive).
+_MIN_ECHO = 8
+_SENTENCE_START = re.compile(r"(?:^|\n|(?<=[.!?:;])[ \t]+)")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Document:
+    """One turn's reply, built by ``apply`` on each event and rendered by ``to_markdown``.
+
+    Keyed notices (``Notice.key``) are corrected in place: a later notice with the same key
+    replaces the earlier line, and an empty text removes it. Unkeyed notices are appended.
+    """
+
+    def __init__(self) -> None:
+        self._notices: list[tuple[str, str]] = []
+        self._plan: tuple[PlanEntry, ...] = ()
+        self._tools: dict[str, ToolCall] = {}
+        self._text = ""
+        self._refusal: RefusalInfo | None = None
+        self._error = ""
+        self._partial_note = ""
+        self._context_pct: float | None = None
+        self._elapsed_s: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer text streamed so far (after any echo removal)."""
+        return self._text
+
+    @property
+    def context_pct(self) -> float | None:
+        """The last context usage the agent reported, in percent."""
+        return self._context_pct
+
+    @property
+    def finished(self) -> bool:
+        """True once ``finish`` was called."""
+        return self._elapsed_s is not None
+
+    def apply(self, event: AcpEvent) -> None:
+        """Fold one event into the document. Events it does not show are ignored."""
+        if isinstance(event, TextChunk):
+            self._text += event.text
+        elif isinstance(event, ToolCall):
+            self._tools[event.tool_call_id] = event
+        elif isinstance(event, PlanUpdate):
+            self._plan = event.entries
+        elif isinstance(event, KiroMetadata):
+            if event.context_pct is not None:
+                self._context_pct = event.context_pct
+        elif isinstance(event, UsageUpdate):
+            if event.used is not None and event.size:
+                self._context_pct = event.used / event.size * 100
+        elif isinstance(event, CompactionStatus):
+            self.set_notice("compaction", wording.compaction_status_text(event.status))
+        elif isinstance(event, RateLimitNotice):
+            self.set_notice("rate_limit", wording.rate_limit_text(event.message))
+        elif isinstance(event, Notice):
+            if event.key:
+                self.set_notice(event.key, event.text)
+            elif event.text:
+                self._notices.append(("", event.text))
+        elif isinstance(event, TurnEnded):
+            if event.stop_reason == STOP_REASON_REFUSAL:
+                self._refusal = event.refusal or RefusalInfo()
+            elif event.stop_reason == STOP_REASON_CANCELLED:
+                self.set_notice("stop", wording.STOPPED)
+
+    def set_notice(self, key: str, text: str) -> None:
+        """Set (or, with empty ``text``, remove) the notice line under ``key``, keeping its place."""
+        for i, (k, _) in enumerate(self._notices):
+            if k == key:
+                if text:
+                    self._notices[i] = (key, text)
+                else:
+                    del self._notices[i]
+                return
+        if text:
+            self._notices.append((key, text))
+
+    def has_notice(self, key: str) -> bool:
+        """True while a notice is shown under ``key``."""
+        return any(k == key for k, _ in self._notices)
+
+    def set_error(self, prose: str, raw_message: str = "") -> None:
+        """Show ``prose`` for a failed turn; streamed text that merely echoes the error is removed.
+
+        Some agents stream the error text as an ordinary chunk just before the JSON-RPC error;
+        the person sees it once (as the prose), not twice.
+        """
+        self._error = prose.strip()
+        needle = _squash(raw_message) + "\n" + _squash(prose)
+        self._text = _strip_echo(self._text, needle)
+
+    def drop_echo(self, streamed: str) -> None:
+        """Remove text an attempt streamed that only echoed its error (the ladder retries)."""
+        self._text = _strip_echo(self._text, _squash(streamed))
+
+    def set_partial_note(self, note: str = wording.PARTIAL_NOTE) -> None:
+        """Mark the answer as incomplete (timeout with partial output, stop mid-answer)."""
+        self._partial_note = note.strip()
+
+    def finish(self, elapsed_s: float, context_pct: float | None = None) -> None:
+        """Close the turn: adds the footer (time taken, and context usage when known).
+
+        ``context_pct`` is used when no event of this turn reported the context usage.
+        """
+        self._elapsed_s = max(0.0, elapsed_s)
+        if self._context_pct is None:
+            self._context_pct = context_pct
+
+    def to_markdown(self) -> str:
+        """The whole reply as neutral Markdown (see the module docstring for the order)."""
+        sections: list[str] = []
+        if self._notices:
+            sections.append("\n".join(text for _, text in self._notices))
+        if self._plan:
+            sections.append("\n".join(wording.plan_line(e.content, e.status) for e in self._plan))
+        if self._tools:
+            sections.append("\n".join(wording.tool_status_line(t.title, t.kind, t.status)
+                                      for t in self._tools.values()))
+        answer = self._text.strip("\n")
+        if answer.strip():
+            sections.append(answer)
+        if self._partial_note:
+            sections.append(self._partial_note)
+        if self._refusal is not None:
+            info = self._refusal
+            if info.explanation.strip() and _squash(info.explanation) in _squash(self._text):
+                info = replace(info, explanation="")  # already on screen as streamed text
+            sections.append(wording.refusal_card_text(info))
+        if self._error:
+            sections.append(self._error)
+        if self._elapsed_s is not None:
+            if not sections:
+                sections.append(wording.EMPTY_ANSWER)
+            sections.append(wording.footer_text(self._elapsed_s, self._context_pct))
+        return "\n\n".join(sections)
+
+
+def _strip_echo(text: str, needle: str) -> str:
+    """Drop the longest trailing run of whole lines or sentences of ``text`` found in ``needle``."""
+    if not text.strip() or not needle.strip():
+        return text
+    # An echo cannot be longer than the needle (modulo whitespace), so only look that far back.
+    window_start = max(0, len(text) - 2 * len(needle) - 64)
+    for m in _SENTENCE_START.finditer(text, window_start):
+        start = m.end()
+        tail = _squash(text[start:])
+        if len(tail) >= _MIN_ECHO and tail in needle:
+            return text[:start].rstrip()
+    return text

@@ -1,0 +1,189 @@
+"""Running one turn: session, prompt, retry ladder, rendering, delivery. The error funnel."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from core.acp.client import AcpError, AcpTimeoutError
+from core.acp.session_handle import AcpRuntimeError
+from core.acp.types import (
+    STOP_REASON_CANCELLED,
+    AcpEvent,
+    CompactionStatus,
+    KiroMetadata,
+    Notice,
+    PermissionRequest,
+    TextChunk,
+    ToolCall,
+    TurnEnded,
+    UsageUpdate,
+)
+from core.engine import wording
+from core.engine.conversation import Conversation, QueueItem, is_lost_session
+from core.engine.document import Document
+from core.engine.streamer import Streamer
+from core.engine.surface import DeliveryError, InboundMessage
+from core.failures import _format_acp_error
+from core.retry import Attempt, with_retries
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+
+__all__ = ["TurnRunner", "prompt_content"]
+
+log = logging.getLogger("acp_relay.engine.turn")
+
+
+def prompt_content(message: InboundMessage) -> str | list[dict[str, Any]]:
+    """Text plus image attachments as ACP content blocks."""
+    images = [a for a in message.attachments if a.kind == "image" and a.data]
+    if not images:
+        return message.text
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    blocks += [{"type": "image", "mimeType": a.mime_type, "data": base64.b64encode(a.data).decode()}
+               for a in images]
+    return blocks
+
+
+_TOOL_RAN = frozenset({"in_progress", "completed", "failed"})
+
+
+class _AttemptOutput:
+    """What one attempt produced: the ladder may retry only while this holds no answer."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.tool_ran = False
+
+    def reset(self) -> None:
+        self.text.clear()
+        self.tool_ran = False
+
+    def joined(self) -> str:
+        return "".join(self.text)
+
+    def only_echoes(self, exc: AcpError) -> bool:
+        """True when the only text streamed is the error's own words."""
+        text = " ".join(self.joined().split())
+        if self.tool_ran or not text:
+            return False
+        raw = " ".join(f"{exc.message} {json.dumps(exc.data) if exc.data is not None else ''}".split())
+        return text in raw or text in " ".join(str(exc.data).split())
+
+
+class TurnRunner:
+    """Runs a queued message as a turn and always delivers a final state to the person."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def run(self, conv: Conversation, item: QueueItem) -> None:
+        engine = self.engine
+        doc = Document()
+        started = time.monotonic()
+        backend = "generic"
+        async with Streamer(conv.surface, conv.key, interval_s=engine.edit_interval(conv.surface),
+                            reply_to=item.message.message_id) as streamer:
+            current = Attempt(0)
+            lost_once = False
+            seen = _AttemptOutput()
+
+            def on_event(event: AcpEvent) -> None:
+                if isinstance(event, TextChunk):
+                    seen.text.append(event.text)
+                elif isinstance(event, ToolCall) and event.status in _TOOL_RAN:
+                    seen.tool_ran = True
+                elif isinstance(event, KiroMetadata) and event.context_pct is not None:
+                    conv.context_pct = event.context_pct
+                elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
+                    conv.context_pct = 100.0 * event.used / event.size
+                current.side_effects = seen.tool_ran or bool(seen.text)
+                doc.apply(event)
+                streamer.update(doc.to_markdown())
+
+            async def approver(request: PermissionRequest) -> str:
+                seen.tool_ran = current.side_effects = True  # a tool may run: never retry past this
+                return await engine.ask_approval(conv, request, streamer)
+
+            async def attempt(state: Attempt) -> None:
+                nonlocal current, backend, lost_once
+                current = state
+                seen.reset()
+                notices: list[Notice] = []
+                session = await conv.ensure_session(notices)
+                backend = session.runtime.backend
+                for notice in notices:
+                    on_event(notice)
+                state.reached_agent = True
+                try:
+                    await session.prompt(prompt_content(item.message), on_event=on_event, approver=approver,
+                                         timeout_s=engine.config.timeouts.prompt_s,
+                                         approval_timeout_s=engine.config.timeouts.approval_s,
+                                         cancel_wait_s=engine.cancel_wait_s)
+                except AcpError as exc:
+                    if seen.only_echoes(exc):
+                        # claude-agent-acp and codex-acp stream the error text before the error:
+                        # that is not an answer, so it does not block a retry and is shown once.
+                        state.side_effects = False
+                        doc.drop_echo(seen.joined())
+                    if not is_lost_session(exc) or lost_once or state.side_effects:
+                        raise
+                    lost_once = True  # the agent forgot the session: once, on a new one, with a notice
+                    conv.drop_session()
+                    on_event(Notice(wording.SESSION_LOST, key="session"))
+                    await attempt(state)
+
+            async def on_retry(state: Attempt, delay: float, exc: BaseException) -> None:
+                on_event(Notice(wording.retrying(state.number + 1, engine.policy.attempts), key="retry"))
+
+            try:
+                await typing(conv, True)
+                await with_retries(attempt, policy=engine.policy, on_retry=on_retry, sleep=engine.sleep)
+                if doc.has_notice("retry"):
+                    on_event(Notice(wording.RETRY_SUCCEEDED, key="retry"))
+                if item.compact:
+                    on_event(CompactionStatus("completed", wording.COMPACTED))
+            except asyncio.CancelledError:
+                if not conv.stopping:
+                    raise
+                doc.apply(TurnEnded(STOP_REASON_CANCELLED))
+            except (AcpError, AcpRuntimeError) as exc:
+                if doc.has_notice("retry"):
+                    on_event(Notice(wording.retry_gave_up(engine.policy.attempts), key="retry"))
+                prose = _format_acp_error(exc, backend=backend)
+                doc.set_error(prose, raw_message=getattr(exc, "message", ""))
+                if isinstance(exc, AcpTimeoutError) and exc.partial_output and not doc.text:
+                    doc.apply(TextChunk(exc.partial_output))
+                log.info("turn in %s failed: %s", conv.key, type(exc).__name__)
+            except Exception as exc:  # the funnel: the traceback is logged here, once
+                log.exception("turn in %s failed unexpectedly", conv.key)
+                doc.set_error(_format_acp_error(exc, backend=backend))
+            finally:
+                conv.cancellable = False
+                doc.finish(time.monotonic() - started, conv.context_pct)
+                await typing(conv, False)
+                await self._deliver(conv, streamer, doc.to_markdown())
+
+    async def _deliver(self, conv: Conversation, streamer: Streamer, markdown: str) -> None:
+        """Flush the final state. If the platform refuses it, keep it in the ledger and say so."""
+        try:
+            await streamer.finish(markdown)
+        except DeliveryError as exc:
+            log.warning("could not deliver the answer in %s: %s", conv.key, exc)
+            self.engine.store.add_outbound(conv.key, {"surface": conv.surface.name, "text": markdown})
+            self.engine.schedule_redelivery()
+
+
+async def typing(conv: Conversation, active: bool) -> None:
+    """The typing indicator is a nicety: a platform error here never fails a turn."""
+    if not conv.surface.capabilities.can_typing:
+        return
+    try:
+        await conv.surface.typing(conv.key, active)
+    except DeliveryError as exc:
+        log.info("typing indicator failed in %s: %s", conv.key, exc)

@@ -1,0 +1,279 @@
+"""Every sentence the engine shows a person, in one place (error prose lives in ``core.failures``).
+
+Rule from the spec: prose names no surface-specific command. It may name ``/compact`` because
+every surface understands it; a reset is described in words ("start a new conversation"). The
+help text is the exception: it is built from the surface's own spelling map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from core.acp.types import RefusalInfo
+
+__all__ = [
+    "ALLOW_ONCE_LABEL",
+    "ALLOW_SESSION_LABEL",
+    "APPROVAL_EXPIRED",
+    "APPROVAL_NUMBERED_HINT",
+    "COMPACTED",
+    "DENY_LABEL",
+    "EMPTY_ANSWER",
+    "MERGED_ABOVE",
+    "NEW_CONVERSATION",
+    "NOTHING_TO_STOP",
+    "PARTIAL_NOTE",
+    "REFUSAL_LEAD",
+    "RETRY_SUCCEEDED",
+    "SESSION_LOST",
+    "SESSION_NOT_RESUMABLE",
+    "STOPPED",
+    "StatusFields",
+    "approval_outcome_text",
+    "approval_prompt_text",
+    "compaction_status_text",
+    "delivery_failure_text",
+    "footer_text",
+    "help_text",
+    "model_switched_text",
+    "models_text",
+    "plan_line",
+    "queue_full_text",
+    "queued_text",
+    "rate_limit_text",
+    "refusal_card_text",
+    "retry_gave_up",
+    "retrying",
+    "status_text",
+    "tool_status_line",
+    "unauthorised_text",
+]
+
+REFUSAL_LEAD = "The model declined to answer this request."
+STOPPED = "Stopped."
+NOTHING_TO_STOP = "Nothing is running, so there is nothing to stop."
+RETRY_SUCCEEDED = "Retried successfully."
+SESSION_LOST = (
+    "The agent lost the previous session, so a new conversation was started. "
+    "It does not remember the earlier messages."
+)
+SESSION_NOT_RESUMABLE = (
+    "This agent cannot resume a session after a restart, so a new conversation was started. "
+    "It does not remember the earlier messages."
+)
+NEW_CONVERSATION = "Started a new conversation. The agent will not remember the earlier messages."
+COMPACTED = "The conversation was compacted."
+PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finished."
+EMPTY_ANSWER = "The agent finished without writing a reply."
+#: Left in a message that an answer no longer needs (the surface cannot delete it).
+MERGED_ABOVE = "(continued in the message above)"
+
+ALLOW_ONCE_LABEL = "Allow once"
+ALLOW_SESSION_LABEL = "Allow for this session"
+DENY_LABEL = "Deny"
+APPROVAL_EXPIRED = "This approval request has expired; the tap was not applied."
+#: For surfaces without buttons; the words are parsed by ``router.parse_approval_reply``.
+APPROVAL_NUMBERED_HINT = "Reply `approve 1` to allow once, `approve 2` to allow for this session, or `deny`."
+
+#: Keys are the permission option kinds (allow_once, allow_always, reject_once, reject_always)
+#: plus what can happen without a decision.
+_OUTCOMES: dict[str, str] = {
+    "allow_once": "Allowed once",
+    "allow_always": "Allowed for this session",
+    "reject_once": "Denied",
+    "reject_always": "Denied",
+    "expired": "Expired",
+    "timed_out": "No answer in time, so it was denied",
+    "cancelled": "Cancelled because the answer was stopped",
+}
+
+
+class StatusFields(Protocol):
+    """What ``status_text`` reads (the engine's ``ConversationStatus`` has these)."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def context_pct(self) -> float | None: ...
+    @property
+    def queue_length(self) -> int: ...
+    @property
+    def busy(self) -> bool: ...
+
+_TOOL_GLYPHS: dict[str, tuple[str, str]] = {
+    "pending": ("⏳", "pending"),
+    "in_progress": ("🔄", "running"),
+    "completed": ("✅", "done"),
+    "failed": ("❌", "failed"),
+    "cancelled": ("⏹", "cancelled"),
+}
+
+_ACTIONS: tuple[tuple[str, str], ...] = (
+    ("reset", "start a new conversation (the agent forgets this one)"),
+    ("compact", "shrink the conversation so it fits the model's context"),
+    ("stop", "stop the answer that is running"),
+    ("status", "show agent, model, folder, session, context and queue"),
+    ("model", "list the models, or switch to one"),
+    ("help", "show this list"),
+)
+
+
+def refusal_card_text(info: RefusalInfo) -> str:
+    """The refusal card: the lead line, then one line per non-empty field (nothing is guessed)."""
+    lines = [REFUSAL_LEAD]
+    for label, value in (("Category", info.category), ("Why", info.explanation),
+                         ("Suggested model", info.recommended_model)):
+        if value.strip():
+            lines.append(f"{label}: {value.strip()}")
+    return "\n".join(lines)
+
+
+def queued_text(position: int) -> str:
+    """A message arrived while a turn runs; it waits in line at ``position`` (1 = next)."""
+    return f"Queued (position {position}): this message will be answered when the current one is done."
+
+
+def queue_full_text(bound: int) -> str:
+    """The conversation's queue already holds ``bound`` messages."""
+    return (f"The queue is full ({bound} messages are waiting), so this message was not queued. "
+            "Please send it again once the current answer is done.")
+
+
+def retrying(attempt: int, total: int) -> str:
+    """A transient failure is being retried."""
+    return f"Retrying (attempt {attempt} of {total})…"
+
+
+def retry_gave_up(attempts: int) -> str:
+    """The retry ladder is exhausted."""
+    return f"Gave up after {attempts} attempts."
+
+
+def unauthorised_text(user_id: str) -> str:
+    """The person is not on this surface's allow-list; tell them the id an operator needs."""
+    return (f"You are not allowed to use this bot. Your user id is {user_id}; "
+            "an operator can add it to the allow-list.")
+
+
+def approval_prompt_text(title: str, kind: str = "", details: str = "") -> str:
+    """Ask the person whether the agent may run a tool."""
+    what = " ".join(title.split()) or "a tool"
+    head = f"The agent wants to run: {what}" + (f" ({kind})" if kind else "")
+    parts = [head]
+    if details.strip():
+        parts.append(details.strip())
+    parts.append("Allow it?")
+    return "\n".join(parts)
+
+
+def approval_outcome_text(outcome: str, title: str = "") -> str:
+    """The line added to the approval prompt once it is decided, expired, timed out or cancelled.
+
+    ``outcome`` is the chosen option kind (``allow_once``, ``allow_always``, ``reject_once``...)
+    or ``expired`` / ``timed_out`` / ``cancelled``.
+    """
+    text = _OUTCOMES.get(outcome, outcome.replace("_", " ").capitalize() or "Closed")
+    what = " ".join(title.split())
+    return f"{text}: {what}" if what else f"{text}."
+
+
+def status_text(status: StatusFields) -> str:
+    """The answer to the status command."""
+    lines = [f"Agent: {status.agent or 'none'}", f"Model: {status.model or 'default'}",
+             f"Folder: {status.cwd or 'default'}", f"Session: {status.session_id or 'none yet'}"]
+    if status.context_pct is not None:
+        lines.append(f"Context used: {round(status.context_pct)}%")
+    state = "answering" if status.busy else "idle"
+    lines.append(f"State: {state}, {status.queue_length} queued")
+    return "\n".join(lines)
+
+
+def model_switched_text(name: str) -> str:
+    """The model command switched the model."""
+    return f"Model switched to {name}."
+
+
+def models_text(current: str | None, models: tuple[str, ...]) -> str:
+    """The model command without a name: the current model and what can be chosen."""
+    lines = [f"Current model: {current or 'default'}"]
+    if models:
+        lines.append("Available: " + ", ".join(models))
+    else:
+        lines.append("This agent does not offer a choice of model.")
+    return "\n".join(lines)
+
+
+def compaction_status_text(status: str) -> str:
+    """One status line for a compaction update (started, completed, failed, or anything else)."""
+    s = status.strip().lower()
+    if s in ("started", "start", "in_progress", "running", "compacting"):
+        return "Compacting the conversation…"
+    if s in ("completed", "complete", "done", "success", "succeeded", "finished"):
+        return COMPACTED
+    if s in ("failed", "error", "failure"):
+        return "Compacting the conversation failed."
+    return f"Compaction: {status.strip()}"
+
+
+def rate_limit_text(message: str) -> str:
+    """The agent reported that its provider is rate limiting."""
+    message = message.strip()
+    return message or "The model provider is rate limiting; the agent is waiting before it continues."
+
+
+def delivery_failure_text() -> str:
+    """The agent answered but the chat platform would not take the reply (not a model failure)."""
+    return ("The agent answered, but this chat would not accept the reply, so it could not be shown. "
+            "The answer was kept; ask again or check the relay's logs.")
+
+
+def tool_status_line(title: str, kind: str, status: str) -> str:
+    """One line per tool call: glyph, title, kind and status, e.g. ``✅ Read a.py (read): done``."""
+    glyph, word = _TOOL_GLYPHS.get(status, ("•", status or "pending"))
+    name = " ".join(title.split())[:200] or kind or "tool call"
+    suffix = f" ({kind})" if kind and name != kind else ""
+    return f"{glyph} {name}{suffix}: {word}"
+
+
+def plan_line(content: str, status: str) -> str:
+    """One checklist line of the agent's plan; the entry being worked on is marked."""
+    text = " ".join(content.split())
+    if status == "completed":
+        return f"- [x] {text}"
+    if status == "in_progress":
+        return f"- [ ] {text} (in progress)"
+    return f"- [ ] {text}"
+
+
+def footer_text(elapsed_s: float, context_pct: float | None) -> str:
+    """``⏱ 12.3s · context 45%``; the context part only when the agent reported it."""
+    if elapsed_s < 60:
+        took = f"{elapsed_s:.1f}s"
+    else:
+        minutes, seconds = divmod(round(elapsed_s), 60)
+        took = f"{minutes}m {seconds:02d}s"
+    if context_pct is None:
+        return f"⏱ {took}"
+    return f"⏱ {took} · context {round(context_pct)}%"
+
+
+def help_text(commands: Mapping[str, str]) -> str:
+    """The command list in this surface's own spelling (``commands`` maps spelling -> action)."""
+    spellings: dict[str, list[str]] = {}
+    for spelling, action in commands.items():
+        spellings.setdefault(action, []).append(spelling)
+    known = dict(_ACTIONS)
+    order = [a for a, _ in _ACTIONS if a in spellings] + sorted(a for a in spellings if a not in known)
+    lines = ["Commands:"]
+    for action in order:
+        names = " or ".join(f"`{s}`" for s in spellings[action])
+        lines.append(f"{names}: {known.get(action, action)}")
+    lines.append("Anything else you write goes to the agent.")
+    return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""The retry ladder: transient failures retried with backoff and jitter, never after side effects.
+
+A retry is allowed only while the turn has produced no text and run no tool, so it can never
+repeat a side effect. Terminal failures (and refusals, which are not failures) skip the ladder.
+An attempt that failed before its prompt reached the agent gives its attempt back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from core.acp.client import AcpError, AcpTimeoutError
+from core.acp.session_handle import AcpRuntimeError
+
+__all__ = ["Attempt", "RetryPolicy", "is_transient", "with_retries"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """``attempts`` in all (the first included) within about ``budget_s`` seconds of waiting."""
+
+    attempts: int = 3
+    budget_s: float = 15.0
+    base_delay_s: float = 1.0
+
+    def delay(self, retry_index: int, rng: random.Random) -> float:
+        """Exponential backoff with jitter, scaled so all waits add up to about ``budget_s``."""
+        raw = [self.base_delay_s * 2.0**i for i in range(max(self.attempts - 1, 1))]
+        scale = min(1.0, self.budget_s / sum(raw)) if sum(raw) else 1.0
+        base = raw[min(retry_index, len(raw) - 1)] * scale
+        return float(base * rng.uniform(0.75, 1.25))
+
+
+@dataclass(slots=True)
+class Attempt:
+    """Handed to each attempt; the attempt sets ``reached_agent`` just before sending the prompt
+    and ``side_effects`` once text streamed or a tool ran."""
+
+    number: int
+    reached_agent: bool = False
+    side_effects: bool = False
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The retry verdict. A prompt timeout already spent its whole budget: not retried here."""
+    if isinstance(exc, AcpTimeoutError):
+        return False
+    if isinstance(exc, AcpError | AcpRuntimeError):
+        return bool(exc.transient)
+    return False
+
+
+async def with_retries(
+    run: Callable[[Attempt], Awaitable[T]], *, policy: RetryPolicy,
+    on_retry: Callable[[Attempt, float, BaseException], Awaitable[None]] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
+) -> T:
+    """Run ``run`` until it succeeds, fails terminally, has side effects, or the ladder is spent."""
+    rng = rng or random.Random()
+    counted = 0
+    given_back = 0
+    while True:
+        attempt = Attempt(number=counted + 1)
+        try:
+            return await run(attempt)
+        except Exception as exc:
+            if not is_transient(exc) or attempt.side_effects:
+                raise
+            if attempt.reached_agent or given_back >= policy.attempts:
+                counted += 1
+            else:
+                given_back += 1  # never reached the agent: the attempt is given back (bounded)
+            if counted >= policy.attempts:
+                raise
+            delay = policy.delay(counted + given_back - 1, rng)
+            if on_retry is not None:
+                await on_retry(attempt, delay, exc)
+            await sleep(delay)
