@@ -16,7 +16,8 @@ BUILTIN_AGENTS: dict[str, AgentConfig] = {
     "kiro": AgentConfig(command="kiro-cli", args=["acp"], backend="kiro"),
     "claude": AgentConfig(command="claude-agent-acp", backend="claude"),
     "codex": AgentConfig(command="codex-acp", backend="codex"),
-    "demo": AgentConfig(command="acp-relay", args=["demo-agent"], backend="generic"),
+    # The demo speaks Kiro's extension frames so it can show a structured refusal card.
+    "demo": AgentConfig(command="acp-relay", args=["demo-agent"], backend="kiro"),
 }
 
 

@@ -174,20 +174,13 @@ class RelayConfig(_Model):
             raise ValueError(f"names no configured agent (known: {known})")
         return value
 
-    def default_agent_name(self) -> str | None:
-        """The agent used when none is named: ``default_agent``, else the first agent, else None."""
-        if self.default_agent is not None:
-            return self.default_agent
-        return next(iter(self.agents), None)
-
     def effective_dump(self, mask_secrets: bool = True) -> dict[str, Any]:
-        """The effective config as plain JSON data, ``default_agent`` resolved.
+        """The effective config as plain JSON data (``default_agent`` null: chosen from PATH at run).
 
         With ``mask_secrets``, agent ``env`` values whose key looks like a credential
         (KEY, TOKEN, SECRET, PASSWORD) are replaced by ``"****"``.
         """
         data = self.model_dump(mode="json")
-        data["default_agent"] = self.default_agent_name()
         if mask_secrets:
             for agent in data["agents"].values():
                 agent["env"] = {

@@ -31,14 +31,16 @@ def paths_of(tmp_path: Path, data: Any) -> list[str]:
     return [loc for loc, _ in problems_of(tmp_path, data)]
 
 
-def test_example_loads_strictly_with_demo_agent_and_only_dashboard_enabled() -> None:
+def test_example_loads_strictly_lists_the_known_agents_and_only_dashboard_enabled() -> None:
     cfg = load_config_strict(EXAMPLE)
-    assert cfg.default_agent_name() == "demo"
+    # null: the relay picks the first agent whose command is on PATH, in this order.
+    assert cfg.default_agent is None
+    assert list(cfg.agents) == ["kiro", "claude", "codex", "demo"]
     demo = cfg.agents["demo"]
     assert (demo.command, demo.args, demo.backend, demo.tool_gate, demo.cwd) == (
         "acp-relay",
         ["demo-agent"],
-        "generic",
+        "kiro",  # the demo agent speaks Kiro's extension frames to show a structured refusal
         "ask",
         ".",
     )
@@ -76,7 +78,7 @@ def test_example_sets_every_default_except_the_agent() -> None:
 
 def test_defaults_match_the_contract() -> None:
     cfg = RelayConfig()
-    assert cfg.agents == {} and cfg.default_agent_name() is None
+    assert cfg.agents == {} and cfg.default_agent is None
     assert (cfg.timeouts.prompt_s, cfg.timeouts.request_s, cfg.timeouts.approval_s) == (900, 30, 300)
     assert cfg.timeouts.idle_s == 1800
     assert cfg.surfaces.dashboard.enabled and cfg.surfaces.dashboard.port == 8787
@@ -171,11 +173,10 @@ def test_default_agent_must_name_an_agent(tmp_path: Path) -> None:
     assert "a" in msg
 
 
-def test_default_agent_falls_back_to_the_first_agent(tmp_path: Path) -> None:
-    cfg = load_config(write(tmp_path, {"agents": {"z": {"command": "z"}, "a": {"command": "a"}}}))
+def test_default_agent_null_stays_null_so_the_relay_picks_from_path_at_run(tmp_path: Path) -> None:
+    cfg = load_config_strict(write(tmp_path, {"agents": {"z": {"command": "z"}, "a": {"command": "a"}}}))
     assert cfg.default_agent is None
-    assert cfg.default_agent_name() == "z"
-    assert cfg.effective_dump()["default_agent"] == "z"
+    assert cfg.effective_dump()["default_agent"] is None
 
 
 def test_top_level_array_is_a_schema_error(tmp_path: Path) -> None:

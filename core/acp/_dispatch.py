@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from core.acp.types import (
@@ -33,6 +34,7 @@ __all__ = [
     "event_from_extension",
     "event_from_update",
     "parse_refusal",
+    "refusal_from_error",
 ]
 
 log = logging.getLogger("acp_relay.acp.dispatch")
@@ -131,6 +133,20 @@ def parse_refusal(params: dict[str, Any], backend: str) -> RefusalInfo | None:
         explanation=redact(field("explanation")),
         recommended_model=field("recommendedModel", "recommended_model"),
     )
+
+
+_RE_ERROR_PREFIX = re.compile(r"^(?:\s*(?:internal error|api error)\s*:\s*)+", re.I)
+_RE_SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:\[\]-]+)")
+
+
+def refusal_from_error(message: str) -> RefusalInfo:
+    """claude-agent-acp 0.23.x reports a usage-policy refusal as an error naming a model to try.
+
+    Only what the provider said is kept: its sentence (redacted) and the model it named.
+    """
+    sentence = _RE_ERROR_PREFIX.sub("", message).strip()
+    model = _RE_SUGGESTED_MODEL.search(sentence)
+    return RefusalInfo(explanation=redact(sentence), recommended_model=model.group(1) if model else "")
 
 
 def event_from_extension(method: str, params: dict[str, Any], backend: str) -> AcpEvent | None:

@@ -114,7 +114,7 @@ class AgentProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
 
-    async def stop(self, grace_s: float = 2.0, term_s: float = 3.0) -> int | None:
+    async def stop(self, grace_s: float = 0.5, term_s: float = 3.0) -> int | None:
         """Close stdin, wait; SIGTERM, wait; SIGKILL. Some agents ignore EOF."""
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()

@@ -8,14 +8,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update
+from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update, refusal_from_error
 from core.acp.connection import Reply
 from core.acp.client import AcpError, AcpModelUnavailable, AcpProcessDied, AcpPromptBusy, AcpTimeoutError
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.tool_gate import Approver, decide
+from core.failures import classify
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
+    STOP_REASON_REFUSAL,
     AcpEvent,
     AcpPromptStats,
     ConfigOptions,
@@ -252,6 +254,9 @@ class AcpSession:
         except AcpError as exc:
             if turn.error is not None:
                 raise turn.error from exc
+            if classify(exc, backend=self.runtime.backend).kind == "refusal":
+                turn.stats.refusal = refusal_from_error(exc.message)  # declined, not failed
+                return STOP_REASON_REFUSAL
             exc.partial_output = turn.stats.text
             raise
         stop = result.get("stopReason") if isinstance(result, dict) else None

@@ -13,6 +13,7 @@ from core.acp.client import AcpError
 from core.acp.pool import RuntimePool
 from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import PermissionRequest
+from core.agents import choose_agent
 from core.config import RelayConfig
 from core.engine import wording
 from core.engine.access import AccessControl
@@ -207,7 +208,7 @@ class Engine:
         session = conv.session if conv is not None else None
         agent = rec.agent if rec is not None and rec.agent else ""
         return ConversationStatus(
-            agent=agent or (self.config.default_agent_name() or ""),
+            agent=agent or choose_agent(self.config)[0],
             model=(session.current_model if session else None) or (rec.model if rec else None),
             models=session.models if session else (),
             cwd=(rec.cwd if rec is not None else "") or "",
