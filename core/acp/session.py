@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update, refusal_from_error
-from core.acp.connection import Reply
 from core.acp.client import AcpError, AcpModelUnavailable, AcpProcessDied, AcpPromptBusy, AcpTimeoutError
+from core.acp.connection import Reply
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.tool_gate import Approver, decide
-from core.failures import classify
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
@@ -28,6 +27,7 @@ from core.acp.types import (
     TextChunk,
     ToolCall,
 )
+from core.failures import classify
 
 if TYPE_CHECKING:
     from core.acp.runtime import AcpRuntime
