@@ -1,0 +1,257 @@
+"""Fixtures of the engine tier: a real Engine on a MemorySurface driving the scripted agent.
+
+``relay(...)`` builds an engine the way ``acp-relay run`` does (``build_engine`` on a file-backed
+store) with the fake agent run as a real subprocess that records every frame it receives
+(``--record``) and keeps its sessions in a state directory (``--state-dir``), so a restarted relay
+(``await r.restart()``: new Engine, new pool, same store file) can ``session/load`` them.
+
+Nothing here measures time: tests poll for a condition with ``until`` and use generous timeouts
+only as hang guards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.app import build_engine
+from core.config import RelayConfig
+from core.engine.conversation import Conversation
+from core.engine.engine import Engine
+from core.engine.surface import Button, ButtonPress, Capabilities, DeliveryFailed, InboundMessage
+from core.store import Store
+from tests.conftest import FAKE_AGENT_PATH
+from tests.fakes.memory_surface import MemorySurface, StoredMessage
+
+HANG_GUARD_S = 15.0  # only ever reached when something hangs
+KEY = "memory:c1"
+USER = "u1"
+
+
+async def until(pred: Callable[[], object], timeout: float = HANG_GUARD_S, what: str = "") -> None:
+    """Poll ``pred`` until it is true; fail (naming ``what``) if that never happens."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not pred():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"condition never became true: {what or pred}") from None
+
+
+async def fast_sleep(delay: float) -> None:
+    """The engine's injectable sleep: back-off and redelivery delays shrink to a few ms."""
+    await asyncio.sleep(min(delay, 0.02))
+
+
+def read_frames(path: Path) -> list[dict[str, Any]]:
+    """The frames the fake agent received (its ``--record`` file), oldest first."""
+    if not path.exists():
+        return []
+    frames = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                frames.append(json.loads(line))
+            except ValueError:
+                continue  # a line still being written
+    return frames
+
+
+def prompt_text(frame: dict[str, Any]) -> str:
+    return "\n".join(b.get("text", "") for b in frame["params"]["prompt"] if b.get("type") == "text")
+
+
+class ObservingSurface(MemorySurface):
+    """A MemorySurface that calls ``observers`` on every send and edit (before it is applied), and
+    can be switched ``down`` (every send and edit fails) or made to refuse certain texts."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.observers: list[Callable[[str, str, str], None]] = []
+        self.down = False
+        self.refuse: Callable[[str], bool] = lambda text: False
+
+    def _gate(self, method: str, key: str, text: str) -> None:
+        for observe in self.observers:
+            observe(method, key, text)
+        if self.down or self.refuse(text):
+            self.calls.append((method, key, text))
+            raise DeliveryFailed("the platform is unavailable")
+
+    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
+                   plain: bool = False, reply_to: str | None = None) -> str:
+        self._gate("send", conversation_key, text)
+        return await super().send(conversation_key, text, buttons=buttons, plain=plain, reply_to=reply_to)
+
+    async def edit(self, conversation_key: str, message_id: str, text: str, *,
+                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+        self._gate("edit", conversation_key, text)
+        await super().edit(conversation_key, message_id, text, buttons=buttons, plain=plain)
+
+
+def make_surface(**caps: Any) -> ObservingSurface:
+    """Telegram-like limits by default, fast edits; ``caps`` override Capabilities fields."""
+    base: dict[str, Any] = {"max_message_length": 4096, "length_unit": "utf16", "edit_interval_s": 0.02}
+    base.update(caps)
+    return ObservingSurface(capabilities=Capabilities(**base))
+
+
+@dataclass
+class Relay:
+    """One relay under test: store file, engine, surface and the fake agent's files."""
+
+    tmp: Path
+    surface: ObservingSurface
+    flags: tuple[str, ...] = ()
+    overrides: dict[str, Any] = field(default_factory=dict)
+    allowed: tuple[str, ...] = (USER,)
+    state_dir: Path | None = None
+    engine: Engine = field(init=False)
+    store: Store = field(init=False)
+    _ids: int = 0
+    closed: bool = field(init=False, default=True)
+
+    def __post_init__(self) -> None:
+        self.workdir = self.tmp / "work"
+        self.workdir.mkdir(exist_ok=True)
+        self.record = self.tmp / "record.jsonl"
+        self.db = self.tmp / "relay.db"
+        if self.state_dir is None:
+            self.state_dir = self.tmp / "agent-state"
+
+    def config(self) -> RelayConfig:
+        args = [str(FAKE_AGENT_PATH), "--record", str(self.record), "--state-dir", str(self.state_dir),
+                *self.flags]
+        data: dict[str, Any] = {
+            "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.workdir)}},
+            "store": {"path": str(self.db)},
+            "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
+            "timeouts": {"prompt_s": 60, "request_s": 10},
+            "engine": {"edit_interval_s": 0.02},
+        }
+        for section, values in self.overrides.items():
+            data.setdefault(section, {}).update(values)
+        return RelayConfig.model_validate(data)
+
+    async def start(self) -> Relay:
+        self.store = Store.open(self.db)
+        self.closed = False
+        self.engine = build_engine(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=5.0)
+        self.engine.attach(self.surface, self.allowed)
+        await self.engine.start()
+        return self
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        await self.engine.close()
+        await self.engine.pool.close()
+        self.store.close()
+
+    async def restart(self, *, state_dir: Path | None = None, flags: Sequence[str] | None = None) -> None:
+        """Stop this relay and start a new one on the same store file (the surface keeps its
+        messages, like a platform does)."""
+        await self.close()
+        if state_dir is not None:
+            self.state_dir = state_dir
+        if flags is not None:
+            self.flags = tuple(flags)
+        await self.start()
+
+    # -- driving ---------------------------------------------------------------------------
+
+    def message(self, text: str, *, message_id: str | None = None, user: str = USER,
+                key: str = KEY) -> InboundMessage:
+        if message_id is None:
+            self._ids += 1
+            message_id = f"m{self._ids}"
+        return InboundMessage(self.surface.name, key, user, text, message_id)
+
+    async def send(self, text: str, **kw: Any) -> InboundMessage:
+        msg = self.message(text, **kw)
+        await self.engine.handle_message(msg)
+        return msg
+
+    async def ask(self, text: str, *, key: str = KEY, **kw: Any) -> StoredMessage:
+        """Send a prompt, wait until the conversation is idle; returns the reply message."""
+        msg = await self.send(text, key=key, **kw)
+        await self.idle(key)
+        return self.reply_to(msg)
+
+    async def press(self, token: str, *, user: str = USER, key: str = KEY) -> None:
+        await self.engine.handle_button(ButtonPress(self.surface.name, key, user, token))
+
+    def conv(self, key: str = KEY) -> Conversation:
+        return self.engine.conversations[key]
+
+    def is_idle(self, key: str = KEY) -> bool:
+        conv = self.engine.conversations.get(key)
+        return conv is None or (not conv.busy and not conv.queue and (conv.worker is None or conv.worker.done()))
+
+    async def idle(self, key: str = KEY) -> None:
+        await until(lambda: self.is_idle(key), what=f"{key} idle")
+
+    # -- looking -------------------------------------------------------------------------
+
+    def messages(self, key: str = KEY) -> list[StoredMessage]:
+        return [m for m in self.surface.messages.values() if m.conversation_key == key]
+
+    def texts(self, key: str = KEY) -> list[str]:
+        return [m.text for m in self.messages(key)]
+
+    def replies_to(self, msg: InboundMessage) -> list[StoredMessage]:
+        return [m for m in self.messages(msg.conversation_key) if m.reply_to == msg.message_id]
+
+    def reply_to(self, msg: InboundMessage) -> StoredMessage:
+        found = self.replies_to(msg)
+        assert found, f"no reply to {msg.message_id}: {self.texts(msg.conversation_key)}"
+        return found[0]
+
+    def with_text(self, fragment: str, key: str = KEY) -> list[StoredMessage]:
+        return [m for m in self.messages(key) if fragment in m.text]
+
+    def frames(self) -> list[dict[str, Any]]:
+        return read_frames(self.record)
+
+    def methods(self) -> list[str]:
+        return [f["method"] for f in self.frames() if "method" in f]
+
+    def prompts(self) -> list[str]:
+        return [prompt_text(f) for f in self.frames() if f.get("method") == "session/prompt"]
+
+    def session_id(self, key: str = KEY) -> str | None:
+        rec = self.store.get_conversation(key)
+        return rec.session_id if rec is not None else None
+
+
+RelayFactory = Callable[..., Awaitable[Relay]]
+
+
+@pytest.fixture
+async def relay(tmp_path: Path) -> AsyncIterator[RelayFactory]:
+    """``await relay("--models", "a,b", surface=make_surface(can_buttons=False), engine={...})``.
+
+    Keyword arguments other than ``surface``, ``allowed`` and ``state_dir`` are config sections
+    merged over the test defaults (``retry``, ``timeouts``, ``engine``).
+    """
+    made: list[Relay] = []
+
+    async def build(*flags: str, surface: ObservingSurface | None = None, allowed: Sequence[str] = (USER,),
+                    state_dir: Path | None = None, **sections: dict[str, Any]) -> Relay:
+        base = tmp_path / f"relay{len(made)}"
+        base.mkdir()
+        r = Relay(base, surface or make_surface(), tuple(flags), dict(sections), tuple(allowed), state_dir)
+        made.append(r)
+        return await r.start()
+
+    yield build
+    for r in made:
+        await r.close()

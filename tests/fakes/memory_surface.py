@@ -1,0 +1,238 @@
+"""An in-memory ``Surface`` with a platform's habits, and a virtual clock for timing without waiting.
+
+``MemorySurface`` keeps every message (id -> text, rendered text, buttons, plain flag), logs every
+call, and behaves like a strict platform (Telegram MarkdownV2 is the model):
+
+* ``render`` escapes ``.`` and ``!`` as ``\\.`` and ``\\!``, so the rendered text is longer than
+  the neutral Markdown (splitting must measure after rendering);
+* a send or edit whose rendered text (the text itself when ``plain``) measures over
+  ``capabilities.max_message_length`` in ``capabilities.length_unit`` raises ``MessageTooLong``;
+* markup rule (not for ``plain``): outside fenced and inline code, an odd number of unescaped
+  runs of ``*`` (``**`` is one run) or of ``_``, or an odd number of fence lines, raises
+  ``MarkupRejected``;
+* an edit that changes nothing (same rendered text, buttons, plain flag) raises ``NotModified``;
+  an edit or delete of an unknown message raises ``DeliveryFailed``;
+* ``fail_next(method, error)`` queues one-shot errors (checked before anything else).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import re
+from collections import deque
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from core.engine.surface import (
+    Button,
+    ButtonPress,
+    Capabilities,
+    DeliveryError,
+    DeliveryFailed,
+    InboundMessage,
+    MarkupRejected,
+    MessageTooLong,
+    NotModified,
+    measure,
+)
+
+__all__ = ["DEFAULT_COMMANDS", "FakeClock", "MemorySurface", "StoredMessage"]
+
+T = TypeVar("T")
+
+DEFAULT_COMMANDS: Mapping[str, str] = {
+    "/new": "reset", "/compact": "compact", "/stop": "stop", "/status": "status",
+    "/model": "model", "/help": "help", "/start": "help",
+}
+_FENCE_LINE = re.compile(r"(?m)^ {0,3}(?:`{3,}|~{3,}).*$")
+_FENCED = re.compile(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?^ {0,3}\1[ \t]*$")
+_INLINE_CODE = re.compile(r"(`+)[^`]+?\1")
+
+
+@dataclass(slots=True)
+class StoredMessage:
+    message_id: str
+    conversation_key: str
+    text: str  # as the core sent it (neutral Markdown, or plain text)
+    rendered: str  # what the platform shows
+    buttons: tuple[Button, ...] = ()
+    plain: bool = False
+    reply_to: str | None = None
+    edits: int = 0
+
+
+def markup_ok(text: str) -> bool:
+    """The fake's markup rule (see the module docstring)."""
+    if len(_FENCE_LINE.findall(text)) % 2:
+        return False
+    prose = _INLINE_CODE.sub("", _FENCED.sub("", text))
+    prose = re.sub(r"\\.", "", prose)
+    return len(re.findall(r"\*+", prose)) % 2 == 0 and len(re.findall(r"_+", prose)) % 2 == 0
+
+
+@dataclass
+class MemorySurface:
+    """A ``Surface`` held in memory. Passes ``isinstance(x, Surface)``.
+
+    ``calls`` logs ``("send", key, text, "plain"|"markup")``, ``("edit", key, id, text,
+    "plain"|"markup")``, ``("delete", key, id)`` and ``("typing", key, "True"|"False")``, failed
+    calls included.
+    """
+
+    name: str = "memory"
+    capabilities: Capabilities = field(default_factory=lambda: Capabilities(
+        max_message_length=4096, length_unit="utf16", markup="markdown"))
+    commands: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_COMMANDS))
+    messages: dict[str, StoredMessage] = field(default_factory=dict)
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+    typing_active: dict[str, bool] = field(default_factory=dict)
+    deleted: list[str] = field(default_factory=list)
+    _failures: dict[str, deque[DeliveryError]] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _inbound_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def render(self, markdown: str) -> str:
+        """Neutral Markdown -> the fake dialect: ``.`` and ``!`` are escaped."""
+        return markdown.replace(".", "\\.").replace("!", "\\!")
+
+    def fail_next(self, method: str, error: DeliveryError, times: int = 1) -> None:
+        """Make the next ``times`` calls of ``method`` (send, edit, delete, typing) raise ``error``."""
+        self._failures.setdefault(method, deque()).extend([error] * times)
+
+    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
+                   plain: bool = False, reply_to: str | None = None) -> str:
+        self.calls.append(("send", conversation_key, text, "plain" if plain else "markup"))
+        rendered = self._check("send", text, plain)
+        message_id = str(next(self._ids))
+        self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered, buttons,
+                                                  plain, reply_to)
+        return message_id
+
+    async def edit(self, conversation_key: str, message_id: str, text: str, *,
+                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+        self.calls.append(("edit", conversation_key, message_id, text, "plain" if plain else "markup"))
+        rendered = self._check("edit", text, plain)
+        msg = self._find(conversation_key, message_id)
+        if (msg.rendered, msg.buttons, msg.plain) == (rendered, buttons, plain):
+            raise NotModified("message is not modified")
+        msg.text, msg.rendered, msg.buttons, msg.plain = text, rendered, buttons, plain
+        msg.edits += 1
+
+    async def delete(self, conversation_key: str, message_id: str) -> None:
+        self.calls.append(("delete", conversation_key, message_id))
+        self._raise_injected("delete")
+        self._find(conversation_key, message_id)
+        del self.messages[message_id]
+        self.deleted.append(message_id)
+
+    async def typing(self, conversation_key: str, active: bool) -> None:
+        self.calls.append(("typing", conversation_key, str(active)))
+        self._raise_injected("typing")
+        self.typing_active[conversation_key] = active
+
+    def _raise_injected(self, method: str) -> None:
+        queue = self._failures.get(method)
+        if queue:
+            raise queue.popleft()
+
+    def _check(self, method: str, text: str, plain: bool) -> str:
+        self._raise_injected(method)
+        if not plain and not markup_ok(text):
+            raise MarkupRejected("can't parse entities")
+        rendered = text if plain else self.render(text)
+        caps = self.capabilities
+        if measure(rendered, caps.length_unit) > caps.max_message_length:
+            raise MessageTooLong("message is too long")
+        return rendered
+
+    def _find(self, conversation_key: str, message_id: str) -> StoredMessage:
+        msg = self.messages.get(message_id)
+        if msg is None or msg.conversation_key != conversation_key:
+            raise DeliveryFailed("message to edit not found")
+        return msg
+
+    # -- helpers for tests -------------------------------------------------------------------
+
+    def count(self, method: str) -> int:
+        """How many calls of ``method`` were made (failed ones included)."""
+        return sum(1 for c in self.calls if c[0] == method)
+
+    def texts(self, conversation_key: str | None = None) -> list[str]:
+        """The current texts (as sent) of the live messages, oldest first."""
+        return [m.text for m in self.messages.values()
+                if conversation_key is None or m.conversation_key == conversation_key]
+
+    def inbound(self, text: str, *, user_id: str = "42", conversation_key: str = "memory:1",
+                message_id: str | None = None, reply_to: str | None = None) -> InboundMessage:
+        """A neutral inbound message as this surface would hand it to the core."""
+        mid = message_id if message_id is not None else f"in-{next(self._inbound_ids)}"
+        return InboundMessage(self.name, conversation_key, user_id, text, mid, reply_to=reply_to)
+
+    def press(self, token: str, *, user_id: str = "42", conversation_key: str = "memory:1",
+              message_id: str = "") -> ButtonPress:
+        """A neutral button press."""
+        return ButtonPress(self.name, conversation_key, user_id, token, message_id)
+
+
+class FakeClock:
+    """Virtual time: ``sleep`` parks the caller until ``advance``/``run`` moves time past it.
+
+    ``sleeps`` records every requested delay, so tests assert on delays, never on durations.
+    """
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    async def sleep(self, delay: float) -> None:
+        """The injectable ``sleep``."""
+        self.sleeps.append(delay)
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (self.now + max(0.0, delay), next(self._seq), fut))
+        await fut
+
+    def monotonic(self) -> float:
+        """The injectable clock."""
+        return self.now
+
+    @staticmethod
+    async def settle(rounds: int = 20) -> None:
+        """Let every ready task run until it blocks again."""
+        for _ in range(rounds):
+            await asyncio.sleep(0)
+
+    def _next_deadline(self) -> float | None:
+        while self._waiters and self._waiters[0][2].done():
+            heapq.heappop(self._waiters)  # a cancelled sleeper
+        return self._waiters[0][0] if self._waiters else None
+
+    async def advance(self, seconds: float) -> None:
+        """Move time forward, waking each sleeper in deadline order."""
+        target = self.now + seconds
+        await self.settle()
+        while (deadline := self._next_deadline()) is not None and deadline <= target:
+            _, _, fut = heapq.heappop(self._waiters)
+            self.now = max(self.now, deadline)
+            fut.set_result(None)
+            await self.settle()
+        self.now = max(self.now, target)
+        await self.settle()
+
+    async def run(self, awaitable: Awaitable[T], *, limit_s: float = 86_400.0) -> T:
+        """Await ``awaitable``, jumping time to the next sleeper whenever everything is blocked."""
+        task = asyncio.ensure_future(awaitable)
+        start = self.now
+        while True:
+            await self.settle()
+            if task.done():
+                return task.result()
+            deadline = self._next_deadline()
+            if deadline is None or deadline - start > limit_s:
+                task.cancel()
+                raise RuntimeError("virtual clock: the task is blocked and nothing is sleeping")
+            await self.advance(deadline - self.now)
