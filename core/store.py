@@ -14,7 +14,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import astuple, dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -40,9 +40,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_key TEXT NOT NULL,
             payload TEXT NOT NULL, created_at REAL NOT NULL)""",
     ),
+    # 2: what the agent needs to load a session again (Kiro's ``_kiro.dev/session_file``).
+    ("ALTER TABLE conversations ADD COLUMN session_meta TEXT NOT NULL DEFAULT '{}'",),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
-_CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at"  # ConversationRecord order
+# ConversationRecord order
+_CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at, session_meta"
 
 
 class StoreError(Exception):
@@ -69,6 +72,17 @@ class ConversationRecord:
     generation: int = 0
     model: str | None = None
     updated_at: float = 0.0
+    #: ``_meta`` to send with ``session/load`` (Kiro ignores a load without its session file).
+    session_meta: dict[str, Any] = field(default_factory=dict)
+
+    def _row(self) -> tuple[Any, ...]:
+        return (self.key, self.agent, self.cwd, self.session_id, self.generation, self.model, time.time(),
+                json.dumps(self.session_meta))
+
+    @classmethod
+    def _from_row(cls, row: tuple[Any, ...]) -> ConversationRecord:
+        key, agent, cwd, session_id, generation, model, updated_at, meta = row
+        return cls(key, agent, cwd, session_id, generation, model, updated_at, json.loads(meta) if meta else {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +167,7 @@ class Store:
     def get_conversation(self, key: str) -> ConversationRecord | None:
         """The conversation stored under ``key``, or None."""
         rows = self._run(f"SELECT {_CONV_COLS} FROM conversations WHERE key = ?", (key,))[1]
-        return ConversationRecord(*rows[0]) if rows else None
+        return ConversationRecord._from_row(rows[0]) if rows else None
 
     def save_conversation(self, rec: ConversationRecord) -> bool:
         """Upsert ``rec``, stamping ``updated_at``; False when it was ignored as stale.
@@ -162,12 +176,13 @@ class Store:
         after a reset must not bring the forgotten session back.
         """
         cur, _ = self._run(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (key) DO UPDATE SET"
             " agent = excluded.agent, cwd = excluded.cwd, session_id = excluded.session_id,"
-            " generation = excluded.generation, model = excluded.model, updated_at = excluded.updated_at"
+            " generation = excluded.generation, model = excluded.model, updated_at = excluded.updated_at,"
+            " session_meta = excluded.session_meta"
             " WHERE excluded.generation >= conversations.generation",
-            astuple(replace(rec, updated_at=time.time())),
+            rec._row(),
         )
         return cur.rowcount == 1
 
@@ -178,9 +193,9 @@ class Store:
         agent and cwd, so a later stale save from generation 0 is still refused.
         """
         _, rows = self._run(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?)"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?, '{{}}')"
             " ON CONFLICT (key) DO UPDATE SET"
-            " session_id = NULL, generation = conversations.generation + 1,"
+            " session_id = NULL, session_meta = '{}', generation = conversations.generation + 1,"
             " updated_at = excluded.updated_at RETURNING generation",
             (key, time.time()),
         )

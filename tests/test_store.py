@@ -280,3 +280,28 @@ def test_in_memory_store_works(tmp_path: Path) -> None:
     with Store.open(":memory:") as s:
         assert s.record_inbound("dashboard", "1", "dashboard:t", {})
         assert not s.record_inbound("dashboard", "1", "dashboard:t", {})
+
+
+def test_migration_from_version_1_keeps_conversations_and_adds_session_meta(tmp_path: Path) -> None:
+    from core.store import _MIGRATIONS
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    for statement in _MIGRATIONS[0]:
+        conn.execute(statement)
+    conn.execute("INSERT INTO conversations VALUES ('k', 'kiro', '/w', 's1', 3, 'm', 1.0)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        rec = store.get_conversation("k")
+        assert rec is not None
+        assert (rec.agent, rec.session_id, rec.generation, rec.session_meta) == ("kiro", "s1", 3, {})
+        rec.session_meta = {"_kiro.dev/session_file": "/home/u/.kiro/sessions/s1.json"}
+        assert store.save_conversation(rec)
+    with Store.open(path) as store:
+        again = store.get_conversation("k")
+        assert again is not None and again.session_meta == {"_kiro.dev/session_file": "/home/u/.kiro/sessions/s1.json"}
+        assert store.reset_conversation("k") == 4
+        reset = store.get_conversation("k")
+        assert reset is not None and reset.session_meta == {} and reset.session_id is None

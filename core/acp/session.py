@@ -40,6 +40,8 @@ EventSink = Callable[[AcpEvent], None]
 _TOOL_RAN = frozenset({"in_progress", "completed", "failed"})
 #: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
 _BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "full-access"})
+#: ``_meta`` keys of a session/new answer that a later session/load needs back.
+_LOAD_META_KEYS = frozenset({"_kiro.dev/session_file"})
 
 
 def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,6 +104,10 @@ class AcpSession:
                 self.model_config_id = str(opt.get("id"))
                 self.models = tuple(str(o.get("value")) for o in opt.get("options", []) if isinstance(o, dict))
                 self.current_model = opt.get("currentValue") or self.current_model
+
+    def load_meta(self) -> dict[str, Any]:
+        """What ``session/load`` must carry to find this session again (Kiro's session file)."""
+        return {k: v for k, v in self.meta.items() if k in _LOAD_META_KEYS}
 
     def loaded(self, result: dict[str, Any]) -> None:
         self.loading = False
@@ -189,7 +195,7 @@ class AcpSession:
             if task.cancelled():
                 return {"outcome": {"outcome": "cancelled"}}
             raise
-        except AcpError as exc:  # AcpPermissionNeeded: no approver for a gate of "ask"
+        except Exception as exc:  # AcpPermissionNeeded (no approver for "ask"), or the approver failed
             turn.error = exc
             self._send_cancel(turn)
             return {"outcome": {"outcome": "cancelled"}}

@@ -62,10 +62,6 @@ class Conversation:
             rec = ConversationRecord(self.key, "", "", None, 0, None, time.time())
         return rec
 
-    def _agent(self, rec: ConversationRecord) -> tuple[str, str]:
-        name, agent = choose_agent(self.engine.config, rec.agent or None)
-        return name, rec.cwd or agent.cwd
-
     # -- session binding -----------------------------------------------------------------
 
     async def ensure_session(self, notify: list[Notice]) -> AcpSession:
@@ -74,23 +70,22 @@ class Conversation:
         A session that cannot be restored starts a new one WITH a notice, never silently.
         """
         rec = self.record()
-        name, cwd = self._agent(rec)
-        spec = agent_spec(name, self.engine.config.agents.get(name) or choose_agent(self.engine.config, name)[1], cwd)
+        name, agent = choose_agent(self.engine.config, rec.agent or None)
+        spec = agent_spec(name, agent, rec.cwd or None)
         runtime = await self.engine.pool.acquire(spec)
         live = self.session
         if live is not None and live.runtime is runtime and live.session_id in runtime.sessions:
             return live
-        session: AcpSession | None = None
-        if rec.session_id:
-            session = runtime.sessions.get(rec.session_id)
-            if session is None and runtime.load_supported:
+        session = runtime.sessions.get(rec.session_id) if rec.session_id else None
+        if rec.session_id and session is None:
+            if runtime.load_supported:
                 try:
-                    session = await runtime.load_session(rec.session_id)
+                    session = await runtime.load_session(rec.session_id, meta=rec.session_meta or None)
                 except AcpError as exc:
                     if not is_lost_session(exc):
                         raise
                     notify.append(Notice(wording.SESSION_LOST, key="session"))
-            elif session is None:
+            else:
                 notify.append(Notice(wording.SESSION_NOT_RESUMABLE, key="session"))
         if session is None:
             session = await runtime.new_session()
@@ -98,7 +93,8 @@ class Conversation:
             await session.set_model(rec.model)
         self.session = session
         self.engine.store.save_conversation(ConversationRecord(
-            self.key, name, cwd, session.session_id, rec.generation, rec.model, time.time()))
+            self.key, name, spec.cwd, session.session_id, rec.generation, rec.model, time.time(),
+            session.load_meta() or rec.session_meta))
         return session
 
     def drop_session(self) -> None:

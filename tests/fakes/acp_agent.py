@@ -62,7 +62,8 @@ Flags
                        "vars": [{"name": VAR}]}] and require authenticate (see above).
 --models a,b           session/new returns legacy `models` (current = first).
 --config-options a,b   session/new returns a `configOptions` model select option (current = first).
---kiro                 agentInfo name "kiro-cli"; session/load needs _meta["_kiro.dev/session_file"];
+--kiro                 agentInfo name "kiro-cli"; session/new answers _meta["_kiro.dev/session_file"] and
+                       session/load needs it back;
                        session/set_config_option -> -32601.
 --record FILE          append every frame received from the client (parsed JSON, one per line;
                        undecodable lines as {"_invalid": text}) BEFORE handling it.
@@ -530,7 +531,11 @@ class Agent:
         with self.sessions_lock:
             self.sessions[s.id] = s
         self.persist(s)
-        return {"sessionId": s.id, **self.session_extras(s)}
+        result = {"sessionId": s.id, **self.session_extras(s)}
+        if self.args.kiro:
+            # Modelled: the agent names the session file a later session/load must carry back.
+            result["_meta"] = {"_kiro.dev/session_file": f"~/.kiro/sessions/{s.id}.json"}
+        return result
 
     def do_load(self, params: dict) -> dict:
         self.require_auth()
