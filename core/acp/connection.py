@@ -208,6 +208,9 @@ class JsonRpcConnection:
             result = await self._on_request(method, params)
         except RpcError as exc:
             self._send({"jsonrpc": "2.0", "id": request_id, "error": exc.to_dict()})
+        except Exception:  # a failing handler must still answer, or the agent waits forever
+            log.exception("answering the agent's %s request failed", method)
+            self._send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": "Internal error"}})
         else:
             reply = result if isinstance(result, Reply) else None
             self._send({"jsonrpc": "2.0", "id": request_id, "result": reply.result if reply else result})

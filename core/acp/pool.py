@@ -39,6 +39,7 @@ class RuntimePool:
         self.line_cap = line_cap
         self._runtimes: dict[tuple[str, str], AcpRuntime] = {}
         self._deaths: dict[tuple[str, str], deque[float]] = {}
+        self._last_death: dict[tuple[str, str], AcpRuntimeDead] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._reaper: asyncio.Task[None] | None = None
         self.spawned = 0
@@ -58,34 +59,42 @@ class RuntimePool:
             if runtime is not None and runtime.alive:
                 runtime.last_used = time.monotonic()
                 return runtime
-            if runtime is not None:
-                self._note_death(key, runtime)
-                await runtime.close()
+            if runtime is not None:  # it died: a transport fault, which spends the budget
                 del self._runtimes[key]
+                self._record_death(key, runtime.death)
+                await runtime.close()
+            self._check_budget(key)
             target = spec.with_cwd(cwd) if cwd else spec
             try:
                 runtime = await AcpRuntime.start(target, request_timeout_s=self.request_timeout_s,
                                                  line_cap=self.line_cap)
-            except AcpProcessDied as exc:  # a transport fault at start-up also spends the budget
-                self._deaths.setdefault(key, deque()).append(time.monotonic())
-                raise exc
+            except AcpProcessDied as exc:  # a crash at start-up is a transport fault too
+                self._record_death(key, AcpRuntimeDead(str(exc), exit_code=exc.exit_code,
+                                                       stderr_tail=exc.stderr_tail))
+                raise
             self.spawned += 1
             self._runtimes[key] = runtime
             return runtime
 
-    def _note_death(self, key: tuple[str, str], runtime: AcpRuntime) -> None:
+    def _record_death(self, key: tuple[str, str], death: AcpRuntimeDead | None) -> None:
+        self._deaths.setdefault(key, deque()).append(time.monotonic())
+        if death is not None:
+            self._last_death[key] = death
+
+    def _check_budget(self, key: tuple[str, str]) -> None:
+        """Refuse to spawn once more than ``respawn_budget`` deaths fell within the window."""
+        deaths = self._deaths.get(key)
+        if not deaths:
+            return
         now = time.monotonic()
-        deaths = self._deaths.setdefault(key, deque())
-        deaths.append(now)
         while deaths and now - deaths[0] > self.respawn_window_s:
             deaths.popleft()
         if len(deaths) > self.respawn_budget:
-            deaths.pop()  # this attempt is refused, so it does not count against the next window
-            death = runtime.death
+            last = self._last_death.get(key)
             raise AcpRuntimeDead(
-                f"agent {key[0]} died {self.respawn_budget + 1} times within {self.respawn_window_s:g}s; "
+                f"agent {key[0]} died {len(deaths)} times within {self.respawn_window_s:g}s; "
                 "not restarting it again for now",
-                exit_code=death.exit_code if death else None, stderr_tail=runtime.stderr_tail())
+                exit_code=last.exit_code if last else None, stderr_tail=last.stderr_tail if last else "")
 
     def runtimes(self) -> list[AcpRuntime]:
         return list(self._runtimes.values())

@@ -149,7 +149,7 @@ class AcpSession:
     def _on_turn_event(self, turn: _Turn, event: AcpEvent) -> None:
         stats = turn.stats
         if isinstance(event, TextChunk):
-            if event.text.strip() == KIRO_INTERRUPTED:
+            if self.runtime.backend == "kiro" and event.text.strip() == KIRO_INTERRUPTED:
                 turn.forced_stop = STOP_REASON_CANCELLED if turn.cancel_requested else STOP_REASON_END_TURN
                 turn.ended.set()
                 return

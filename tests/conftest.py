@@ -1,0 +1,58 @@
+"""Shared by every test tier: a clean environment and the scripted fake ACP agent.
+
+Keep this file small; a tier's own fixtures belong in that tier's conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core.acp.spec import AgentSpec
+
+FAKE_AGENT_PATH = Path(__file__).resolve().parent / "fakes" / "acp_agent.py"
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy and no Slack credentials from the developer's shell reach a test."""
+    for name in list(os.environ):
+        if name.upper() in _PROXY_VARS or name.startswith("SLACK_"):
+            monkeypatch.delenv(name, raising=False)
+
+
+FakeAgentSpec = Callable[..., AgentSpec]
+
+
+@pytest.fixture
+def fake_agent_spec(tmp_path: Path) -> FakeAgentSpec:
+    """``fake_agent_spec("--kiro", backend="kiro", tool_gate="allow")`` -> an AgentSpec for the fake.
+
+    ``cwd`` defaults to ``tmp_path``; ``env`` becomes ``AgentSpec.env``.
+    """
+
+    def build(
+        *flags: str,
+        backend: str = "generic",
+        tool_gate: str = "ask",
+        env: dict[str, str] | None = None,
+        cwd: str | Path | None = None,
+        name: str = "fake",
+    ) -> AgentSpec:
+        return AgentSpec(
+            name=name,
+            command=sys.executable,
+            args=(str(FAKE_AGENT_PATH), *flags),
+            env=dict(env or {}),
+            cwd=str(tmp_path if cwd is None else cwd),
+            backend=backend,
+            tool_gate=tool_gate,
+        )
+
+    return build
