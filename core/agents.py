@@ -32,7 +32,8 @@ def resolve_command(command: str) -> str | None:
 
 def choose_agent(config: RelayConfig, name: str | None = None) -> tuple[str, AgentConfig]:
     """The agent to use: ``name``, else ``default_agent``, else the first configured (or built-in)
-    agent whose command is on PATH; the demo agent is always available."""
+    agent whose command is on PATH. The demo agent stands in only when no agent is configured;
+    a configured agent that is missing is never silently replaced."""
     agents = config.agents or BUILTIN_AGENTS
     if name is not None:
         if name not in agents:
@@ -44,6 +45,8 @@ def choose_agent(config: RelayConfig, name: str | None = None) -> tuple[str, Age
     for candidate, agent in agents.items():
         if resolve_command(agent.command) is not None:
             return candidate, agent
+    if config.agents:  # the operator chose these: spawning the first says clearly what is missing
+        return next(iter(config.agents.items()))
     return "demo", BUILTIN_AGENTS["demo"]
 
 

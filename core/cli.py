@@ -83,13 +83,12 @@ def _doctor(config: RelayConfig) -> int:
     from core.store import Store, StoreError
 
     problems = 0
-    agents = config.agents or {}
-    if not agents:
-        name, agent = choose_agent(config)
-        print(f"agent: none configured; would use {name!r} ({agent.command})")
-    for name, agent in agents.items():
+    chosen, _ = choose_agent(config)
+    for name, agent in (config.agents or {chosen: choose_agent(config)[1]}).items():
         found = resolve_command(agent.command)
-        print(f"agent {name}: {agent.command} -> {found or 'NOT FOUND on PATH'}")
+        used = " (used by default)" if name == chosen else ""
+        print(f"agent {name}: {agent.command} -> {found or 'NOT FOUND on PATH'}{used}")
+        problems += found is None and name == chosen
     surfaces = config.surfaces
     envs = {"telegram": [surfaces.telegram.token_env], "discord": [surfaces.discord.token_env],
             "slack": [surfaces.slack.bot_token_env, surfaces.slack.app_token_env

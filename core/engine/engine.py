@@ -162,8 +162,8 @@ class Engine:
     async def _command(self, conv: Conversation, command: Command) -> None:
         surface, key = conv.surface, conv.key
         if command.action == "stop":
-            stopped = await conv.stop()
-            await self.say(surface, key, wording.STOPPED if stopped else wording.NOTHING_TO_STOP)
+            if not await conv.stop():  # a stopped turn's own reply says "Stopped." once it ended
+                await self.say(surface, key, wording.NOTHING_TO_STOP)
         elif command.action == "reset":
             await conv.stop()
             conv.reset()
@@ -249,14 +249,19 @@ class Engine:
 
     async def _settle_approval(self, conv: Conversation, message_id: str, request: PermissionRequest,
                                text: str, outcome: str) -> None:
-        """The decision reaches the agent first; only then do the buttons change."""
-        try:
-            await asyncio.wait_for(request.answered.wait(), self.cancel_wait_s)
-        except TimeoutError:
-            log.info("permission answer in %s was never written (turn ended first)", conv.key)
+        """The decision reaches the agent first; only then do the buttons change.
+
+        A stop is the exception: ``session/cancel`` already told the agent, and the session answers
+        the request "cancelled" without a ``Reply`` (``answered`` is never set), so do not wait.
+        """
+        if outcome != "cancelled":
+            try:
+                await asyncio.wait_for(request.answered.wait(), self.cancel_wait_s)
+            except TimeoutError:
+                log.info("permission answer in %s was never written (turn ended first)", conv.key)
         final = f"{text}\n\n{wording.approval_outcome_text(outcome, request.tool_call.title)}"
         try:
-            await Streamer(conv.surface, conv.key).edit_message(message_id, final)
+            await Streamer(conv.surface, conv.key, sleep=self.sleep).edit_message(message_id, final)
         except DeliveryError as exc:
             log.warning("could not update the approval message in %s: %s", conv.key, exc)
 
@@ -265,7 +270,7 @@ class Engine:
     async def say(self, surface: Surface, key: str, markdown: str) -> None:
         """A standalone notice, with the delivery rules (429 waits, markup falls back to plain)."""
         try:
-            await Streamer(surface, key).post(markdown)
+            await Streamer(surface, key, sleep=self.sleep).post(markdown)
         except DeliveryError as exc:
             log.warning("could not deliver a notice in %s: %s", key, exc)
 
@@ -282,7 +287,8 @@ class Engine:
                 if surface is None:
                     continue
                 try:
-                    await Streamer(surface, rec.conversation_key).post(str(rec.payload.get("text", "")))
+                    await Streamer(surface, rec.conversation_key, sleep=self.sleep).post(
+                        str(rec.payload.get("text", "")))
                 except DeliveryError as exc:
                     log.info("redelivery to %s failed again: %s", rec.conversation_key, exc)
                     continue

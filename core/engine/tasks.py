@@ -30,12 +30,18 @@ class TaskSet:
             log.error("task %s failed", task.get_name(), exc_info=task.exception())
 
     async def close(self, timeout_s: float = 10.0) -> None:
-        """Cancel what is still running and wait for it to finish."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout_s)
+        """Cancel what is still running and wait for it to finish.
+
+        A task may spawn another while it unwinds (an approval being settled): those are
+        cancelled too, so nothing outlives the owner.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self._tasks and (remaining := deadline - loop.time()) > 0:
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=remaining)
 
     def __len__(self) -> int:
         return len(self._tasks)

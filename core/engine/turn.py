@@ -88,7 +88,7 @@ class TurnRunner:
         started = time.monotonic()
         backend = "generic"
         async with Streamer(conv.surface, conv.key, interval_s=engine.edit_interval(conv.surface),
-                            reply_to=item.message.message_id) as streamer:
+                            reply_to=item.message.message_id, sleep=engine.sleep) as streamer:
             current = Attempt(0)
             lost_once = False
             seen = _AttemptOutput()
@@ -176,6 +176,9 @@ class TurnRunner:
         except DeliveryError as exc:
             log.warning("could not deliver the answer in %s: %s", conv.key, exc)
             self.engine.store.add_outbound(conv.key, {"surface": conv.surface.name, "text": markdown})
+            # Say what happened (a short notice may get through where the answer did not): the
+            # agent did answer, so this must never read as an agent failure.
+            await self.engine.say(conv.surface, conv.key, wording.delivery_failure_text())
             self.engine.schedule_redelivery()
 
 

@@ -1,0 +1,184 @@
+"""The architecture's boundaries, checked on the source with ``ast`` (not by importing anything).
+
+1. ``core`` imports no platform SDK and no ``surfaces`` package.
+2. A surface imports no other surface (nor another platform's SDK).
+3. Only ``core/acp`` speaks the JSON-RPC wire: no other module has a ``"jsonrpc"`` string literal.
+
+Each rule is a small function over source text, tested on synthetic sources too, so a rule that
+could never fail would be noticed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ROOT / "core"
+SURFACES = ROOT / "surfaces"
+
+PLATFORM_SDKS = {"telegram": ("telegram",), "discord": ("discord",), "slack": ("slack_bolt", "slack_sdk")}
+ALL_SDKS = tuple(sdk for sdks in PLATFORM_SDKS.values() for sdk in sdks)
+
+#: Modules outside core/acp allowed to write JSON-RPC frames, and why.
+JSONRPC_EXEMPT = {
+    # The bundled demo agent is the OTHER end of the wire: a stand-alone ACP agent process that
+    # ``acp-relay demo-agent`` runs; the relay itself talks to it only through core/acp.
+    "core/demo_agent.py",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(source: str, module: str = "", is_package: bool = False) -> set[str]:
+    """Every module ``source`` imports, relative imports resolved against ``module``.
+
+    ``from a import b`` yields both ``a`` and ``a.b`` (``b`` may be a submodule). Imports inside
+    functions and ``if TYPE_CHECKING`` blocks count too: they are still dependencies.
+    """
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".") if package else []
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)] if node.level > 1 else base_parts
+                base = ".".join(p for p in [*base_parts, node.module or ""] if p)
+            else:
+                base = node.module or ""
+            if base:
+                found.add(base)
+            found.update(f"{base}.{alias.name}" if base else alias.name for alias in node.names)
+    return found
+
+
+def is_within(name: str, packages: tuple[str, ...] | list[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def jsonrpc_literal_lines(source: str) -> list[int]:
+    """Lines holding a ``"jsonrpc"`` string constant (dict keys included; docstrings excluded)."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    return sorted(node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value.strip().lower() == "jsonrpc" and id(node) not in docstrings)
+
+
+def python_files(base: Path) -> Iterator[Path]:
+    for path in sorted(base.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            yield path
+
+
+def surface_names() -> list[str]:
+    return sorted(p.name for p in SURFACES.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def imports_of(path: Path) -> set[str]:
+    return imported_modules(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")
+
+
+# -- the rules on synthetic sources --------------------------------------------------------------
+
+
+def test_imported_modules_sees_every_import_form() -> None:
+    source = (
+        "import telegram.ext\n"
+        "from discord import Client\n"
+        "def f():\n    import slack_sdk\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from surfaces.slack import app\n"
+    )
+    found = imported_modules(source, "core.engine.x")
+    assert {"telegram.ext", "discord", "slack_sdk", "surfaces.slack"} <= found
+    assert [m for m in found if is_within(m, ALL_SDKS)]
+
+
+def test_relative_imports_are_resolved_against_the_module() -> None:
+    assert "surfaces.discord" in imported_modules("from ..discord import gateway\n", "surfaces.telegram.bot")
+    assert "surfaces.discord" in imported_modules("from .. import discord\n", "surfaces.telegram.bot")
+    assert "surfaces.telegram.render" in imported_modules("from .render import x\n", "surfaces.telegram.bot")
+    assert "surfaces.telegram.render" in imported_modules("from .render import x\n", "surfaces.telegram", True)
+    assert not [m for m in imported_modules("from .render import x\n", "surfaces.telegram.bot")
+                if is_within(m, ["surfaces.discord"])]
+
+
+def test_is_within_matches_packages_not_prefixes() -> None:
+    assert is_within("telegram.ext", ["telegram"]) and is_within("telegram", ["telegram"])
+    assert not is_within("telegramish", ["telegram"])
+
+
+def test_jsonrpc_literals_are_found_in_code_not_in_docstrings() -> None:
+    source = (
+        '"""Talks jsonrpc? No: "jsonrpc" here is documentation."""\n'
+        "def f():\n"
+        '    """Not a frame: "jsonrpc"."""\n'
+        '    return {"jsonrpc": "2.0", "id": 1}\n'
+        'KEY = "JSONRPC"\n'
+    )
+    assert jsonrpc_literal_lines(source) == [4, 5]
+    assert jsonrpc_literal_lines("x = {'method': 'session/prompt'}\n") == []
+
+
+# -- the rules on the real tree ------------------------------------------------------------------
+
+
+def test_the_tree_is_where_the_rules_expect_it() -> None:
+    assert (CORE / "acp").is_dir() and SURFACES.is_dir()
+    assert len(list(python_files(CORE))) > 20
+    assert surface_names(), "no surface packages found"
+
+
+@pytest.mark.parametrize("path", list(python_files(CORE)), ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_imports_no_platform_sdk_and_no_surface(path: Path) -> None:
+    bad = sorted(m for m in imports_of(path) if is_within(m, [*ALL_SDKS, "surfaces"]))
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}: core must stay surface-agnostic"
+
+
+@pytest.mark.parametrize("surface", surface_names())
+def test_a_surface_imports_no_other_surface_or_platform_sdk(surface: str) -> None:
+    others = [s for s in surface_names() if s != surface]
+    foreign_sdks = [sdk for name, sdks in PLATFORM_SDKS.items() if name != surface for sdk in sdks]
+    problems = []
+    for path in python_files(SURFACES / surface):
+        bad = sorted(m for m in imports_of(path)
+                     if is_within(m, [f"surfaces.{o}" for o in others]) or is_within(m, foreign_sdks))
+        if bad:
+            problems.append(f"{path.relative_to(ROOT)}: {bad}")
+    assert not problems, "surfaces never import each other:\n" + "\n".join(problems)
+
+
+def test_only_core_acp_writes_json_rpc_frames() -> None:
+    problems = []
+    for base in (CORE, SURFACES):
+        for path in python_files(base):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith("core/acp/") or rel in JSONRPC_EXEMPT:
+                continue
+            lines = jsonrpc_literal_lines(path.read_text(encoding="utf-8"))
+            problems += [f"{rel}:{line}" for line in lines]
+    assert not problems, f'"jsonrpc" literals outside core/acp: {problems}'
+
+
+def test_core_acp_does_speak_json_rpc() -> None:
+    """The rule above is not vacuous: the wire code is found where it should be."""
+    assert any(jsonrpc_literal_lines(p.read_text(encoding="utf-8")) for p in python_files(CORE / "acp"))
+
+
+def test_the_exemptions_still_exist() -> None:
+    for rel in JSONRPC_EXEMPT:
+        assert (ROOT / rel).exists(), f"{rel} is gone: drop its exemption"
