@@ -69,13 +69,13 @@ class Conversation:
 
         A session that cannot be restored starts a new one WITH a notice, never silently.
         """
+        live = self.session
+        if live is not None and live.runtime.alive and live.session_id in live.runtime.sessions:
+            return live  # the steady state: no PATH lookup, no store read, no pool lock
         rec = self.record()
         name, agent = choose_agent(self.engine.config, rec.agent or None)
         spec = agent_spec(name, agent, rec.cwd or None)
         runtime = await self.engine.pool.acquire(spec)
-        live = self.session
-        if live is not None and live.runtime is runtime and live.session_id in runtime.sessions:
-            return live
         session = runtime.sessions.get(rec.session_id) if rec.session_id else None
         if rec.session_id and session is None:
             if runtime.load_supported:
