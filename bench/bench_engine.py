@@ -254,9 +254,10 @@ def main() -> None:
                 print(f"saturation (closed loop, no pause): {total} turns on one shared agent process in "
                       f"{wall:.2f} s ({total / wall:.0f} turns/s); relay CPU {_ms(cpu / total)} per turn "
                       "(engine, ACP client, store, fake surface)")
+                gap = statistics.median(turn_s) - statistics.median(probe)
                 print(f"  engine turn median {_ms(statistics.median(turn_s))}, direct probe median "
-                      f"{_ms(statistics.median(probe))}: difference {_ms(statistics.median(turn_s) - statistics.median(probe))}"
-                      " (queueing in a saturated loop, not a target)")
+                      f"{_ms(statistics.median(probe))}: difference {_ms(gap)} "
+                      "(queueing in a saturated loop, not a target)")
                 print(f"  the engine's own share per turn (turn - its time in AcpSession.prompt): median "
                       f"{_ms(statistics.median(own_s))}, p95 {_ms(statistics.quantiles(own_s, n=20)[-1])}")
             finally:
