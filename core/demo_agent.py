@@ -7,6 +7,7 @@ only pretends. Sessions are kept in ``$XDG_STATE_HOME/acp-relay/demo-sessions`` 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
@@ -35,6 +36,7 @@ THROTTLED = "Encountered an error in the response stream: ThrottlingException: R
 MALFORMED = ("Encountered an error in the response stream: Improperly formed request. "
              "(request_id: 0123456789abcdef)")
 SLOW_WORDS = ("this", "answer", "arrives", "one", "word", "at", "a", "time", "so", "you", "can", "stop", "it")
+_SESSION_METHODS = ("session/load", "session/set_mode", "session/set_model", "session/set_config_option")
 _RE_KEYWORD = re.compile(r"\b(tool|approve|plan|refuse|flaky|fail|slow)", re.IGNORECASE)
 
 HELP = """Hello! I am the **acp-relay demo agent** (model `{model}`). This is a demo: I run no model, \
@@ -149,6 +151,8 @@ class _DemoAgent:
             s = self.sessions.setdefault(sid := str(uuid.uuid4()), _Session(sid))
             self.save(s)
             return {"sessionId": s.id, **s.extras()}
+        if method not in _SESSION_METHODS:
+            raise _RpcError(-32601, "Method not found", method)
         s = self.session(params)
         result: Json = {}
         if method == "session/load":
@@ -160,12 +164,10 @@ class _DemoAgent:
             s.mode = self.choose(params.get("modeId"), tuple(m["id"] for m in MODES))
         elif method == "session/set_model":
             s.model = self.choose(params.get("modelId"), MODELS)
-        elif method == "session/set_config_option":
+        else:  # session/set_config_option
             self.choose(params.get("configId"), ("model",))
             s.model = self.choose(params.get("value"), MODELS)
             result = {"configOptions": s.extras()["configOptions"]}
-        else:
-            raise _RpcError(-32601, "Method not found", method)
         self.save(s)
         return result
 
@@ -193,8 +195,8 @@ class _DemoAgent:
             tmp = self.dir / f"{s.id}.json.{threading.get_ident()}.tmp"
             tmp.write_text(json.dumps(asdict(s)), encoding="utf-8")
             tmp.replace(self.dir / f"{s.id}.json")
-        except OSError as exc:  # a read-only home: the demo still works, sessions stay in memory
-            print(f"acp-relay demo agent: cannot save the session: {exc}", file=sys.stderr)
+        except OSError:
+            pass  # a read-only home: the demo still works, its sessions stay in memory
 
     def start_prompt(self, req_id: Any, params: Json) -> None:
         s = self.session(params)
@@ -202,8 +204,7 @@ class _DemoAgent:
             raise _RpcError(-32603, "Internal error", "Prompt already in progress")
         blocks = params["prompt"] if isinstance(params.get("prompt"), list) else []
         text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
-        s.busy, s.reply = True, []
-        s.cancel.clear()
+        s.busy, s.reply, s.cancel = True, [], threading.Event()
         threading.Thread(target=self.run_turn, args=(req_id, s, text), daemon=True, name="demo-turn").start()
 
     def run_turn(self, req_id: Any, s: _Session, text: str) -> None:
@@ -262,14 +263,12 @@ class _DemoAgent:
                 s.pause(0.05)
         finally:
             self.pending.pop(req_id, None)
-        result = box.get().get("result")
-        result = result if isinstance(result, dict) else {}
-        outcome = result["outcome"] if isinstance(result.get("outcome"), dict) else {}
-        if outcome.get("outcome") == "cancelled":
+        res = box.get().get("result")
+        out = res["outcome"] if isinstance(res, dict) and isinstance(res.get("outcome"), dict) else {}
+        if out.get("outcome") == "cancelled":
             raise _Cancelled
-        allowed = outcome.get("outcome") == "selected" and str(outcome.get("optionId")).startswith("allow")
         upd = {"sessionUpdate": "tool_call_update", "toolCallId": call["toolCallId"]}
-        if allowed:
+        if out.get("outcome") == "selected" and str(out.get("optionId")).startswith("allow"):
             self.update(s, {**upd, "status": "completed", "content": [{"type": "content", "content": {
                 "type": "text", "text": "hello (pretended: the demo agent wrote no file)"}}]})
             self.stream(s, "You **allowed** the tool call. I only pretended to run it: no file was written.")
@@ -292,8 +291,9 @@ def main() -> int:
     """Serve ACP on stdin/stdout until stdin closes."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     agent = _DemoAgent(sys.stdout.buffer, Path(base) / "acp-relay" / "demo-sessions")
-    print("acp-relay demo agent: a demo; no model and no credentials involved", file=sys.stderr)
     for line in sys.stdin.buffer:
         if line.strip():
             agent.handle(line)
+    with agent.lock:  # turns still running write nothing more: a thread must not hold stdout at exit
+        agent.out = io.BytesIO()
     return 0

@@ -193,9 +193,13 @@ class Engine:
             await self._command(conv, Command("stop"))
 
     async def set_model(self, conversation_key: str, model: str) -> None:
+        """Switch the conversation's model (its first message need not have been sent yet)."""
         conv = self.conversations.get(conversation_key)
         if conv is None:
-            raise KeyError(conversation_key)
+            surface = self.surfaces.get(conversation_key.split(":", 1)[0])
+            if surface is None:
+                raise KeyError(conversation_key)
+            conv = self.conversation(conversation_key, surface)
         session = await conv.ensure_session([])
         await session.set_model(model)
         rec = conv.record()

@@ -23,6 +23,8 @@ from core.engine.surface import (
     NotModified,
     Surface,
 )
+from surfaces.dashboard.surface import DashboardSurface
+from surfaces.dashboard.transcript import Transcript
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,16 @@ async def memory_surface() -> AsyncIterator[SurfaceUnderTest]:
     yield SurfaceUnderTest(surface, "memory:contract", lambda mid: surface.messages[mid].text)
 
 
-SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [memory_surface]
+@asynccontextmanager
+async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
+    surface = DashboardSurface(Transcript.open(":memory:"))
+    yield SurfaceUnderTest(surface, "dashboard:contract", lambda mid: surface.transcript.get("contract", mid).text)
+
+
+SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [
+    memory_surface,
+    dashboard_surface,
+]
 
 
 @pytest.fixture(params=SURFACE_FACTORIES, ids=lambda f: f.__name__)

@@ -1,0 +1,89 @@
+"""The local web dashboard, the embedded default surface: ``launch`` starts it for ``acp-relay run``.
+
+Each browser tab is one conversation. The page is plain HTML, CSS and JavaScript from ``static/``
+(Markdown rendered by the vendored ``marked``, sanitised by ``DOMPurify``); see ``server`` for the
+security rules.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from core.config import RelayConfig, secret
+from surfaces.dashboard.server import AUTH, check_bind, create_app, is_loopback
+from surfaces.dashboard.surface import DashboardSurface
+from surfaces.dashboard.transcript import Transcript
+
+if TYPE_CHECKING:
+    from core.engine.engine import Engine
+
+__all__ = ["Dashboard", "DashboardSurface", "check_bind", "create_app", "launch", "transcript_path"]
+
+
+def transcript_path(store_path: str) -> str:
+    """The transcript database, next to the relay's store (``relay.db`` -> ``relay-dashboard.db``)."""
+    if store_path == ":memory:":
+        return store_path
+    store = Path(store_path).expanduser()
+    return str(store.with_name(f"{store.stem}-dashboard.db"))
+
+
+class Dashboard:
+    """A running dashboard (what ``launch`` returns): its address and ``close()``."""
+
+    def __init__(self, runner: web.AppRunner, surface: DashboardSurface, url: str,
+                 login_url: str | None) -> None:
+        self.runner = runner
+        self.surface = surface
+        self.url = url
+        self.login_url = login_url
+
+    async def close(self) -> None:
+        """End the event streams, stop serving, close the transcript."""
+        self.surface.close()
+        await self.runner.cleanup()
+        self.surface.transcript.close()
+
+
+def _url(host: str, port: int) -> str:
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
+async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) -> Dashboard:
+    """Serve the dashboard on ``surfaces.dashboard.host``/``port`` and attach it to ``engine``.
+
+    Raises ``ValueError`` when the bind is not loopback and no access token is configured.
+    """
+    settings = config.surfaces.dashboard
+    token = secret(settings.access_token_env)
+    check_bind(settings.host, token, token_env=settings.access_token_env)
+    surface = DashboardSurface(Transcript.open(transcript_path(config.store.path)))
+    engine.attach(surface, settings.allowed_user_ids)
+    app = create_app(surface, engine, access_token=token)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.host or None, settings.port).start()
+    except OSError:
+        await runner.cleanup()
+        surface.transcript.close()
+        raise
+    port = int(runner.addresses[0][1])
+    url = _url(settings.host, port)
+    login_token = app[AUTH].login_token
+    login_url = f"{url}login?token={login_token}" if login_token else None
+    if announce:
+        where = "" if is_loopback(settings.host) else " (reachable from other machines: token required)"
+        print(f"acp-relay: dashboard at {url}{where}", file=sys.stderr, flush=True)
+        if login_url:
+            print(f"acp-relay: dashboard login link (works once): {login_url}", file=sys.stderr, flush=True)
+    return Dashboard(runner, surface, url, login_url)

@@ -1,0 +1,297 @@
+"""The dashboard's web server (aiohttp): the page, its event stream and a small JSON API.
+
+Security: anything but a loopback bind needs an access token (``check_bind``). With a token, each
+request carries it as ``Authorization: Bearer <token>`` or as the cookie that the one-time login
+link sets. Without one, only loopback Host names are served (no DNS rebinding). State-changing
+requests must be JSON and, when the browser names an Origin, come from this very host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import hmac
+import ipaddress
+import json
+import secrets
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from core.acp.client import AcpError
+from core.acp.session_handle import AcpRuntimeError
+from core.engine.surface import ButtonPress, Inbound, InboundMessage
+from core.failures import _format_acp_error
+from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
+
+__all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "SURFACE", "USER_ID", "Auth", "DashboardEngine", "check_bind", "create_app",
+           "is_loopback"]
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+COOKIE_NAME = "acp_relay_token"
+#: The one person at the keyboard; the dashboard's allow-list names this id.
+USER_ID = "local"
+KEEPALIVE_S = 15.0
+MAX_TEXT = 100_000
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none';"
+                               " frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+_LOGIN_NEEDED = """<!doctype html><meta charset="utf-8"><title>acp-relay: log in</title><p>This dashboard
+needs its access token. Open the one-time login link that <code>acp-relay</code> printed when it started
+(restart the relay for a new link), or send the token as an <code>Authorization: Bearer</code> header."""
+
+
+class DashboardEngine(Inbound, Protocol):
+    """What the dashboard needs from the engine, beyond ``Inbound``."""
+
+    async def stop(self, conversation_key: str) -> None: ...
+
+    def status(self, conversation_key: str) -> Any: ...
+
+    async def set_model(self, conversation_key: str, model: str) -> None: ...
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost``, 127.0.0.0/8 and ::1 (brackets allowed)."""
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> None:
+    """Refuse to serve beyond this machine without an access token (the relay does not start)."""
+    if not is_loopback(host) and not access_token:
+        raise ValueError(
+            f"refusing to serve the dashboard on {host or 'every interface'!r} without an access token: "
+            f"anyone who can reach it could run the agent. Set the environment variable {token_env}, "
+            "or bind to 127.0.0.1.")
+
+
+class Auth:
+    """The access token, the cookie derived from it, and the one-time login token."""
+
+    def __init__(self, access_token: str | None, login_token: str | None = None) -> None:
+        self.access_token = access_token or None
+        self.login_token = (login_token or secrets.token_urlsafe(24)) if self.access_token else None
+        self.cookie = (hmac.new(self.access_token.encode(), b"acp-relay dashboard cookie v1", hashlib.sha256)
+                       .hexdigest() if self.access_token else "")
+
+    def permits(self, request: web.Request) -> bool:
+        if self.access_token is None:
+            return True
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        token = self.access_token.encode()
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token):
+            return True
+        return hmac.compare_digest(request.cookies.get(COOKIE_NAME, "").encode(), self.cookie.encode())
+
+    def redeem(self, token: str) -> bool:
+        """True once for the login token; it is invalid afterwards."""
+        if self.login_token is None or not hmac.compare_digest(token.encode(), self.login_token.encode()):
+            return False
+        self.login_token = None
+        return True
+
+
+SURFACE = web.AppKey("surface", DashboardSurface)
+ENGINE = web.AppKey("engine", DashboardEngine)
+AUTH = web.AppKey("auth", Auth)
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def _forbidden_origin(request: web.Request) -> bool:
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return request.headers.get("Sec-Fetch-Site", "") == "cross-site"
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return True
+    return parts.scheme not in ("http", "https") or parts.netloc.lower() != request.host.lower()
+
+
+def _loopback_host(request: web.Request) -> bool:
+    try:
+        return is_loopback(urlsplit(f"//{request.host}").hostname or "")
+    except ValueError:  # not even a host name
+        return False
+
+
+@web.middleware
+async def check_request(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Host, authentication, Origin and Content-Type checks, before any handler runs."""
+    auth = request.app[AUTH]
+    if auth.access_token is None and not _loopback_host(request):
+        return _error(403, "this dashboard only answers to localhost")
+    if request.path != "/login" and not auth.permits(request):
+        if request.path.startswith("/api/"):
+            return _error(401, "the access token is missing or wrong")
+        return web.Response(status=401, text=_LOGIN_NEEDED, content_type="text/html")
+    if request.method in _UNSAFE:
+        if _forbidden_origin(request):
+            return _error(403, "cross-site request refused")
+        if request.content_type != "application/json":
+            return _error(415, "send JSON (Content-Type: application/json)")
+    return await handler(request)
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    for name, value in _HEADERS.items():
+        response.headers.setdefault(name, value)
+
+
+def _tab(request: web.Request) -> str:
+    tab = request.match_info["tab"]
+    if not valid_tab(tab):
+        raise _bad_request("bad tab id")
+    return tab
+
+
+def _bad_request(message: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
+
+
+async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
+    """The JSON object's string ``field`` and its optional string ``id``; 400 otherwise."""
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    value = body.get(field) if isinstance(body, dict) else None
+    ident = body.get("id") if isinstance(body, dict) else None
+    if not isinstance(value, str) or not isinstance(ident, str | None):
+        raise _bad_request(f"expected a JSON object with a string {field!r}")
+    return value, ident
+
+
+async def index(request: web.Request) -> web.StreamResponse:
+    """The page."""
+    return web.FileResponse(STATIC_DIR / "index.html")
+
+
+async def login(request: web.Request) -> web.StreamResponse:
+    """The one-time login link: sets the cookie, then goes to the page."""
+    auth = request.app[AUTH]
+    if auth.access_token is None:
+        raise web.HTTPSeeOther("/")
+    if not auth.redeem(request.query.get("token", "")):
+        used = _LOGIN_NEEDED.replace("needs its access token", "login link was already used")
+        return web.Response(status=403, content_type="text/html", text=used)
+    response = web.Response(status=303, headers={"Location": "/"})
+    response.set_cookie(COOKIE_NAME, auth.cookie, httponly=True, samesite="Strict", path="/",
+                        secure=request.secure, max_age=30 * 24 * 3600)
+    return response
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: a snapshot of the tab, then its live changes."""
+    tab, surface = _tab(request), request.app[SURFACE]
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
+    await response.prepare(request)
+    with surface.subscribe(tab) as subscriber:  # before the snapshot, so that no change is missed
+        try:
+            await response.write(b"retry: 2000\n" + _sse(surface.snapshot(tab)))
+            while True:
+                try:
+                    event = await asyncio.wait_for(subscriber.queue.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    await response.write(b": keep-alive\n\n")  # also notices a browser that went away
+                    continue
+                if event is None:
+                    break
+                await response.write(_sse(surface.snapshot(tab) if event["type"] == "resync" else event))
+        except ConnectionResetError:
+            pass
+    return response
+
+
+async def post_message(request: web.Request) -> web.StreamResponse:
+    """A message from the composer (a prompt or a command)."""
+    tab = _tab(request)
+    text, message_id = await _body(request, "text")
+    message_id = message_id or secrets.token_hex(16)
+    if not text.strip() or not valid_tab(message_id):
+        return _error(400, "empty message or bad message id")
+    if len(text) > MAX_TEXT:
+        return _error(413, f"the message is longer than {MAX_TEXT} characters")
+    request.app[SURFACE].post_user(tab, text, message_id)
+    await request.app[ENGINE].handle_message(InboundMessage(
+        surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,
+        message_id=message_id, display_name="you"))
+    return web.json_response({"id": message_id}, status=202)
+
+
+async def press_button(request: web.Request) -> web.StreamResponse:
+    """An approval button."""
+    tab = _tab(request)
+    token, message_id = await _body(request, "token")
+    await request.app[ENGINE].handle_button(ButtonPress(SURFACE_NAME, conversation_key(tab), USER_ID,
+                                                         token, message_id or ""))
+    return web.json_response({"ok": True}, status=202)
+
+
+async def stop(request: web.Request) -> web.StreamResponse:
+    """The Stop button: returns once the turn has really ended."""
+    await request.app[ENGINE].stop(conversation_key(_tab(request)))
+    return web.json_response({"ok": True})
+
+
+async def status(request: web.Request) -> web.StreamResponse:
+    """The status panel: agent, model(s), cwd, session, context %, queue, busy."""
+    value = request.app[ENGINE].status(conversation_key(_tab(request)))
+    return web.json_response(dataclasses.asdict(value))
+
+
+async def set_model(request: web.Request) -> web.StreamResponse:
+    """The model picker."""
+    tab = _tab(request)
+    model, _ = await _body(request, "model")
+    try:
+        await request.app[ENGINE].set_model(conversation_key(tab), model)
+    except (AcpError, AcpRuntimeError) as exc:
+        return _error(400, _format_acp_error(exc))
+    return web.json_response({"model": model})
+
+
+def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_token: str | None = None,
+               login_token: str | None = None) -> web.Application:
+    """The dashboard application. With ``access_token``, ``app[AUTH].login_token`` is the one-time link's."""
+    app = web.Application(middlewares=[check_request], client_max_size=4 * MAX_TEXT)
+    app[SURFACE], app[ENGINE], app[AUTH] = surface, engine, Auth(access_token, login_token)
+    app.on_response_prepare.append(_security_headers)
+
+    async def close_streams(_app: web.Application) -> None:
+        surface.close()  # the event streams end, so the server's shutdown does not wait for them
+
+    app.on_shutdown.append(close_streams)
+    api = "/api/conversations/{tab}"
+    app.router.add_get("/", index)
+    app.router.add_get("/login", login)
+    app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
+    app.router.add_get(f"{api}/events", events)
+    app.router.add_post(f"{api}/messages", post_message)
+    app.router.add_post(f"{api}/buttons", press_button)
+    app.router.add_post(f"{api}/stop", stop)
+    app.router.add_get(f"{api}/status", status)
+    app.router.add_post(f"{api}/model", set_model)
+    return app

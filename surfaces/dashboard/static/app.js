@@ -1,0 +1,336 @@
+// acp-relay dashboard: one browser tab = one conversation. Plain JavaScript, no build step.
+// The relay sends neutral Markdown; marked renders it and DOMPurify sanitises the HTML.
+(() => {
+  "use strict";
+
+  const TAB_KEY = "acp-relay-tab";
+  const TAB_RE = /^[A-Za-z0-9_-]{1,64}$/;
+  const TOOL_STATUS = { "⏳": "pending", "🔄": "in_progress", "✅": "completed", "❌": "failed", "⏹": "cancelled" };
+  const REFUSAL_LEAD = "The model declined to answer this request.";
+
+  const $ = (sel) => document.querySelector(sel);
+  const messages = $("#messages");
+  const textarea = $("#composer textarea");
+  const sendButton = $("#send");
+  const stopButton = $("#stop");
+  const modelSelect = $("#model");
+
+  // Random ids without crypto.randomUUID, which needs a secure context (http on a LAN is not one).
+  function newId() {
+    const bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  // sessionStorage is per tab and survives a reload: the tab keeps its conversation.
+  function tabId() {
+    let id = sessionStorage.getItem(TAB_KEY);
+    if (!id || !TAB_RE.test(id)) {
+      id = newId();
+      sessionStorage.setItem(TAB_KEY, id);
+    }
+    return id;
+  }
+
+  const tab = tabId();
+  const api = (path) => `/api/conversations/${tab}/${path}`;
+
+  async function post(path, body) {
+    const response = await fetch(api(path), {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      credentials: "same-origin",
+      body: JSON.stringify(body),
+    });
+    let data = {};
+    try { data = await response.json(); } catch (_) { /* not JSON */ }
+    if (!response.ok) throw new Error(data.error || `The relay answered ${response.status}.`);
+    return data;
+  }
+
+  let errorTimer = null;
+  function showError(text) {
+    const box = $("#error");
+    box.textContent = text;
+    box.hidden = false;
+    clearTimeout(errorTimer);
+    errorTimer = setTimeout(() => { box.hidden = true; }, 10000);
+  }
+  $("#error").addEventListener("click", (e) => { e.currentTarget.hidden = true; });
+
+  // ---- rendering --------------------------------------------------------------------------
+
+  marked.use({ gfm: true, breaks: true });
+  DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A") {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer");
+    }
+  });
+
+  function markdown(text) {
+    const body = document.createElement("div");
+    body.className = "body markdown";
+    body.innerHTML = DOMPurify.sanitize(marked.parse(text));
+    decorate(body);
+    return body;
+  }
+
+  // The core's document is Markdown; give its parts classes so they look like what they are.
+  function decorate(body) {
+    for (const p of body.querySelectorAll("p")) {
+      const text = p.textContent.trim();
+      if (text.startsWith(REFUSAL_LEAD)) p.classList.add("refusal-card");
+      else if (text.startsWith("⏱")) p.classList.add("footer");
+      else if (text && lines(p).every((line) => TOOL_STATUS[[...line][0]])) toolRows(p);
+    }
+    for (const li of body.querySelectorAll("li")) {
+      const box = li.querySelector(":scope > input[type=checkbox]");
+      if (!box) continue;
+      li.closest("ul, ol").classList.add("plan");
+      li.classList.add(box.checked ? "done" : li.textContent.endsWith("(in progress)") ? "in-progress" : "todo");
+    }
+    for (const pre of body.querySelectorAll("pre")) {
+      if (!navigator.clipboard) break;
+      const code = pre.textContent;
+      const copy = document.createElement("button");
+      copy.type = "button";
+      copy.className = "copy";
+      copy.textContent = "Copy";
+      copy.addEventListener("click", () => {
+        navigator.clipboard.writeText(code).then(() => { copy.textContent = "Copied"; });
+      });
+      pre.appendChild(copy);
+    }
+  }
+
+  // A paragraph's lines: marked turns single newlines into <br> (the core's line breaks).
+  function lines(p) {
+    const out = [""];
+    for (const node of p.childNodes) {
+      if (node.nodeName === "BR") out.push("");
+      else out[out.length - 1] += node.textContent;
+    }
+    return out.map((line) => line.trim()).filter(Boolean);
+  }
+
+  // Tool calls become status rows, one per call, with data-status for styling and tests.
+  function toolRows(p) {
+    const rows = document.createElement("div");
+    rows.className = "tools";
+    for (const line of lines(p)) {
+      const row = document.createElement("div");
+      row.className = "tool-row";
+      row.dataset.status = TOOL_STATUS[[...line][0]] || "pending";
+      row.textContent = line;
+      rows.appendChild(row);
+    }
+    p.replaceWith(rows);
+  }
+
+  function renderMessage(el, m) {
+    const body = m.role === "user" || m.plain ? document.createElement("div") : markdown(m.text);
+    if (m.role === "user" || m.plain) {
+      body.className = "body plain";
+      body.textContent = m.text;
+    }
+    el.replaceChildren(body);
+    if (m.buttons.length) {
+      const row = document.createElement("div");
+      row.className = "buttons";
+      for (const b of m.buttons) {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = `approval ${b.style}`;
+        button.dataset.token = b.token;
+        button.dataset.style = b.style;
+        button.textContent = b.label;
+        row.appendChild(button);
+      }
+      el.appendChild(row);
+    }
+  }
+
+  function nearBottom() {
+    return messages.scrollHeight - messages.scrollTop - messages.clientHeight < 80;
+  }
+
+  function upsert(m) {
+    const stick = nearBottom();
+    let el = document.getElementById(`msg-${m.id}`);
+    const signature = JSON.stringify([m.text, m.buttons, m.plain]);
+    if (el && el.dataset.signature === signature) return;
+    if (!el) {
+      el = document.createElement("article");
+      el.id = `msg-${m.id}`;
+      el.dataset.id = m.id;
+      el.dataset.role = m.role;
+      el.className = `msg msg-${m.role}`;
+      messages.appendChild(el);
+    }
+    el.dataset.signature = signature;
+    renderMessage(el, m);
+    if (stick) messages.scrollTop = messages.scrollHeight;
+  }
+
+  function setTyping(active) {
+    $("#typing").hidden = !active;
+    stopButton.classList.toggle("active", active);
+  }
+
+  function handle(event) {
+    if (event.type === "snapshot") {
+      messages.replaceChildren();
+      event.messages.forEach(upsert);
+      setTyping(event.typing);
+      messages.scrollTop = messages.scrollHeight;
+    } else if (event.type === "message") {
+      upsert(event);
+    } else if (event.type === "delete") {
+      document.getElementById(`msg-${event.id}`)?.remove();
+    } else if (event.type === "typing") {
+      setTyping(event.active);
+    }
+    scheduleStatus();
+  }
+
+  // ---- live updates -----------------------------------------------------------------------
+
+  let retryMs = 1000;
+  function setConnected(state, text) {
+    const conn = $("#conn");
+    conn.dataset.state = state;
+    conn.textContent = text;
+  }
+
+  function connect() {
+    const source = new EventSource(api("events"));
+    source.onopen = () => { retryMs = 1000; setConnected("open", "Connected"); };
+    source.onmessage = (e) => handle(JSON.parse(e.data));
+    source.onerror = () => {
+      setConnected("closed", "Reconnecting…");
+      if (source.readyState === EventSource.CLOSED) {  // the browser gave up (e.g. 401): retry ourselves
+        setTimeout(connect, retryMs);
+        retryMs = Math.min(retryMs * 2, 15000);
+      }
+    };
+  }
+
+  // ---- status panel -----------------------------------------------------------------------
+
+  let statusTimer = null;
+  function scheduleStatus() {
+    clearTimeout(statusTimer);
+    statusTimer = setTimeout(refreshStatus, 250);
+  }
+
+  async function refreshStatus() {
+    let s;
+    try {
+      const response = await fetch(api("status"), { credentials: "same-origin" });
+      if (!response.ok) return;
+      s = await response.json();
+    } catch (_) {
+      return;
+    }
+    $(".status-agent").textContent = s.agent || "–";
+    $(".status-cwd").textContent = s.cwd || "–";
+    $(".status-cwd").title = s.cwd || "";
+    $(".status-session").textContent = s.session_id || "none yet";
+    const pct = s.context_pct == null ? null : Math.round(s.context_pct);
+    $(".status-context .value").textContent = pct == null ? "–" : `${pct}%`;
+    const meter = $(".status-context meter");
+    meter.hidden = pct == null;
+    meter.value = pct || 0;
+    $(".status-queue").textContent = String(s.queue_length);
+    $(".status-state").textContent = s.busy ? "answering" : "idle";
+    stopButton.classList.toggle("active", s.busy || !$("#typing").hidden);
+    if (document.activeElement !== modelSelect) fillModels(s.model, s.models || []);
+    if (s.busy) {  // follow a running turn closely; idle tabs only poll every few seconds
+      clearTimeout(statusTimer);
+      statusTimer = setTimeout(refreshStatus, 1000);
+    }
+  }
+
+  function fillModels(current, models) {
+    const names = models.length ? models : [current || "default"];
+    const signature = JSON.stringify([current, names]);
+    if (modelSelect.dataset.signature === signature) return;
+    modelSelect.dataset.signature = signature;
+    modelSelect.replaceChildren(...names.map((name) => new Option(name, name, false, name === current)));
+    modelSelect.disabled = models.length === 0;
+  }
+
+  modelSelect.addEventListener("change", async () => {
+    try {
+      await post("model", { model: modelSelect.value });
+    } catch (e) {
+      showError(e.message);
+    }
+    modelSelect.dataset.signature = "";
+    refreshStatus();
+  });
+
+  // ---- composer, approvals, stop ----------------------------------------------------------
+
+  let unsent = null;  // {text, id} of a send that failed: resending the same text reuses its id
+  async function send() {
+    const text = textarea.value;
+    if (!text.trim()) return;
+    const id = unsent && unsent.text === text ? unsent.id : newId();
+    unsent = { text, id };
+    sendButton.disabled = true;
+    try {
+      await post("messages", { text, id });
+      unsent = null;
+      textarea.value = "";
+    } catch (e) {
+      showError(`Not sent: ${e.message}`);
+    } finally {
+      sendButton.disabled = false;
+      textarea.focus();
+      scheduleStatus();
+    }
+  }
+
+  $("#composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+  textarea.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      send();
+    }
+  });
+
+  messages.addEventListener("click", async (e) => {
+    const button = e.target.closest("button.approval");
+    if (!button) return;
+    const article = button.closest(".msg");
+    const all = article.querySelectorAll("button.approval");
+    all.forEach((b) => { b.disabled = true; });
+    button.classList.add("chosen");
+    try {
+      await post("buttons", { token: button.dataset.token, id: article.dataset.id });
+    } catch (err) {
+      all.forEach((b) => { b.disabled = false; });
+      button.classList.remove("chosen");
+      showError(err.message);
+    }
+  });
+
+  stopButton.addEventListener("click", async () => {
+    stopButton.disabled = true;
+    try {
+      await post("stop", {});
+    } catch (e) {
+      showError(e.message);
+    } finally {
+      stopButton.disabled = false;
+      scheduleStatus();
+    }
+  });
+
+  connect();
+  refreshStatus();
+  setInterval(refreshStatus, 5000);
+  textarea.focus();
+})();

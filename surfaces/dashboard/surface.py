@@ -1,0 +1,166 @@
+"""The dashboard as a ``Surface``: each browser tab is one conversation (``dashboard:<tab id>``).
+
+Sending, editing and deleting change the tab's transcript (SQLite) and publish an event to every
+browser connection watching that tab. Text stays neutral Markdown: the browser renders it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import Any
+
+from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong
+from surfaces.dashboard.transcript import Entry, Transcript
+
+__all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
+           "valid_tab"]
+
+SURFACE_NAME = "dashboard"
+CAPABILITIES = Capabilities(max_message_length=100_000, markup="markdown", can_edit=True, can_delete=True,
+                            can_buttons=True, can_typing=True, edit_interval_s=0.2)
+#: A reset is a new browser tab, so there is no spelling for it; stop is also the Stop button.
+COMMANDS: Mapping[str, str] = MappingProxyType(
+    {"/compact": "compact", "/stop": "stop", "/status": "status", "/model": "model", "/help": "help"})
+
+_RE_TAB = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_PREFIX = f"{SURFACE_NAME}:"
+#: Events a slow browser may fall behind by before it is sent a fresh snapshot instead.
+_BACKLOG = 500
+
+Event = dict[str, Any]
+
+
+def valid_tab(tab: str) -> bool:
+    """Tab ids are what the browser generates: 1-64 letters, digits, ``-`` and ``_``."""
+    return _RE_TAB.fullmatch(tab) is not None
+
+
+def conversation_key(tab: str) -> str:
+    """The engine's conversation key for a tab."""
+    return _PREFIX + tab
+
+
+def _tab(key: str, text: str = "") -> str:
+    tab = key.removeprefix(_PREFIX)
+    if tab == key or not valid_tab(tab):
+        raise DeliveryFailed(f"not a dashboard conversation: {key!r}")
+    if len(text) > CAPABILITIES.max_message_length:
+        raise MessageTooLong(f"{len(text)} characters; the dashboard takes {CAPABILITIES.max_message_length}")
+    return tab
+
+
+class Subscriber:
+    """One browser connection: its queue of events. ``None`` means the relay is shutting down."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=_BACKLOG)
+
+    def push(self, event: Event | None) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:  # the browser fell behind: drop the backlog, send it the whole state
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(event if event is None else {"type": "resync"})
+
+
+class DashboardSurface:
+    """The ``Surface`` the engine calls; the web server reads transcripts and subscribes here."""
+
+    name = SURFACE_NAME
+    capabilities = CAPABILITIES
+    commands = COMMANDS
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.transcript = transcript
+        self._subscribers: dict[str, set[Subscriber]] = {}
+        self._typing: dict[str, bool] = {}
+
+    def render(self, markdown: str) -> str:
+        """The browser renders Markdown itself."""
+        return markdown
+
+    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
+                   plain: bool = False, reply_to: str | None = None) -> str:
+        """Append a relay message to the tab; returns its id."""
+        tab = _tab(conversation_key, text)
+        try:
+            entry = self.transcript.add(tab, "agent", text, buttons=buttons, plain=plain)
+        except sqlite3.Error as exc:
+            raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+        assert entry is not None  # a fresh id never collides
+        self._publish(tab, entry.to_json())
+        return entry.id
+
+    async def edit(self, conversation_key: str, message_id: str, text: str, *,
+                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+        """Replace a message's text and buttons."""
+        tab = _tab(conversation_key, text)
+        try:
+            entry = self.transcript.update(tab, message_id, text, buttons=buttons, plain=plain)
+        except sqlite3.Error as exc:
+            raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+        if entry is None:
+            raise DeliveryFailed(f"no message {message_id!r} in {conversation_key}")
+        self._publish(tab, entry.to_json())
+
+    async def delete(self, conversation_key: str, message_id: str) -> None:
+        """Remove a message (a reply that got shorter)."""
+        tab = _tab(conversation_key)
+        try:
+            deleted = self.transcript.delete(tab, message_id)
+        except sqlite3.Error as exc:
+            raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+        if deleted:
+            self._publish(tab, {"type": "delete", "id": message_id})
+
+    async def typing(self, conversation_key: str, active: bool) -> None:
+        """Show or hide the "working" indicator."""
+        tab = _tab(conversation_key)
+        self._typing[tab] = active
+        self._publish(tab, {"type": "typing", "active": active})
+
+    def post_user(self, tab: str, text: str, message_id: str) -> Entry | None:
+        """Record the person's own message (None if this id was already recorded: a resend)."""
+        entry = self.transcript.add(tab, "user", text, message_id=f"u-{message_id}")
+        if entry is not None:
+            self._publish(tab, entry.to_json())
+        return entry
+
+    def snapshot(self, tab: str) -> Event:
+        """Everything the tab shows now: the first event of every browser connection."""
+        return {"type": "snapshot", "messages": [e.to_json() for e in self.transcript.entries(tab)],
+                "typing": self._typing.get(tab, False)}
+
+    @contextmanager
+    def subscribe(self, tab: str) -> Iterator[Subscriber]:
+        """Receive the tab's events while the ``with`` block runs."""
+        subscriber = Subscriber()
+        self._subscribers.setdefault(tab, set()).add(subscriber)
+        try:
+            yield subscriber
+        finally:
+            subs = self._subscribers.get(tab)
+            if subs is not None:
+                subs.discard(subscriber)
+                if not subs:
+                    del self._subscribers[tab]
+
+    def subscribers(self, tab: str) -> int:
+        """How many browser connections watch ``tab``."""
+        return len(self._subscribers.get(tab, ()))
+
+    def close(self) -> None:
+        """End every event stream (the relay is shutting down)."""
+        for subs in self._subscribers.values():
+            for subscriber in subs:
+                subscriber.push(None)
+
+    def _publish(self, tab: str, event: Event) -> None:
+        for subscriber in self._subscribers.get(tab, ()):
+            subscriber.push(event)

@@ -1,0 +1,136 @@
+"""What each dashboard tab shows, kept in SQLite so a reload or a relay restart shows it again.
+
+One row per message of a tab (the person's own messages and the relay's), in posting order. The
+relay edits its messages while an answer streams, so a row is updated in place; the text is the
+neutral Markdown the core sent (the browser renders it).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from core.engine.surface import Button
+
+__all__ = ["Entry", "Transcript"]
+
+Role = Literal["agent", "user"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    tab TEXT NOT NULL,
+    id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    buttons TEXT NOT NULL DEFAULT '[]',
+    plain INTEGER NOT NULL DEFAULT 0,
+    updated_at REAL NOT NULL,
+    UNIQUE (tab, id)
+)
+"""
+_SELECT = "SELECT id, role, text, buttons, plain FROM messages"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One message as the browser shows it."""
+
+    id: str
+    role: Role
+    text: str
+    buttons: tuple[Button, ...] = ()
+    plain: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``message`` event the browser receives."""
+        return {"type": "message", "id": self.id, "role": self.role, "text": self.text, "plain": self.plain,
+                "buttons": [{"label": b.label, "token": b.token, "style": b.style} for b in self.buttons]}
+
+
+def _buttons_json(buttons: tuple[Button, ...]) -> str:
+    return json.dumps([[b.label, b.token, b.style] for b in buttons])
+
+
+def _buttons(raw: str) -> tuple[Button, ...]:
+    return tuple(Button(label, token, style) for label, token, style in json.loads(raw))
+
+
+class Transcript:
+    """The messages of every tab in one SQLite file (WAL). Safe to share between threads."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        """Wrap an open connection; use :meth:`Transcript.open`."""
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | Path) -> Transcript:
+        """Open (creating if needed) the transcript at ``path``; ``":memory:"`` for tests."""
+        name = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
+        if name != ":memory:":
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(name, timeout=5.0, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, name)
+
+    def close(self) -> None:
+        """Close the connection; idempotent."""
+        with self._lock:
+            self._conn.close()
+
+    def add(self, tab: str, role: Role, text: str, *, buttons: tuple[Button, ...] = (), plain: bool = False,
+            message_id: str | None = None) -> Entry | None:
+        """Append a message; returns it, or None when ``message_id`` is already in this tab."""
+        entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain)
+        with self._lock:
+            cur = self._conn.execute(
+                "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), time.time()))
+        return entry if cur.rowcount == 1 else None
+
+    def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
+               plain: bool = False) -> Entry | None:
+        """Replace a message's content; returns it, or None when there is no such message."""
+        with self._lock:
+            cur = self._conn.execute(
+                "UPDATE messages SET text = ?, buttons = ?, plain = ?, updated_at = ?"
+                " WHERE tab = ? AND id = ?",
+                (text, _buttons_json(buttons), int(plain), time.time(), tab, message_id))
+            if cur.rowcount != 1:
+                return None
+            (role,) = self._conn.execute("SELECT role FROM messages WHERE tab = ? AND id = ?",
+                                         (tab, message_id)).fetchone()
+        return Entry(message_id, role, text, buttons, plain)
+
+    def get(self, tab: str, message_id: str) -> Entry | None:
+        """One message, or None."""
+        with self._lock:
+            row = self._conn.execute(f"{_SELECT} WHERE tab = ? AND id = ?", (tab, message_id)).fetchone()
+        return None if row is None else Entry(row[0], row[1], row[2], _buttons(row[3]), bool(row[4]))
+
+    def delete(self, tab: str, message_id: str) -> bool:
+        """Remove a message; False when there was none."""
+        with self._lock:
+            cur = self._conn.execute("DELETE FROM messages WHERE tab = ? AND id = ?", (tab, message_id))
+        return cur.rowcount == 1
+
+    def entries(self, tab: str) -> list[Entry]:
+        """The tab's messages in posting order."""
+        with self._lock:
+            rows = self._conn.execute(f"{_SELECT} WHERE tab = ? ORDER BY seq", (tab,)).fetchall()
+        return [Entry(i, role, text, _buttons(b), bool(plain)) for i, role, text, b, plain in rows]

@@ -1,0 +1,221 @@
+"""Fixtures of the dashboard tier: an event-stream reader, a stand-in engine for the HTTP
+boundary, and a whole relay (real Engine, real demo agent subprocess, real dashboard server).
+
+Nothing here measures time: tests wait for a condition with generous hang guards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from core.app import build_engine
+from core.config import RelayConfig
+from core.engine.engine import Engine
+from core.engine.surface import ButtonPress, InboundMessage
+from core.store import Store
+from surfaces.dashboard import Dashboard, launch
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_CODE = "from core.demo_agent import main; raise SystemExit(main())"
+HANG_GUARD_S = 30.0
+Event = dict[str, Any]
+
+
+class EventStream:
+    """Reads a dashboard event stream and folds it into ``view`` (message id -> message), as the
+    browser does."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.response = response
+        self.view: dict[str, Event] = {}
+        self.typing = False
+        self.events: list[Event] = []
+
+    async def next(self) -> Event:
+        data: list[str] = []
+        while True:
+            raw = await self.response.content.readline()
+            if not raw:
+                raise EOFError("the event stream ended")
+            line = raw.decode().rstrip("\n")
+            if line.startswith("data: "):
+                data.append(line[6:])
+            elif not line and data:
+                event: Event = json.loads("\n".join(data))
+                self._apply(event)
+                return event
+
+    def _apply(self, event: Event) -> None:
+        self.events.append(event)
+        if event["type"] == "snapshot":
+            self.view = {m["id"]: m for m in event["messages"]}
+            self.typing = event["typing"]
+        elif event["type"] == "message":
+            self.view[event["id"]] = event
+        elif event["type"] == "delete":
+            self.view.pop(event["id"], None)
+        elif event["type"] == "typing":
+            self.typing = event["active"]
+
+    async def until(self, pred: Callable[[EventStream], object], what: str = "",
+                    timeout: float = HANG_GUARD_S) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                while not pred(self):
+                    await self.next()
+        except TimeoutError:
+            raise AssertionError(f"never happened: {what or pred}; view: {self.texts()}") from None
+
+    def texts(self, role: str = "agent") -> list[str]:
+        return [m["text"] for m in self.view.values() if m["role"] == role]
+
+    def with_text(self, fragment: str) -> list[Event]:
+        return [m for m in self.view.values() if fragment in m["text"]]
+
+    def has(self, fragment: str) -> bool:
+        return bool(self.with_text(fragment))
+
+
+@dataclass
+class StandInEngine:
+    """Records what the dashboard asks of the engine (the HTTP boundary, without agents)."""
+
+    messages: list[InboundMessage] = field(default_factory=list)
+    presses: list[ButtonPress] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    models: list[tuple[str, str]] = field(default_factory=list)
+    attached: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    def attach(self, surface: Any, allowed_user_ids: Any) -> None:
+        self.attached.append((surface.name, list(allowed_user_ids)))
+
+    async def handle_message(self, message: InboundMessage) -> None:
+        self.messages.append(message)
+
+    async def handle_button(self, press: ButtonPress) -> None:
+        self.presses.append(press)
+
+    async def stop(self, conversation_key: str) -> None:
+        self.stopped.append(conversation_key)
+
+    def status(self, conversation_key: str) -> Any:
+        from core.engine.engine import ConversationStatus
+
+        return ConversationStatus("demo", "demo-fast", ("demo-fast", "demo-careful"), "/tmp", None, 12.5, 0, False)
+
+    async def set_model(self, conversation_key: str, model: str) -> None:
+        self.models.append((conversation_key, model))
+
+
+def demo_config(tmp: Path, **dashboard: Any) -> RelayConfig:
+    """The demo agent as a real subprocess (backend kiro, so its refusal frame is parsed)."""
+    (tmp / "work").mkdir(exist_ok=True)
+    env = {"XDG_STATE_HOME": str(tmp / "xdg"), "PYTHONPATH": str(ROOT)}
+    return RelayConfig.model_validate({
+        "agents": {"demo": {"command": sys.executable, "args": ["-c", DEMO_CODE], "env": env,
+                            "cwd": str(tmp / "work"), "backend": "kiro"}},
+        "default_agent": "demo",
+        "store": {"path": str(tmp / "relay.db")},
+        "retry": {"attempts": 3, "budget_s": 10, "base_delay_s": 0.05},
+        "timeouts": {"prompt_s": 120, "request_s": 15},
+        "surfaces": {"dashboard": {"host": "127.0.0.1", "port": 0, **dashboard}},
+    })
+
+
+@dataclass
+class DemoRelay:
+    """``acp-relay run`` in miniature: store, engine, dashboard; ``restart()`` keeps every file."""
+
+    tmp: Path
+    config: RelayConfig
+    store: Store | None = None
+    engine: Engine | None = None
+    dashboard: Dashboard | None = None
+    http: aiohttp.ClientSession | None = None
+
+    async def start(self) -> DemoRelay:
+        self.store = Store.open(self.config.store.path)
+        self.engine = build_engine(self.config, self.store, cancel_wait_s=5.0)
+        self.dashboard = await launch(self.engine, self.config, announce=False)
+        await self.engine.start()
+        self.http = aiohttp.ClientSession(base_url=self.dashboard.url)
+        return self
+
+    async def close(self) -> None:
+        if self.http is not None:
+            await self.http.close()
+            self.http = None
+        if self.dashboard is not None:
+            await self.dashboard.close()
+            self.dashboard = None
+        if self.engine is not None:
+            await self.engine.close()
+            await self.engine.pool.close()
+            self.engine = None
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    async def restart(self) -> None:
+        await self.close()
+        await self.start()
+
+    @property
+    def url(self) -> str:
+        assert self.dashboard is not None
+        return self.dashboard.url
+
+    def client(self) -> aiohttp.ClientSession:
+        assert self.http is not None
+        return self.http
+
+    async def post(self, tab: str, path: str, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        async with self.client().post(f"/api/conversations/{tab}/{path}", json=body) as response:
+            await response.read()
+            return response
+
+    async def status(self, tab: str) -> dict[str, Any]:
+        async with self.client().get(f"/api/conversations/{tab}/status") as response:
+            assert response.status == 200
+            data: dict[str, Any] = await response.json()
+            return data
+
+    async def events(self, tab: str) -> EventStream:
+        response = await self.client().get(f"/api/conversations/{tab}/events",
+                                           timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
+        assert response.status == 200
+        stream = EventStream(response)
+        await stream.next()  # the snapshot
+        return stream
+
+    async def idle(self, tab: str) -> None:
+        async with asyncio.timeout(HANG_GUARD_S):
+            while (await self.status(tab))["busy"]:
+                await asyncio.sleep(0.05)
+
+
+DemoRelayFactory = Callable[..., Awaitable[DemoRelay]]
+
+
+@pytest.fixture
+async def demo_relay(tmp_path: Path) -> AsyncIterator[DemoRelayFactory]:
+    """``await demo_relay(**dashboard_settings)`` -> a started DemoRelay; closed at the end."""
+    made: list[DemoRelay] = []
+
+    async def build(**dashboard: Any) -> DemoRelay:
+        relay = DemoRelay(tmp_path, demo_config(tmp_path, **dashboard))
+        made.append(relay)
+        return await relay.start()
+
+    yield build
+    for relay in made:
+        await relay.close()

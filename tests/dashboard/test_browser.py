@@ -1,0 +1,207 @@
+"""The dashboard page in headless Chromium (Debian's ``/usr/bin/chromium``), on a real relay with
+the demo agent. Each state is screenshotted into the test's ``tmp_path``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import DemoRelay, DemoRelayFactory
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TIMEOUT_MS = 30_000
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
+]
+
+playwright_api = pytest.importorskip("playwright.async_api")
+
+
+class Tab:
+    """One browser tab on the dashboard; console errors and page errors are collected."""
+
+    def __init__(self, page: playwright_api.Page, shots: Path) -> None:
+        self.page, self.shots, self.errors = page, shots, list[str]()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    async def send(self, text: str) -> None:
+        await self.page.fill("#composer textarea", text)
+        await self.page.press("#composer textarea", "Enter")
+
+    async def answer(self, fragment: str) -> playwright_api.Locator:
+        """The agent message holding ``fragment``, once it is final (its footer is shown)."""
+        footer = self.page.locator(".footer")
+        message = self.page.locator("#messages .msg-agent", has_text=fragment, has=footer).last
+        await message.wait_for()
+        return message
+
+    async def shot(self, name: str) -> None:
+        await self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[playwright_api.Browser]:
+    async with playwright_api.async_playwright() as pw:
+        chromium = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield chromium
+        await chromium.close()
+
+
+async def open_tab(browser: playwright_api.Browser, url: str, tmp_path: Path) -> Tab:
+    context = await browser.new_context(viewport={"width": 1200, "height": 900})
+    page = await context.new_page()
+    tab = Tab(page, tmp_path)
+    await page.goto(url)
+    await page.locator("#conn[data-state=open]").wait_for()
+    return tab
+
+
+@pytest.fixture
+async def relay(demo_relay: DemoRelayFactory) -> DemoRelay:
+    return await demo_relay()
+
+
+async def test_a_prompt_streams_markdown_and_fills_the_status_panel(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.shot("01-empty")
+    await tab.send("hello")
+    await tab.page.locator("#messages .msg-user", has_text="hello").wait_for()
+    assert await tab.page.input_value("#composer textarea") == ""
+    answer = await tab.answer("demo agent")
+    assert await answer.locator("strong", has_text="acp-relay demo agent").count() == 1
+    assert "print(" in await answer.locator("pre code").inner_text()
+    assert await answer.locator("li code", has_text="refuse").count() == 1
+    await tab.page.locator(".status-agent", has_text="demo").wait_for()
+    await tab.page.locator("#model option[value=demo-careful]").wait_for(state="attached")
+    assert await tab.page.input_value("#model") == "demo-fast"
+    await tab.page.locator(".status-context .value", has_text="%").wait_for()
+    await tab.page.locator(".status-state", has_text="idle").wait_for()
+    assert await tab.page.inner_text(".status-session") not in ("", "none yet")
+    assert await tab.page.locator("#typing").is_hidden()
+    await tab.shot("02-answered")
+    assert tab.errors == []
+
+
+async def test_shift_enter_adds_a_line_and_enter_sends(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.page.fill("#composer textarea", "first line")
+    await tab.page.press("#composer textarea", "Shift+Enter")
+    await tab.page.type("#composer textarea", "/compact")
+    assert await tab.page.input_value("#composer textarea") == "first line\n/compact"
+    assert await tab.page.locator("#messages .msg").count() == 0
+    await tab.page.fill("#composer textarea", "/compact")
+    await tab.page.click("#send")
+    await tab.answer("Compacted the conversation (demo).")
+    await tab.shot("03-compacted")
+
+
+async def test_a_tool_call_is_approved_with_a_button(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.send("run the tool")
+    allow = tab.page.locator("button.approval", has_text="Allow once")
+    await allow.wait_for()
+    assert await tab.page.locator("button.approval").count() == 3
+    await tab.shot("04-approval")
+    await allow.click()
+    answer = await tab.answer("only pretended")
+    row = answer.locator(".tool-row[data-status=completed]")
+    assert "echo hello > demo.txt" in await row.inner_text()
+    await tab.page.locator(".msg", has_text="Allowed once").wait_for()
+    assert await tab.page.locator("button.approval").count() == 0  # the core edited the buttons away
+    await tab.shot("05-approved")
+    assert tab.errors == []
+
+
+async def test_the_stop_button_stops_a_slow_answer(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.send("be slow")
+    await tab.page.locator("#messages .msg-agent", has_text="one word").wait_for()
+    await tab.page.locator("#typing").wait_for()
+    await tab.shot("06-slow")
+    await tab.page.click("#stop")
+    answer = await tab.answer("Stopped.")
+    assert "arrives" in await answer.inner_text()
+    await tab.page.locator(".status-state", has_text="idle").wait_for()
+    await tab.shot("07-stopped")
+
+
+async def test_the_refusal_card_and_the_plan_checklist(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.send("please refuse")
+    answer = await tab.answer("declined")
+    card = answer.locator(".refusal-card")
+    assert "Suggested model: demo-careful" in await card.inner_text()
+    await tab.shot("08-refusal")
+    await tab.send("make a plan")
+    plan = await tab.answer("plan are done")
+    assert await plan.locator("ul.plan li.done input[type=checkbox]:checked").count() == 3
+    await tab.shot("09-plan")
+    await tab.send("fail")
+    error = await tab.answer("malformed")
+    assert "/compact" in await error.inner_text()
+    await tab.shot("10-error")
+    assert tab.errors == []
+
+
+async def test_a_reload_keeps_the_conversation_and_a_new_tab_starts_a_new_one(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.send("/compact")
+    await tab.answer("Compacted")
+    await tab.page.reload()
+    await tab.page.locator("#conn[data-state=open]").wait_for()
+    await tab.page.locator("#messages .msg-user", has_text="/compact").wait_for()
+    assert await tab.page.locator("#messages .msg").count() == 2
+    await tab.shot("11-reloaded")
+    async with tab.page.context.expect_page() as opened:
+        await tab.page.click("#new-tab")
+    fresh = Tab(await opened.value, tmp_path)
+    await fresh.page.locator("#conn[data-state=open]").wait_for()
+    assert await fresh.page.locator("#messages .msg").count() == 0
+    await fresh.shot("12-new-tab")
+
+
+async def test_the_model_picker_switches_models(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.send("/compact")
+    await tab.answer("Compacted")
+    await tab.page.locator("#model option[value=demo-careful]").wait_for(state="attached")
+    await tab.page.select_option("#model", "demo-careful")
+    await tab.page.wait_for_function("document.querySelector('#model').value === 'demo-careful'")
+    await tab.send("hi")
+    await tab.answer("model demo-careful")
+    await tab.shot("13-model")
+
+
+async def test_with_a_token_the_login_link_lets_the_browser_in(
+        browser: playwright_api.Browser, demo_relay: DemoRelayFactory, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", "browser-token")
+    relay = await demo_relay()
+    assert relay.dashboard is not None and relay.dashboard.login_url
+    context = await browser.new_context()
+    page = await context.new_page()
+    response = await page.goto(relay.url)
+    assert response is not None and response.status == 401
+    await page.goto(relay.dashboard.login_url)
+    assert page.url == relay.url
+    tab = Tab(page, tmp_path)
+    await page.locator("#conn[data-state=open]").wait_for()
+    await tab.send("/compact")
+    await tab.answer("Compacted")
+    await tab.shot("14-logged-in")
+    assert tab.errors == []

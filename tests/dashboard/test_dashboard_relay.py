@@ -1,0 +1,168 @@
+"""The whole path: browser API -> dashboard -> real Engine -> demo agent subprocess -> back.
+
+Each test drives the HTTP API exactly as the page does and reads the tab's event stream.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .conftest import DemoRelay, DemoRelayFactory, EventStream
+
+TAB = "tab-one"
+REFUSAL_LEAD = "The model declined to answer this request."
+
+
+async def say(relay: DemoRelay, text: str, *, tab: str = TAB, message_id: str | None = None) -> None:
+    body = {"text": text, "id": message_id or f"m{time.monotonic_ns()}"}
+    response = await relay.post(tab, "messages", body)
+    assert response.status == 202
+
+
+def answered(fragment: str) -> object:
+    """The reply holding ``fragment`` is final (it has its footer)."""
+    return lambda s: any("⏱" in m["text"] for m in s.with_text(fragment))
+
+
+async def test_a_prompt_streams_its_markdown_answer_into_the_tab(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "hello")
+    await stream.until(answered("demo agent"), "the demo's answer")
+    (reply,) = stream.with_text("demo agent")
+    assert "This is a demo" in reply["text"] and "```python" in reply["text"]
+    assert stream.texts("user") == ["hello"]
+    edits = [e for e in stream.events if e.get("id") == reply["id"]]
+    assert len(edits) > 1  # posted once, then edited as it streamed
+    assert any(e["type"] == "typing" and e["active"] for e in stream.events)
+    await stream.until(lambda s: not s.typing, "typing off")
+    status = await relay.status(TAB)
+    assert status["agent"] == "demo" and status["model"] == "demo-fast"
+    assert status["models"] == ["demo-fast", "demo-careful"]
+    assert status["session_id"] and status["context_pct"] and not status["busy"]
+
+
+async def test_a_tool_call_waits_for_the_approval_button(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "run the tool please")
+    await stream.until(lambda s: any(m["buttons"] for m in s.view.values()), "approval buttons")
+    (ask,) = [m for m in stream.view.values() if m["buttons"]]
+    assert "echo hello > demo.txt" in ask["text"]
+    labels = [b["label"] for b in ask["buttons"]]
+    assert labels == ["Allow once", "Allow for this session", "Deny"]
+    response = await relay.post(TAB, "buttons", {"token": ask["buttons"][0]["token"], "id": ask["id"]})
+    assert response.status == 202
+    await stream.until(answered("allowed"), "the answer after the approval")
+    await stream.until(lambda s: not s.view[ask["id"]]["buttons"], "the buttons go away")
+    assert "Allowed once" in stream.view[ask["id"]]["text"]
+    (reply,) = stream.with_text("allowed")
+    assert "✅ echo hello > demo.txt (execute): done" in reply["text"]
+    assert not (relay.tmp / "work" / "demo.txt").exists()
+
+
+async def test_a_plan_is_a_checklist(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "make a plan")
+    await stream.until(answered("plan are done"), "the plan")
+    (reply,) = stream.with_text("plan are done")
+    assert "- [x] Read the question\n- [x] Sketch an answer\n- [x] Write it down" in reply["text"]
+
+
+async def test_a_refusal_shows_the_refusal_card(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "please refuse")
+    await stream.until(answered(REFUSAL_LEAD), "the refusal card")
+    (reply,) = stream.with_text(REFUSAL_LEAD)
+    assert "Category: demo" in reply["text"] and "Suggested model: demo-careful" in reply["text"]
+    assert reply["text"].count("declines this on purpose") == 1  # streamed once, not repeated by the card
+
+
+async def test_a_transient_error_is_retried_and_a_terminal_one_explained(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "flaky")
+    await stream.until(answered("retry worked"), "the retried answer")
+    assert "Retried successfully." in stream.with_text("retry worked")[0]["text"]
+    await say(relay, "fail")
+    await stream.until(answered("malformed"), "the error prose")
+    prose = stream.with_text("malformed")[0]["text"]
+    assert "/compact" in prose and "new conversation" in prose and "Traceback" not in prose
+
+
+async def test_the_stop_button_ends_a_slow_answer(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "slow")
+    await stream.until(lambda s: s.has("one word"), "the slow answer streaming")
+    assert (await relay.status(TAB))["busy"]
+    started = time.monotonic()
+    assert (await relay.post(TAB, "stop", {})).status == 200
+    assert time.monotonic() - started < 10
+    await stream.until(answered("Stopped."), "the stopped answer")
+    assert not (await relay.status(TAB))["busy"]
+
+
+async def test_typed_commands_follow_the_command_table(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "/compact")
+    await stream.until(answered("Compacted the conversation (demo)."), "the compaction")
+    await say(relay, "/status")
+    await stream.until(lambda s: s.has("Agent: demo"), "the status")
+    await say(relay, "/help")
+    await stream.until(lambda s: s.has("Commands:"), "the help")
+    help_text = stream.with_text("Commands:")[0]["text"]
+    assert "`/compact`" in help_text and "/new" not in help_text
+
+
+async def test_the_model_picker_switches_the_model(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    early = await relay.post(TAB, "model", {"model": "demo-careful"})
+    assert early.status == 200  # chosen before the first message: the session starts on it
+    assert (await relay.status(TAB))["model"] == "demo-careful"
+    await say(relay, "hi")
+    await stream.until(answered("model `demo-careful`"), "an answer from the chosen model")
+    assert (await relay.post(TAB, "model", {"model": "gpt-9"})).status == 400
+    assert (await relay.post(TAB, "model", {"model": "demo-fast"})).status == 200
+    await say(relay, "hi again")
+    await stream.until(answered("model `demo-fast`"), "an answer from the new model")
+    assert (await relay.status(TAB))["model"] == "demo-fast"
+
+
+async def test_each_tab_is_its_own_conversation(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    first, second = await relay.events("tab-a"), await relay.events("tab-b")
+    await say(relay, "/compact", tab="tab-a")
+    await say(relay, "/compact", tab="tab-b")
+    await first.until(answered("Compacted"), "tab a")
+    await second.until(answered("Compacted"), "tab b")
+    assert len(first.view) == len(second.view) == 2
+    a, b = await relay.status("tab-a"), await relay.status("tab-b")
+    assert a["session_id"] and b["session_id"] and a["session_id"] != b["session_id"]
+
+
+async def test_the_conversation_survives_a_reload_and_a_relay_restart(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "/compact", message_id="first-message")
+    await stream.until(answered("Compacted"), "the first answer")
+    session = (await relay.status(TAB))["session_id"]
+    before = [(m["role"], m["text"]) for m in stream.view.values()]
+
+    reloaded = await relay.events(TAB)  # a page reload: a new stream starts with the whole tab
+    assert [(m["role"], m["text"]) for m in reloaded.view.values()] == before
+    stream.response.close()
+    reloaded.response.close()
+
+    await relay.restart()
+    after: EventStream = await relay.events(TAB)
+    assert [(m["role"], m["text"]) for m in after.view.values()] == before
+    await say(relay, "/compact", message_id="first-message")  # a resend after the restart: ignored
+    await say(relay, "/compact")
+    await after.until(lambda s: len(s.texts()) == 2 and "⏱" in s.texts()[-1], "the answer after the restart")
+    assert (await relay.status(TAB))["session_id"] == session  # the agent's session was resumed
+    assert len(after.texts("user")) == 2

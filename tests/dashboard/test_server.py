@@ -1,0 +1,252 @@
+"""The dashboard's HTTP boundary with a stand-in engine: routes, event stream and security."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import ClientTimeout
+from aiohttp.test_utils import TestClient, TestServer
+
+from core.config import RelayConfig
+from surfaces.dashboard import launch
+from surfaces.dashboard.server import AUTH, COOKIE_NAME, check_bind, create_app, is_loopback
+from surfaces.dashboard.surface import DashboardSurface, conversation_key
+from surfaces.dashboard.transcript import Transcript
+
+from .conftest import EventStream, StandInEngine
+
+API = "/api/conversations/tab1"
+
+
+class Served:
+    def __init__(self, client: TestClient[Any, Any], engine: StandInEngine, surface: DashboardSurface) -> None:
+        self.client, self.engine, self.surface = client, engine, surface
+
+    @property
+    def origin(self) -> str:
+        return str(self.client.make_url("/")).rstrip("/")
+
+
+async def serve(tmp_path: Path, token: str | None = None) -> tuple[Served, TestServer]:
+    surface = DashboardSurface(Transcript.open(tmp_path / "dash.db"))
+    engine = StandInEngine()
+    server = TestServer(create_app(surface, engine, access_token=token))
+    client = TestClient(server)
+    await client.start_server()
+    return Served(client, engine, surface), server
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    s, _ = await serve(tmp_path)
+    yield s
+    await s.client.close()
+
+
+@pytest.fixture
+async def guarded(tmp_path: Path) -> AsyncIterator[Served]:
+    s, _ = await serve(tmp_path, token="s3cret-token")
+    yield s
+    await s.client.close()
+
+
+# -- binding ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.4.5.6", "localhost", "::1", "[::1]"])
+def test_loopback_binds_need_no_token(host: str) -> None:
+    assert is_loopback(host)
+    check_bind(host, None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "", "192.168.1.10", "example.com"])
+def test_other_binds_are_refused_without_a_token(host: str) -> None:
+    with pytest.raises(ValueError, match="ACP_RELAY_DASHBOARD_TOKEN"):
+        check_bind(host, None)
+    check_bind(host, "a-token")
+
+
+async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ACP_RELAY_DASHBOARD_TOKEN", raising=False)
+    config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
+                                         "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
+    with pytest.raises(ValueError, match="without an access token"):
+        await launch(StandInEngine(), config)  # type: ignore[arg-type]
+    assert not (tmp_path / "relay-dashboard.db").exists()
+
+
+async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", "tok-123")
+    config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
+                                         "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
+    engine = StandInEngine()
+    dashboard = await launch(engine, config)  # type: ignore[arg-type]
+    try:
+        err = capsys.readouterr().err
+        assert dashboard.login_url is not None and dashboard.login_url in err
+        assert "tok-123" not in err  # the access token itself is never printed
+        port = dashboard.url.rsplit(":", 1)[1].rstrip("/")
+        login = dashboard.login_url.split("/login", 1)[1]
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            base = f"http://127.0.0.1:{port}"
+            async with http.get(f"{base}/") as r:
+                assert r.status == 401
+            async with http.get(f"{base}/login{login}", allow_redirects=False) as r:
+                assert r.status == 303 and r.headers["Location"] == "/"
+            async with http.get(f"{base}/") as r:
+                assert r.status == 200
+        async with aiohttp.ClientSession() as other, other.get(f"{base}/login{login}") as r:
+            assert r.status == 403  # used already
+    finally:
+        await dashboard.close()
+    assert engine.attached == [("dashboard", ["local"])]
+
+
+# -- security --------------------------------------------------------------------------------
+
+async def test_the_page_and_its_files_are_served_with_strict_headers(served: Served) -> None:
+    async with served.client.get("/") as r:
+        assert r.status == 200
+        html = await r.text()
+        assert 'id="composer"' in html and "/static/app.js" in html
+        assert "default-src 'self'" in r.headers["Content-Security-Policy"]
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+    for path in ("/static/app.js", "/static/app.css", "/static/vendor/marked.umd.js",
+                 "/static/vendor/purify.min.js", "/static/vendor/marked.LICENSE",
+                 "/static/vendor/dompurify.LICENSE"):
+        async with served.client.get(path) as r:
+            assert r.status == 200, path
+    async with served.client.get("/static/../server.py") as r:
+        assert r.status in (403, 404)
+
+
+async def test_without_a_token_only_loopback_host_names_are_answered(served: Served) -> None:
+    for host in ("attacker.example:8787", "127.0.0.1.attacker.example", "[::1"):
+        async with served.client.get("/", headers={"Host": host}) as r:
+            assert r.status == 403, host  # DNS rebinding
+    async with served.client.get(f"{API}/status", headers={"Host": "localhost:8787"}) as r:
+        assert r.status == 200
+
+
+async def test_a_token_is_required_as_bearer_or_cookie(guarded: Served) -> None:
+    client = guarded.client
+    async with client.get("/") as r:
+        assert r.status == 401 and "login link" in await r.text()
+    async with client.get(f"{API}/status") as r:
+        assert r.status == 401 and (await r.json())["error"]
+    async with client.get(f"{API}/status", headers={"Authorization": "Bearer wrong"}) as r:
+        assert r.status == 401
+    async with client.get(f"{API}/status", headers={"Authorization": "Bearer s3cret-token"}) as r:
+        assert r.status == 200
+    async with client.get("/", headers={"Host": "dashboard.lan:8787", "Authorization": "Bearer s3cret-token"}) as r:
+        assert r.status == 200  # with a token, any host name may be used
+
+
+async def test_the_one_time_login_link_sets_the_cookie_once(guarded: Served) -> None:
+    client = guarded.client
+    login_token = client.server.app[AUTH].login_token
+    assert login_token
+    async with client.get(f"/login?token={login_token}", allow_redirects=False) as r:
+        assert r.status == 303
+        cookie = r.cookies[COOKIE_NAME]
+        assert cookie["httponly"] and cookie["samesite"] == "Strict"
+        assert cookie.value != "s3cret-token"
+    async with client.get(f"{API}/status") as r:
+        assert r.status == 200  # the cookie jar sends it now
+    client.session.cookie_jar.clear()
+    async with client.get(f"/login?token={login_token}", allow_redirects=False) as r:
+        assert r.status == 403
+    async with client.get("/login?token=guess", allow_redirects=False) as r:
+        assert r.status == 403
+
+
+async def test_cross_site_requests_are_refused(served: Served) -> None:
+    body = {"text": "hello", "id": "m1"}
+    async with served.client.post(f"{API}/messages", json=body, headers={"Origin": "https://evil.example"}) as r:
+        assert r.status == 403
+    for origin in ("null", "http://[bad", "file://", f"{served.origin}.evil.example"):
+        async with served.client.post(f"{API}/stop", json={}, headers={"Origin": origin}) as r:
+            assert r.status == 403, origin
+    async with served.client.post(f"{API}/stop", json={}, headers={"Sec-Fetch-Site": "cross-site"}) as r:
+        assert r.status == 403
+    async with served.client.post(f"{API}/messages", data="text=hello", headers={"Content-Type": "text/plain"}) as r:
+        assert r.status == 415
+    assert served.engine.messages == [] and served.engine.stopped == []
+    async with served.client.post(f"{API}/messages", json=body, headers={"Origin": served.origin}) as r:
+        assert r.status == 202
+    assert len(served.engine.messages) == 1
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "events"), ("GET", "status"), ("POST", "messages"),
+                                              ("POST", "buttons"), ("POST", "stop"), ("POST", "model")])
+async def test_bad_tab_ids_are_refused(served: Served, method: str, path: str) -> None:
+    for tab in ("a%20b", "x" * 65, "..%2Fx", "%C3%A9"):
+        async with served.client.request(method, f"/api/conversations/{tab}/{path}", json={}) as r:
+            assert r.status == 400, (tab, r.status)
+            assert (await r.json())["error"] == "bad tab id"
+
+
+async def test_malformed_bodies_are_refused(served: Served) -> None:
+    for body in ([], {"text": 5}, {}, {"text": "  "}, {"text": "hi", "id": "../x"}, {"text": "hi", "id": 3}):
+        async with served.client.post(f"{API}/messages", json=body) as r:
+            assert r.status == 400, body
+    async with served.client.post(f"{API}/messages", data="{not json",
+                                  headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 400
+    assert served.engine.messages == []
+
+
+# -- the API -------------------------------------------------------------------------------
+
+async def test_a_message_becomes_one_inbound_message_and_shows_in_the_transcript(served: Served) -> None:
+    async with served.client.post(f"{API}/messages", json={"text": "/compact", "id": "c1d2"}) as r:
+        assert r.status == 202 and (await r.json()) == {"id": "c1d2"}
+    (msg,) = served.engine.messages
+    assert (msg.surface, msg.conversation_key, msg.user_id, msg.display_name, msg.text, msg.message_id) == (
+        "dashboard", "dashboard:tab1", "local", "you", "/compact", "c1d2")
+    assert [(m["role"], m["text"]) for m in served.surface.snapshot("tab1")["messages"]] == [("user", "/compact")]
+
+
+async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) -> None:
+    async with served.client.post(f"{API}/buttons", json={"token": "tok", "id": "m9"}) as r:
+        assert r.status == 202
+    (press,) = served.engine.presses
+    assert (press.surface, press.conversation_key, press.user_id, press.token, press.message_id) == (
+        "dashboard", "dashboard:tab1", "local", "tok", "m9")
+    async with served.client.post(f"{API}/stop", json={}) as r:
+        assert r.status == 200
+    assert served.engine.stopped == ["dashboard:tab1"]
+    async with served.client.get(f"{API}/status") as r:
+        status = await r.json()
+    assert status == {"agent": "demo", "model": "demo-fast", "models": ["demo-fast", "demo-careful"],
+                      "cwd": "/tmp", "session_id": None, "context_pct": 12.5, "queue_length": 0, "busy": False}
+    async with served.client.post(f"{API}/model", json={"model": "demo-careful"}) as r:
+        assert r.status == 200
+    assert served.engine.models == [("dashboard:tab1", "demo-careful")]
+
+
+async def test_the_event_stream_sends_a_snapshot_then_live_changes(served: Served) -> None:
+    key = conversation_key("tab1")
+    first = await served.surface.send(key, "already there")
+    response = await served.client.get(f"{API}/events", timeout=ClientTimeout(total=None, sock_read=None))
+    assert response.headers["Content-Type"].startswith("text/event-stream")
+    stream = EventStream(response)
+    snapshot = await stream.next()
+    assert snapshot["type"] == "snapshot" and [m["id"] for m in snapshot["messages"]] == [first]
+    await served.surface.typing(key, True)
+    mid = await served.surface.send(key, "streaming…")
+    await served.surface.edit(key, mid, "streaming… done")
+    await served.surface.delete(key, first)
+    await stream.until(lambda s: first not in s.view and s.has("done"), "the live changes")
+    assert [e["type"] for e in stream.events] == ["snapshot", "typing", "message", "message", "delete"]
+    assert stream.typing
+    served.surface.close()  # shutting down ends the stream
+    with pytest.raises(EOFError):
+        await asyncio.wait_for(stream.next(), 5)
+    response.close()

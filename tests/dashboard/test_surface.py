@@ -1,0 +1,110 @@
+"""The dashboard Surface and its transcript: what the engine calls, what a browser then sees."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from core.engine.router import ACTIONS, route
+from core.engine.surface import Button, DeliveryFailed, MessageTooLong, Surface
+from surfaces.dashboard.surface import COMMANDS, DashboardSurface, conversation_key, valid_tab
+from surfaces.dashboard.transcript import Transcript
+
+KEY = conversation_key("tab1")
+
+
+@pytest.fixture
+def surface(tmp_path: Path) -> DashboardSurface:
+    return DashboardSurface(Transcript.open(tmp_path / "t.db"))
+
+
+def drain(queue: asyncio.Queue[dict[str, object] | None]) -> list[dict[str, object] | None]:
+    out = []
+    while not queue.empty():
+        out.append(queue.get_nowait())
+    return out
+
+
+def test_it_is_a_surface_with_the_dashboard_spelling_of_commands(surface: DashboardSurface) -> None:
+    assert isinstance(surface, Surface)
+    assert surface.name == "dashboard"
+    caps = surface.capabilities
+    assert (caps.markup, caps.can_edit, caps.can_buttons, caps.can_typing) == ("markdown", True, True, True)
+    assert caps.max_message_length >= 100_000 and caps.edit_interval_s == 0.2
+    assert set(COMMANDS.values()) <= set(ACTIONS)
+    assert "reset" not in COMMANDS.values()  # a new tab is the reset
+    assert route("/compact", surface.commands).action == "compact"  # type: ignore[union-attr]
+    assert surface.render("**bold** `x`") == "**bold** `x`"
+
+
+async def test_send_edit_delete_and_typing_reach_subscribers_in_order(surface: DashboardSurface) -> None:
+    with surface.subscribe("tab1") as sub:
+        mid = await surface.send(KEY, "first", buttons=(Button("Allow once", "t1", "primary"),))
+        await surface.edit(KEY, mid, "first, edited")
+        other = await surface.send(KEY, "2 * 3", plain=True)
+        await surface.delete(KEY, other)
+        await surface.typing(KEY, True)
+        events = drain(sub.queue)
+    assert [e["type"] for e in events if e] == ["message", "message", "message", "delete", "typing"]
+    assert events[0] == {"type": "message", "id": mid, "role": "agent", "text": "first", "plain": False,
+                         "buttons": [{"label": "Allow once", "token": "t1", "style": "primary"}]}
+    assert events[1] is not None and events[1]["buttons"] == [] and events[1]["text"] == "first, edited"
+    assert events[2] is not None and events[2]["plain"] is True
+    snapshot = surface.snapshot("tab1")
+    assert [m["text"] for m in snapshot["messages"]] == ["first, edited"]
+    assert snapshot["typing"] is True
+
+
+async def test_tabs_are_separate_conversations(surface: DashboardSurface) -> None:
+    with surface.subscribe("tab2") as other:
+        await surface.send(KEY, "only for tab1")
+        assert other.queue.empty()
+    assert surface.snapshot("tab2")["messages"] == []
+    assert surface.subscribers("tab2") == 0
+
+
+async def test_delivery_failures_are_the_core_errors(surface: DashboardSurface) -> None:
+    with pytest.raises(DeliveryFailed):
+        await surface.edit(KEY, "no-such-message", "text")
+    with pytest.raises(DeliveryFailed):
+        await surface.send("telegram:1", "not ours")
+    with pytest.raises(DeliveryFailed):
+        await surface.send("dashboard:../etc", "bad tab")
+    with pytest.raises(MessageTooLong):
+        await surface.send(KEY, "x" * (surface.capabilities.max_message_length + 1))
+
+
+async def test_a_browser_that_falls_behind_gets_a_fresh_snapshot_instead(surface: DashboardSurface) -> None:
+    with surface.subscribe("tab1") as sub:
+        mid = await surface.send(KEY, "0")
+        for i in range(sub.queue.maxsize + 5):
+            await surface.edit(KEY, mid, str(i))
+        events = drain(sub.queue)
+    assert len(events) < 10 and {"type": "resync"} in events
+
+
+async def test_close_ends_every_stream(surface: DashboardSurface) -> None:
+    with surface.subscribe("tab1") as sub:
+        surface.close()
+        assert sub.queue.get_nowait() is None
+
+
+async def test_the_transcript_survives_a_restart(tmp_path: Path) -> None:
+    first = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    assert first.post_user("tab1", "hello", "m1") is not None
+    mid = await first.send(KEY, "answer", buttons=(Button("Deny", "t", "danger"),))
+    first.transcript.close()
+    second = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    messages = second.snapshot("tab1")["messages"]
+    assert [(m["role"], m["text"]) for m in messages] == [("user", "hello"), ("agent", "answer")]
+    assert messages[1]["id"] == mid and messages[1]["buttons"][0]["label"] == "Deny"
+    assert second.post_user("tab1", "hello", "m1") is None  # a resend of the same message
+    await second.edit(KEY, mid, "answer, edited after the restart")
+    assert second.transcript.get("tab1", mid).text == "answer, edited after the restart"  # type: ignore[union-attr]
+
+
+def test_tab_ids_are_validated() -> None:
+    assert valid_tab("a1_B-2") and valid_tab("x" * 64)
+    assert not any(valid_tab(t) for t in ("", "x" * 65, "../a", "a b", "a/b", "é"))
