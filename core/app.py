@@ -65,6 +65,9 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
                    if getattr(config.surfaces, n).enabled]
         for surface in enabled:
             module = importlib.import_module(f"surfaces.{surface}")
+            if not hasattr(module, "launch"):
+                _say(f"surfaces.{surface} is enabled, but this version has no {surface} surface yet")
+                return 2
             try:
                 launched: Launched = await module.launch(engine, config)
             except (StartupError, ValueError) as exc:

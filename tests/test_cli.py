@@ -237,3 +237,22 @@ def test_doctor_reports_a_missing_agent_binary_and_exits_1(tmp_path: Path, env: 
     proc = run(env, "doctor", "--config", str(config))
     assert "agent ghost: no-such-agent-xyz -> NOT FOUND on PATH" in proc.stdout
     assert proc.returncode == 1, "core.cli._doctor prints NOT FOUND for an agent binary but does not count it"
+
+
+def test_run_refuses_to_start_a_surface_this_version_does_not_have(tmp_path: Path, env: dict[str, str]) -> None:
+    config = fake_config(tmp_path)
+    config["surfaces"] = {"dashboard": {"enabled": False}, "telegram": {"enabled": True}}
+    proc = run(env, "run", "--config", str(write_config(tmp_path, config)))
+    assert proc.returncode == 2
+    assert "surfaces.telegram is enabled, but this version has no telegram surface yet" in proc.stderr
+    no_traceback(proc)
+
+
+def test_run_refuses_a_dashboard_off_loopback_without_an_access_token(tmp_path: Path, env: dict[str, str]) -> None:
+    config = fake_config(tmp_path)
+    config["surfaces"] = {"dashboard": {"enabled": True, "host": "0.0.0.0", "port": 0}}
+    proc = run(env, "run", "--config", str(write_config(tmp_path, config)))
+    assert proc.returncode == 2
+    assert "ACP_RELAY_DASHBOARD_TOKEN" in proc.stderr  # says which variable would allow it
+    no_traceback(proc)
+    assert not methods(tmp_path / "record.jsonl"), "no agent was started"

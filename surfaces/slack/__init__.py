@@ -1,0 +1,5 @@
+"""The Slack surface (slack-bolt): not built yet; it comes next, on the same seam as the dashboard.
+
+It has no ``launch``, so enabling ``surfaces.slack`` makes ``acp-relay run`` refuse to start with a
+clear message instead of running without it.
+"""
