@@ -355,6 +355,21 @@ def _tool_gate_prose(data: Any) -> str:
     )
 
 
+_SETUP_KINDS = frozenset({"agent_missing", "cwd_missing"})
+
+
+def _setup_verdict(data: Mapping[str, Any]) -> Classification:
+    """The agent could not even be started: a fact of this machine's set-up, never retried."""
+    key = f"agents.{data.get('agent', '<name>')}"
+    if data.get("kind") == "cwd_missing":
+        return Classification("cwd_missing", False,
+                              f"The agent's working folder does not exist; check {key}.cwd in the config.")
+    hint = str(data.get("hint") or "install it, or correct that setting")
+    return Classification("agent_missing", False,
+                          f"The agent command {data.get('command', '')!r} was not found on PATH ({key}.command). "
+                          f"To fix it: {hint}.")
+
+
 def _exception_verdict(exc: BaseException, backend: str, advertised: Sequence[str]) -> Classification:
     # Imported here: core.acp's package init imports the runtime, which imports this module.
     from core.acp import client as c
@@ -364,6 +379,8 @@ def _exception_verdict(exc: BaseException, backend: str, advertised: Sequence[st
     retry, transient = _retry(backend), bool(getattr(exc, "transient", False))
     if isinstance(exc, c.AcpPromptBusy):
         return _raw_verdict({"message": "Prompt already in progress"}, backend, advertised)
+    if type(exc) is c.AcpError and isinstance(exc.data, dict) and exc.data.get("kind") in _SETUP_KINDS:
+        return _setup_verdict(exc.data)
     if isinstance(exc, c.AcpError) and type(exc) is c.AcpError:  # built from a raw error: same table
         return _raw_verdict(exc.raw(), backend, advertised)
     if isinstance(exc, c.AcpAuthRequired):

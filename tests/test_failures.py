@@ -542,6 +542,17 @@ def test_numbers_inside_ids_ports_and_model_names_are_not_statuses(text: str) ->
 # -- exceptions ------------------------------------------------------------------------------------
 
 EXCEPTIONS: list[tuple[BaseException, str, bool, tuple[str, ...]]] = [
+    (
+        AcpError("not found", transient=False, data={
+            "kind": "agent_missing", "command": "codex-acp", "agent": "codex",
+            "hint": "npm install -g @zed-industries/codex-acp"}),
+        "agent_missing", False, ("'codex-acp' was not found on PATH", "agents.codex.command",
+                                 "npm install -g @zed-industries/codex-acp"),
+    ),
+    (
+        AcpError("no cwd", transient=False, data={"kind": "cwd_missing", "cwd": "/srv/nowhere", "agent": "kiro"}),
+        "cwd_missing", False, ("working folder does not exist", "agents.kiro.cwd"),
+    ),
     (AcpTimeoutError("no answer", partial_output="half of the answer"), "timeout", True, ("timed out",)),
     (
         AcpProcessDied(
