@@ -95,7 +95,8 @@ class TurnRunner:
 
             def on_event(event: AcpEvent) -> None:
                 if isinstance(event, TextChunk):
-                    seen.text.append(event.text)
+                    if event.text:
+                        seen.text.append(event.text)
                 elif isinstance(event, ToolCall) and event.status in _TOOL_RAN:
                     seen.tool_ran = True
                 elif isinstance(event, KiroMetadata) and event.context_pct is not None:
@@ -157,8 +158,10 @@ class TurnRunner:
                     on_event(Notice(wording.retry_gave_up(engine.policy.attempts), key="retry"))
                 prose = _format_acp_error(exc, backend=backend)
                 doc.set_error(prose, raw_message=getattr(exc, "message", ""))
-                if isinstance(exc, AcpTimeoutError) and exc.partial_output and not doc.text:
-                    doc.apply(TextChunk(exc.partial_output))
+                if isinstance(exc, AcpTimeoutError) and exc.partial_output:
+                    if not doc.text:
+                        doc.apply(TextChunk(exc.partial_output))
+                    doc.set_partial_note()  # what streamed stays, marked as incomplete
                 log.info("turn in %s failed: %s", conv.key, type(exc).__name__)
             except Exception as exc:  # the funnel: the traceback is logged here, once
                 log.exception("turn in %s failed unexpectedly", conv.key)
