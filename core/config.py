@@ -143,7 +143,7 @@ class RetryConfig(_Model):
 
     attempts: int = Field(default=3, ge=1)
     budget_s: float = Field(default=15.0, ge=0)
-    base_delay_s: float = Field(default=1.0, ge=0)
+    base_delay_s: float = Field(default=5.0, ge=0)
 
 
 class EngineConfig(_Model):

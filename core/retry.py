@@ -27,10 +27,11 @@ class RetryPolicy:
 
     attempts: int = 3
     budget_s: float = 15.0
-    base_delay_s: float = 1.0
+    base_delay_s: float = 5.0
 
     def delay(self, retry_index: int, rng: random.Random) -> float:
-        """Exponential backoff with jitter, scaled so all waits add up to about ``budget_s``."""
+        """Exponential backoff from ``base_delay_s`` with +-25% jitter; when the waits would add up
+        to more than ``budget_s`` they are scaled down to fit it."""
         raw = [self.base_delay_s * 2.0**i for i in range(max(self.attempts - 1, 1))]
         scale = min(1.0, self.budget_s / sum(raw)) if sum(raw) else 1.0
         base = raw[min(retry_index, len(raw) - 1)] * scale

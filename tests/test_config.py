@@ -85,7 +85,8 @@ def test_defaults_match_the_contract() -> None:
     assert cfg.surfaces.dashboard.allowed_user_ids == ["local"]
     assert cfg.surfaces.slack.mode == "socket" and cfg.surfaces.slack.http_port == 3000
     assert cfg.surfaces.telegram.allowed_user_ids == []
-    assert (cfg.retry.attempts, cfg.retry.budget_s, cfg.retry.base_delay_s) == (3, 15.0, 1.0)
+    # 3 attempts with waits of ~5 s and ~10 s: "about 15 s in total" (the retry ladder's contract)
+    assert (cfg.retry.attempts, cfg.retry.budget_s, cfg.retry.base_delay_s) == (3, 15.0, 5.0)
     assert (cfg.engine.queue_limit, cfg.engine.edit_interval_s) == (10, 1.0)
 
 

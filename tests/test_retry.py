@@ -1,0 +1,100 @@
+"""The retry ladder on its own: verdicts, the budget, side effects, and attempts given back."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from core.acp.client import AcpAuthRequired, AcpError, AcpTimeoutError
+from core.acp.session_handle import AcpRuntimeDead
+from core.retry import Attempt, RetryPolicy, with_retries
+
+
+class Script:
+    """An attempt function that fails as scripted, recording what the ladder asked of it."""
+
+    def __init__(self, *steps: tuple[BaseException | None, bool, bool]) -> None:
+        self.steps = list(steps)  # (error or None for success, reached_agent, side_effects)
+        self.calls: list[Attempt] = []
+        self.slept: list[float] = []
+
+    async def __call__(self, attempt: Attempt) -> str:
+        self.calls.append(attempt)
+        error, reached, side_effects = self.steps.pop(0)
+        attempt.reached_agent, attempt.side_effects = reached, side_effects
+        if error is not None:
+            raise error
+        return "answered"
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+
+def transient() -> AcpError:
+    return AcpError("Too Many Requests", transient=True, code=-32603)
+
+
+POLICY = RetryPolicy(attempts=3, budget_s=15.0, base_delay_s=5.0)
+
+
+async def run(script: Script, policy: RetryPolicy = POLICY) -> str:
+    return await with_retries(script, policy=policy, sleep=script.sleep, rng=random.Random(7))
+
+
+async def test_transient_then_success_answers_after_one_wait() -> None:
+    script = Script((transient(), True, False), (None, True, False))
+    assert await run(script) == "answered"
+    assert len(script.calls) == 2 and len(script.slept) == 1
+
+
+async def test_three_transient_failures_give_up_with_the_last_error_within_the_budget() -> None:
+    errors = [transient() for _ in range(3)]
+    script = Script(*[(e, True, False) for e in errors])
+    with pytest.raises(AcpError) as raised:
+        await run(script)
+    assert raised.value is errors[-1]
+    assert len(script.calls) == 3
+    assert 3.75 <= script.slept[0] <= 6.25 and 7.5 <= script.slept[1] <= 12.5  # ~5 s then ~10 s
+    assert sum(script.slept) <= 15.0 * 1.25
+
+
+def test_waits_shrink_to_fit_a_smaller_budget() -> None:
+    policy = RetryPolicy(attempts=3, budget_s=3.0, base_delay_s=5.0)
+    rng = random.Random(1)
+    waits = [policy.delay(i, rng) for i in range(2)]
+    assert sum(waits) <= 3.0 * 1.25 and waits[0] < waits[1]
+
+
+@pytest.mark.parametrize("error", [
+    AcpError("Improperly formed request.", transient=False, code=-32603),
+    AcpAuthRequired("not logged in", agent_line="error: You are not logged in"),
+    AcpTimeoutError("no answer", partial_output="half"),  # the whole prompt budget is already spent
+])
+async def test_terminal_failures_skip_the_ladder(error: AcpError) -> None:
+    script = Script((error, True, False))
+    with pytest.raises(type(error)):
+        await run(script)
+    assert len(script.calls) == 1 and not script.slept
+
+
+async def test_no_retry_once_the_attempt_had_side_effects() -> None:
+    script = Script((transient(), True, True))
+    with pytest.raises(AcpError):
+        await run(script)
+    assert len(script.calls) == 1
+
+
+async def test_a_failure_before_the_prompt_reached_the_agent_gives_its_attempt_back() -> None:
+    died = AcpRuntimeDead("agent exited", exit_code=1)
+    script = Script((died, False, False), (transient(), True, False), (transient(), True, False),
+                    (None, True, False))
+    assert await run(script) == "answered"
+    assert len(script.calls) == 4  # 3 counted attempts reached the agent; the first was given back
+
+
+async def test_attempts_given_back_are_bounded() -> None:
+    script = Script(*[(AcpRuntimeDead("agent exited"), False, False) for _ in range(20)])
+    with pytest.raises(AcpRuntimeDead):
+        await run(script)
+    assert len(script.calls) <= 2 * POLICY.attempts
