@@ -189,16 +189,17 @@ class AcpSession:
         task = asyncio.create_task(decide(self.runtime.spec.tool_gate, request, turn.approver,
                                           timeout_s=turn.approval_timeout_s), name="acp-permission")
         turn.permission_tasks.add(task)
+        cancelled = Reply({"outcome": {"outcome": "cancelled"}}, request.answered)
         try:
             kind, answer = await task
         except asyncio.CancelledError:
-            if task.cancelled():
-                return {"outcome": {"outcome": "cancelled"}}
+            if task.cancelled():  # session/cancel (a stop) or the runtime died
+                return cancelled
             raise
         except Exception as exc:  # AcpPermissionNeeded (no approver for "ask"), or the approver failed
             turn.error = exc
             self._send_cancel(turn)
-            return {"outcome": {"outcome": "cancelled"}}
+            return cancelled
         finally:
             turn.permission_tasks.discard(task)
         if kind.startswith("allow"):

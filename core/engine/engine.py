@@ -77,6 +77,7 @@ class Engine:
         self.surfaces: dict[str, Surface] = {}
         self.conversations: dict[str, Conversation] = {}
         self._redelivery: asyncio.Task[Any] | None = None
+        self.closing = False  # shutting down: open approvals are left as they are (a later tap is "expired")
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -106,6 +107,7 @@ class Engine:
 
     async def close(self) -> None:
         """Cancel running turns (their messages stay unfinished, so a restart resumes them)."""
+        self.closing = True
         await self.tasks.close()
 
     # -- inbound ---------------------------------------------------------------------------
@@ -247,22 +249,17 @@ class Engine:
             raise
         finally:
             self.approvals.close(pending)
-            if pending.message_id:
+            if pending.message_id and not self.closing:
                 self.tasks.spawn(self._settle_approval(conv, pending.message_id, request, text, outcome),
                                  name=f"approval-settle-{conv.key}")
 
     async def _settle_approval(self, conv: Conversation, message_id: str, request: PermissionRequest,
                                text: str, outcome: str) -> None:
-        """The decision reaches the agent first; only then do the buttons change.
-
-        A stop is the exception: ``session/cancel`` already told the agent, and the session answers
-        the request "cancelled" without a ``Reply`` (``answered`` is never set), so do not wait.
-        """
-        if outcome != "cancelled":
-            try:
-                await asyncio.wait_for(request.answered.wait(), self.cancel_wait_s)
-            except TimeoutError:
-                log.info("permission answer in %s was never written (turn ended first)", conv.key)
+        """The decision (a stop's "cancelled" too) reaches the agent first; then the buttons change."""
+        try:
+            await asyncio.wait_for(request.answered.wait(), self.cancel_wait_s)
+        except TimeoutError:
+            log.info("permission answer in %s was never written (turn ended first)", conv.key)
         final = f"{text}\n\n{wording.approval_outcome_text(outcome, request.tool_call.title)}"
         try:
             await Streamer(conv.surface, conv.key, sleep=self.sleep).edit_message(message_id, final)
