@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
 import signal
+import sys
 from collections import deque
 
 from core.acp.client import AcpError
@@ -18,11 +20,22 @@ __all__ = ["AgentProcess", "StderrRing", "child_env"]
 log = logging.getLogger("acp_relay.acp.process")
 
 _KEPT_ENV = ("PATH", "HOME", "USER", "LANG", "TERM", "SHELL")
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 INSTALL_HINTS = {
     "kiro-cli": "install Kiro CLI from kiro.dev and run `kiro-cli login`",
     "claude-agent-acp": "npm install -g @zed-industries/claude-agent-acp",
     "codex-acp": "npm install -g @zed-industries/codex-acp",
 }
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel sends SIGKILL when the relay dies, even by SIGKILL.
+
+    Agents run in their own session (so a terminal's Ctrl-C reaches only the relay) and several
+    ignore stdin EOF, so without this a killed relay would leave them running.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def child_env(spec: AgentSpec) -> dict[str, str]:
@@ -93,6 +106,7 @@ class AgentProcess:
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, cwd=str(cwd), env=child_env(spec),
             start_new_session=True,  # our own process group: a Ctrl-C in the terminal reaches us, not it
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         log.info("started agent %s (pid %d): %s", spec.name, proc.pid, " ".join(argv))
         return cls(proc, spec, argv)

@@ -261,6 +261,8 @@ class AcpSession:
         except AcpError as exc:
             if turn.error is not None:
                 raise turn.error from exc
+            if turn.stats.refusal is not None:  # Kiro: CONTENT_FILTERED metadata, then a bare -32603
+                return STOP_REASON_REFUSAL
             if classify(exc, backend=self.runtime.backend).kind == "refusal":
                 turn.stats.refusal = refusal_from_error(exc.message)  # declined, not failed
                 return STOP_REASON_REFUSAL

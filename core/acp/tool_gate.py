@@ -54,9 +54,12 @@ def _selected(request: PermissionRequest, *kinds: str) -> dict[str, Any]:
 
 def outcome_for(request: PermissionRequest, kind: str) -> dict[str, Any]:
     """The nested ACP answer for a decision expressed as an option kind."""
-    if kind in ("allow_once", "allow_always"):
-        fallback = "allow_always" if kind == "allow_once" else "allow_once"
-        return _selected(request, kind, fallback)
+    # A fallback may only grant less than the person chose: "always" may become "once", never the
+    # reverse; a rejection may widen (rejecting more is the safe side).
+    if kind == "allow_always":
+        return _selected(request, "allow_always", "allow_once")
+    if kind == "allow_once":
+        return _selected(request, "allow_once")
     if kind in ("reject_once", "reject_always"):
         fallback = "reject_always" if kind == "reject_once" else "reject_once"
         return _selected(request, kind, fallback)

@@ -94,7 +94,7 @@ class Conversation:
         self.session = session
         self.engine.store.save_conversation(ConversationRecord(
             self.key, name, spec.cwd, session.session_id, rec.generation, rec.model, time.time(),
-            session.load_meta() or rec.session_meta))
+            session.load_meta() or (rec.session_meta if session.session_id == rec.session_id else {})))
         return session
 
     def drop_session(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
@@ -204,9 +205,7 @@ class Engine:
             conv = self.conversation(conversation_key, surface)
         session = await conv.ensure_session([])
         await session.set_model(model)
-        rec = conv.record()
-        self.store.save_conversation(type(rec)(rec.key, rec.agent, rec.cwd, rec.session_id, rec.generation,
-                                               model, rec.updated_at))
+        self.store.save_conversation(dataclasses.replace(conv.record(), model=model))  # keeps session_meta
 
     def status(self, conversation_key: str) -> ConversationStatus:
         conv = self.conversations.get(conversation_key)

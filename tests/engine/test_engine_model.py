@@ -1,0 +1,24 @@
+"""Switching model keeps everything else about the conversation, Kiro's session file included."""
+
+from __future__ import annotations
+
+from .conftest import RelayFactory, until
+
+
+async def test_switching_model_keeps_the_session_file_a_restart_needs(relay: RelayFactory) -> None:
+    r = await relay("--kiro", "--models", "kiro-fast,kiro-deep")
+    await r.ask("text hello")
+    before = r.store.get_conversation("memory:c1")
+    assert before is not None and before.session_meta  # Kiro named its session file
+
+    await r.send("/model kiro-deep")
+    await until(lambda: any("kiro-deep" in t for t in r.texts()), what="the model switch is confirmed")
+    after = r.store.get_conversation("memory:c1")
+    assert after is not None
+    assert after.model == "kiro-deep"
+    assert (after.session_id, after.session_meta) == (before.session_id, before.session_meta)
+
+    await r.restart()
+    reply = await r.ask("text still the same conversation")
+    assert "still the same conversation" in reply.text
+    assert r.session_id() == before.session_id  # resumed, because the load carried the session file
