@@ -42,6 +42,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 2: what the agent needs to load a session again (Kiro's ``_kiro.dev/session_file``).
     ("ALTER TABLE conversations ADD COLUMN session_meta TEXT NOT NULL DEFAULT '{}'",),
+    # 3: how far an unfinished message got ("tool": a tool may have run, so it is not replayed).
+    ("ALTER TABLE inbound ADD COLUMN progress TEXT NOT NULL DEFAULT ''",),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 # ConversationRecord order
@@ -95,6 +97,7 @@ class InboundRecord:
     conversation_key: str
     payload: dict[str, Any]
     received_at: float
+    progress: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,10 +224,15 @@ class Store:
     def unfinished_inbound(self) -> list[InboundRecord]:
         """Messages recorded but never completed, in arrival order (to replay after a restart)."""
         _, rows = self._run(
-            "SELECT seq, surface, message_id, conversation_key, payload, received_at"
+            "SELECT seq, surface, message_id, conversation_key, payload, received_at, progress"
             " FROM inbound WHERE completed_at IS NULL ORDER BY seq"
         )
-        return [InboundRecord(seq, s, m, k, json.loads(p), t) for seq, s, m, k, p, t in rows]
+        return [InboundRecord(seq, s, m, k, json.loads(p), t, g) for seq, s, m, k, p, t, g in rows]
+
+    def set_inbound_progress(self, surface: str, message_id: str, progress: str) -> None:
+        """Note how far an unfinished message got (``"tool"``: a tool may have run)."""
+        self._run("UPDATE inbound SET progress = ? WHERE surface = ? AND message_id = ?",
+                  (progress, surface, message_id))
 
     def prune_inbound(self, older_than_s: float) -> int:
         """Delete messages completed more than ``older_than_s`` ago; returns how many.

@@ -81,6 +81,7 @@ class AcpSession:
         self.replayed = 0
         self.meta: dict[str, Any] = {}
         self.loading = loading
+        self.unresponsive = False  # the agent ignored a session/cancel: this session may never be free
         self._turn: _Turn | None = None
         self._read_result(result)
 
@@ -289,6 +290,7 @@ class AcpSession:
         except TimeoutError:
             log.warning("agent %s did not end the turn %gs after session/cancel; ending it here",
                         self.runtime.spec.name, wait_s)
+            self.unresponsive = True
             turn.forced_stop = STOP_REASON_CANCELLED
             turn.ended.set()
             await turn.done.wait()

@@ -143,14 +143,20 @@ class Conversation:
                     turn.cancel()
                     await asyncio.wait({turn})
                     raise
+            except Exception:  # a bug past the turn's own funnel must not stall the queue behind it
+                log.exception("turn in %s failed unexpectedly", self.key)
             msg = item.message
             self.engine.store.complete_inbound(msg.surface, msg.message_id)
 
-    async def stop(self) -> bool:
-        """Cancel the running turn and return once it has really ended. False if nothing ran."""
+    async def stop(self) -> str:
+        """Cancel the running turn; return once it has really ended.
+
+        Returns "idle" (nothing ran), "stopped", or "unconfirmed": the agent ignored the cancel, so
+        its session is set aside (the next message starts a new one) instead of staying busy forever.
+        """
         turn = self.turn_task
         if turn is None or turn.done():
-            return False
+            return "idle"
         self.stopping = True
         session = self.session
         if session is not None and session.busy:
@@ -158,4 +164,7 @@ class Conversation:
         if not turn.done() and self.cancellable:
             turn.cancel()  # waiting in the retry ladder or on start-up: nothing reached the agent
         await asyncio.wait({turn})
-        return True
+        if session is not None and session.unresponsive:
+            self.drop_session()
+            return "unconfirmed"
+        return "stopped"

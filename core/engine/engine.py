@@ -33,6 +33,9 @@ __all__ = ["ConversationStatus", "Engine"]
 
 log = logging.getLogger("acp_relay.engine")
 
+#: Handled message ids are remembered this long (platforms redeliver within minutes, not weeks).
+_DEDUP_WINDOW_S = 7 * 24 * 3600.0
+
 
 @dataclass(frozen=True, slots=True)
 class ConversationStatus:
@@ -97,9 +100,14 @@ class Engine:
 
     async def start(self) -> None:
         """Replay what a killed relay had received but not finished, then pending deliveries."""
+        self.store.prune_inbound(_DEDUP_WINDOW_S)
         for rec in self.store.unfinished_inbound():
             surface = self.surfaces.get(rec.surface)
             if surface is None:
+                continue
+            if rec.progress == "tool":  # replaying could run a tool twice: tell the person instead
+                self.store.complete_inbound(rec.surface, rec.message_id)
+                await self.say(surface, rec.conversation_key, wording.NOT_REPLAYED_AFTER_TOOL)
                 continue
             msg = _message(rec.surface, rec.message_id, rec.conversation_key, rec.payload)
             log.info("resuming an unfinished message in %s", rec.conversation_key)
@@ -165,8 +173,11 @@ class Engine:
     async def _command(self, conv: Conversation, command: Command) -> None:
         surface, key = conv.surface, conv.key
         if command.action == "stop":
-            if not await conv.stop():  # a stopped turn's own reply says "Stopped." once it ended
+            outcome = await conv.stop()  # a stopped turn's own reply says "Stopped." once it ended
+            if outcome == "idle":
                 await self.say(surface, key, wording.NOTHING_TO_STOP)
+            elif outcome == "unconfirmed":
+                await self.say(surface, key, wording.STOP_UNCONFIRMED)
         elif command.action == "reset":
             await conv.stop()
             conv.reset()

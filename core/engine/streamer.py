@@ -36,6 +36,7 @@ from core.engine.surface import (
     RateLimited,
     Surface,
 )
+from core.redact import redact
 
 __all__ = ["Streamer"]
 
@@ -205,7 +206,19 @@ class Streamer:
                     raise DeliveryFailed("rejected as too long at every size") from exc
                 self._limit = smaller
 
+    def undelivered(self, markdown: str) -> str:
+        """What of ``markdown`` the platform does not show yet: the pieces from the first one that
+        is missing or stale. The outbound ledger keeps this, so a redelivery repeats nothing."""
+        pieces = self._pieces(markdown, self._stream.plain)
+        shown = 0
+        for have, piece in zip(self._stream.sent, pieces, strict=False):
+            if have.text != piece:
+                break
+            shown += 1
+        return "\n\n".join(pieces[shown:])
+
     def _pieces(self, markdown: str, plain: bool) -> list[str]:
+        markdown = redact(markdown)  # every text bound for a platform passes here: no secret reaches a chat
         unit = self.surface.capabilities.length_unit
         if plain:
             return split_rendered(plain_text(markdown), lambda s: s, self._limit, unit)

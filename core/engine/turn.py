@@ -13,6 +13,7 @@ from core.acp.client import AcpError, AcpTimeoutError
 from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import (
     STOP_REASON_CANCELLED,
+    STOP_REASON_END_TURN,
     AcpEvent,
     CompactionStatus,
     KiroMetadata,
@@ -91,14 +92,28 @@ class TurnRunner:
                             reply_to=item.message.message_id, sleep=engine.sleep) as streamer:
             current = Attempt(0)
             lost_once = False
+            compaction_failed = False
             seen = _AttemptOutput()
+            msg = item.message
+
+            def tool_may_run() -> None:
+                if not seen.tool_ran:  # a replay after a restart must not run it twice
+                    engine.store.set_inbound_progress(msg.surface, msg.message_id, "tool")
+                seen.tool_ran = current.side_effects = True
+
+            def gate_allows_all() -> bool:
+                return conv.session is not None and conv.session.runtime.spec.tool_gate == "allow"
 
             def on_event(event: AcpEvent) -> None:
+                nonlocal compaction_failed
                 if isinstance(event, TextChunk):
                     if event.text:
                         seen.text.append(event.text)
-                elif isinstance(event, ToolCall) and event.status in _TOOL_RAN:
-                    seen.tool_ran = True
+                elif isinstance(event, ToolCall) and (event.status in _TOOL_RAN
+                                                      or event.started and gate_allows_all()):
+                    tool_may_run()
+                elif isinstance(event, CompactionStatus) and event.status == "failed":
+                    compaction_failed = True
                 elif isinstance(event, KiroMetadata) and event.context_pct is not None:
                     conv.context_pct = event.context_pct
                 elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
@@ -108,10 +123,18 @@ class TurnRunner:
                 streamer.update(doc.to_markdown())
 
             async def approver(request: PermissionRequest) -> str:
-                seen.tool_ran = current.side_effects = True  # a tool may run: never retry past this
-                return await engine.ask_approval(conv, request, streamer)
+                current.side_effects = True  # never retry past an approval request
+                try:
+                    kind = await engine.ask_approval(conv, request, streamer)
+                except DeliveryError as exc:  # the platform's failure, not the agent's
+                    log.warning("could not show an approval request in %s: %s", conv.key, exc)
+                    on_event(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
+                    return "cancelled"
+                if kind.startswith("allow"):
+                    tool_may_run()
+                return kind
 
-            async def attempt(state: Attempt) -> None:
+            async def attempt(state: Attempt) -> str:
                 nonlocal current, backend, lost_once
                 current = state
                 seen.reset()
@@ -122,10 +145,10 @@ class TurnRunner:
                     on_event(notice)
                 state.reached_agent = True
                 try:
-                    await session.prompt(prompt_content(item.message), on_event=on_event, approver=approver,
-                                         timeout_s=engine.config.timeouts.prompt_s,
-                                         approval_timeout_s=engine.config.timeouts.approval_s,
-                                         cancel_wait_s=engine.cancel_wait_s)
+                    stats = await session.prompt(prompt_content(msg), on_event=on_event, approver=approver,
+                                                 timeout_s=engine.config.timeouts.prompt_s,
+                                                 approval_timeout_s=engine.config.timeouts.approval_s,
+                                                 cancel_wait_s=engine.cancel_wait_s)
                 except AcpError as exc:
                     if seen.only_echoes(exc):
                         # claude-agent-acp and codex-acp stream the error text before the error:
@@ -137,20 +160,22 @@ class TurnRunner:
                     lost_once = True  # the agent forgot the session: once, on a new one, with a notice
                     conv.drop_session()
                     on_event(Notice(wording.SESSION_LOST, key="session"))
-                    await attempt(state)
+                    return await attempt(state)
+                return stats.stop_reason
 
             async def on_retry(state: Attempt, delay: float, exc: BaseException) -> None:
                 on_event(Notice(wording.retrying(state.number + 1, engine.policy.attempts), key="retry"))
 
             try:
                 await typing(conv, True)
-                await with_retries(attempt, policy=engine.policy, on_retry=on_retry, sleep=engine.sleep)
+                stop = await with_retries(attempt, policy=engine.policy, on_retry=on_retry, sleep=engine.sleep)
                 if doc.has_notice("retry"):
                     on_event(Notice(wording.RETRY_SUCCEEDED, key="retry"))
-                if item.compact:
+                if item.compact and stop == STOP_REASON_END_TURN and not compaction_failed:
                     on_event(CompactionStatus("completed", wording.COMPACTED))
             except asyncio.CancelledError:
-                if not conv.stopping:
+                if not conv.stopping:  # the relay is shutting down: say so; a restart replays the message
+                    doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
                     raise
                 doc.apply(TurnEnded(STOP_REASON_CANCELLED))
             except (AcpError, AcpRuntimeError) as exc:
@@ -176,9 +201,13 @@ class TurnRunner:
         """Flush the final state. If the platform refuses it, keep it in the ledger and say so."""
         try:
             await streamer.finish(markdown)
-        except DeliveryError as exc:
-            log.warning("could not deliver the answer in %s: %s", conv.key, exc)
-            self.engine.store.add_outbound(conv.key, {"surface": conv.surface.name, "text": markdown})
+        except Exception as exc:  # DeliveryError, or a surface bug: either way the answer is kept
+            if isinstance(exc, DeliveryError):
+                log.warning("could not deliver the answer in %s: %s", conv.key, exc)
+            else:
+                log.exception("delivering the answer in %s failed unexpectedly", conv.key)
+            remainder = streamer.undelivered(markdown)  # what already arrived is not sent twice
+            self.engine.store.add_outbound(conv.key, {"surface": conv.surface.name, "text": remainder})
             # Say what happened (a short notice may get through where the answer did not): the
             # agent did answer, so this must never read as an agent failure.
             await self.engine.say(conv.surface, conv.key, wording.delivery_failure_text())

@@ -231,7 +231,7 @@ def rate_limit_text(message: str) -> str:
 def delivery_failure_text() -> str:
     """The agent answered but the chat platform would not take the reply (not a model failure)."""
     return ("The agent answered, but this chat would not accept the reply, so it could not be shown. "
-            "The answer was kept; ask again or check the relay's logs.")
+            "The answer was kept and will be sent again as soon as this chat accepts it.")
 
 
 def tool_status_line(title: str, kind: str, status: str) -> str:
@@ -277,3 +277,14 @@ def help_text(commands: Mapping[str, str]) -> str:
         lines.append(f"{names}: {known.get(action, action)}")
     lines.append("Anything else you write goes to the agent.")
     return "\n".join(lines)
+
+STOP_UNCONFIRMED = (
+    "The agent did not confirm the stop in time, so that session was set aside: your next message starts "
+    "a new conversation, and the agent will not remember the earlier messages."
+)
+INTERRUPTED_BY_RESTART = "The relay restarted before this answer was finished."
+NOT_REPLAYED_AFTER_TOOL = (
+    "The relay restarted while your message was being answered, after a tool had already run. It was not "
+    "sent again, so nothing runs twice; send it again if you still need the answer."
+)
+APPROVAL_NOT_SHOWN = "The approval request could not be shown here, so that tool call was cancelled."

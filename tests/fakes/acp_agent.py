@@ -105,6 +105,7 @@ ext <method> [<json>]   any notification, params = json (default {}).
 update <json>           raw session/update {sessionId, update: json}.
 sleep <seconds>         sleep (cancellable).
 hang                    wait until session/cancel, then stopReason "cancelled".
+deaf                    ignore session/cancel: never answer this prompt (an agent that does not stop).
 error <code> <message words>
                         answer the prompt with that JSON-RPC error (no data); ends the script.
 error_data <code> <json {"message": ..., "data": ...}>
@@ -168,6 +169,7 @@ VERBS = {
     "update",
     "sleep",
     "hang",
+    "deaf",
     "error",
     "error_data",
     "fail_times",
@@ -733,6 +735,8 @@ class Agent:
         elif verb == "hang":
             turn.cancel.wait()
             raise Cancelled()
+        elif verb == "deaf":
+            threading.Event().wait()  # nothing ever sets it: this turn never ends
         elif verb == "error":
             code, _, message = rest.partition(" ")
             raise RpcError(int(code), message)
