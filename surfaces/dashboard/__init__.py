@@ -3,10 +3,17 @@
 Each browser tab is one conversation. The page is plain HTML, CSS and JavaScript from ``static/``
 (Markdown rendered by the vendored ``marked``, sanitised by ``DOMPurify``); see ``server`` for the
 security rules.
+
+Agent text never becomes a control: the sanitiser drops form elements (buttons, inputs, ...) and
+class, id, style and data-* attributes, and only the buttons the page builds from a message's
+``buttons`` are approval buttons. The core's footer and refusal card are styled by position only:
+the footer is the last top-level block of a message, the card the block just before it (the order
+of ``core.engine.document``); the same words anywhere else are plain agent text.
 """
 
 from __future__ import annotations
 
+import errno
 import socket
 import sys
 from pathlib import Path
@@ -58,14 +65,26 @@ def _url(host: str, port: int) -> str:
     return f"http://{host}:{port}/"
 
 
+def _bind_failure(host: str, port: int, exc: OSError) -> str:
+    """One sentence for a bind that failed (the port is taken, or the address is not this machine's)."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host or '0.0.0.0'}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where} is already in use (another acp-relay?); change surfaces.dashboard.port"
+    if exc.errno == errno.EACCES:
+        return f"{where} needs more privileges than the relay has; choose a port above 1023 in surfaces.dashboard.port"
+    reason = exc.strerror or type(exc).__name__
+    return (f"cannot serve the dashboard on {where} ({reason}); check surfaces.dashboard.host and "
+            "surfaces.dashboard.port")
+
+
 async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) -> Dashboard:
     """Serve the dashboard on ``surfaces.dashboard.host``/``port`` and attach it to ``engine``.
 
-    Raises ``ValueError`` when the bind is not loopback and no access token is configured.
+    Raises ``ValueError`` (the relay prints it as one line and exits 2) when the bind is not loopback
+    and no access token is configured, when the token is too short, or when the address is taken.
     """
     settings = config.surfaces.dashboard
-    token = secret(settings.access_token_env)
-    check_bind(settings.host, token, token_env=settings.access_token_env)
+    token = check_bind(settings.host, secret(settings.access_token_env), token_env=settings.access_token_env)
     surface = DashboardSurface(Transcript.open(transcript_path(config.store.path)))
     engine.attach(surface, settings.allowed_user_ids)
     app = create_app(surface, engine, access_token=token)
@@ -73,10 +92,10 @@ async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) 
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.host or None, settings.port).start()
-    except OSError:
+    except OSError as exc:
         await runner.cleanup()
         surface.transcript.close()
-        raise
+        raise ValueError(_bind_failure(settings.host, settings.port, exc)) from None
     port = int(runner.addresses[0][1])
     url = _url(settings.host, port)
     login_token = app[AUTH].login_token

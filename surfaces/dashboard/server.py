@@ -4,6 +4,10 @@ Security: anything but a loopback bind needs an access token (``check_bind``). W
 request carries it as ``Authorization: Bearer <token>`` or as the cookie that the one-time login
 link sets. Without one, only loopback Host names are served (no DNS rebinding). State-changing
 requests must be JSON and, when the browser names an Origin, come from this very host.
+
+Errors: every API error is JSON ``{"error": "<one plain sentence>"}``. An unexpected exception in a
+handler is logged once (with its traceback) and answered 500 with a fixed sentence: no exception
+text or traceback ever reaches the browser.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
 import secrets
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,8 +33,10 @@ from core.engine.surface import ButtonPress, Inbound, InboundMessage
 from core.failures import _format_acp_error
 from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
 
-__all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "SURFACE", "USER_ID", "Auth", "DashboardEngine", "check_bind", "create_app",
-           "is_loopback"]
+__all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "MIN_TOKEN_LENGTH", "SURFACE", "USER_ID", "Auth", "DashboardEngine",
+           "check_bind", "create_app", "is_loopback"]
+
+log = logging.getLogger("acp_relay.dashboard")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 COOKIE_NAME = "acp_relay_token"
@@ -37,6 +44,10 @@ COOKIE_NAME = "acp_relay_token"
 USER_ID = "local"
 KEEPALIVE_S = 15.0
 MAX_TEXT = 100_000
+#: An access token shorter than this (after stripping whitespace) is refused: it could be guessed.
+MIN_TOKEN_LENGTH = 16
+#: What the browser is told when a handler fails unexpectedly (the details go to the log).
+INTERNAL_ERROR = "The dashboard hit an unexpected problem; the relay's log has the details."
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none';"
@@ -71,13 +82,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> None:
-    """Refuse to serve beyond this machine without an access token (the relay does not start)."""
-    if not is_loopback(host) and not access_token:
+def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> str | None:
+    """The access token to use (stripped of whitespace), or None for none.
+
+    Raises ``ValueError`` (the relay does not start) when the bind is not loopback and no token is
+    set, or when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while bound to
+    loopback is used too, so it must be as strong.
+    """
+    if access_token is None:
+        if not is_loopback(host):
+            raise ValueError(
+                f"refusing to serve the dashboard on {host or 'every interface'!r} without an access token: "
+                f"anyone who can reach it could run the agent. Set the environment variable {token_env}, "
+                "or bind to 127.0.0.1.")
+        return None
+    token = access_token.strip()
+    if len(token) < MIN_TOKEN_LENGTH:
+        what = f"an access token of only {len(token)} characters" if token else "a blank access token"
+        alternative = f", or unset {token_env} to serve 127.0.0.1 without one" if is_loopback(host) else ""
         raise ValueError(
-            f"refusing to serve the dashboard on {host or 'every interface'!r} without an access token: "
-            f"anyone who can reach it could run the agent. Set the environment variable {token_env}, "
-            "or bind to 127.0.0.1.")
+            f"refusing to start the dashboard: {token_env} holds {what}, which could be guessed. Use at least "
+            f"{MIN_TOKEN_LENGTH} random characters (python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
+            f"{alternative}.")
+    return token
 
 
 class Auth:
@@ -134,6 +161,19 @@ def _loopback_host(request: web.Request) -> bool:
 
 
 @web.middleware
+async def handle_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The outermost middleware: an unexpected exception becomes a JSON 500 with a plain sentence
+    (logged once, with its traceback); nothing of the exception reaches the browser."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise  # aiohttp's own answers (404, 405, the handlers' 400s)
+    except Exception:
+        log.exception("dashboard: %s %s failed unexpectedly", request.method, request.path)
+        return _error(500, INTERNAL_ERROR)
+
+
+@web.middleware
 async def check_request(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Host, authentication, Origin and Content-Type checks, before any handler runs."""
     auth = request.app[AUTH]
@@ -171,7 +211,7 @@ async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
     """The JSON object's string ``field`` and its optional string ``id``; 400 otherwise."""
     try:
         body = await request.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply for the parser
         body = None
     value = body.get(field) if isinstance(body, dict) else None
     ident = body.get("id") if isinstance(body, dict) else None
@@ -222,6 +262,8 @@ async def events(request: web.Request) -> web.StreamResponse:
                 await response.write(_sse(surface.snapshot(tab) if event["type"] == "resync" else event))
         except ConnectionResetError:
             pass
+        except Exception:  # the headers are sent: end the stream (the browser reconnects), log once
+            log.exception("dashboard: the event stream of tab %s failed", tab)
     return response
 
 
@@ -270,13 +312,16 @@ async def set_model(request: web.Request) -> web.StreamResponse:
         await request.app[ENGINE].set_model(conversation_key(tab), model)
     except (AcpError, AcpRuntimeError) as exc:
         return _error(400, _format_acp_error(exc))
+    except Exception as exc:  # e.g. the stored agent is no longer configured: say so, do not 500
+        log.warning("dashboard: switching the model of tab %s failed", tab, exc_info=True)
+        return _error(400, _format_acp_error(exc))
     return web.json_response({"model": model})
 
 
 def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_token: str | None = None,
                login_token: str | None = None) -> web.Application:
     """The dashboard application. With ``access_token``, ``app[AUTH].login_token`` is the one-time link's."""
-    app = web.Application(middlewares=[check_request], client_max_size=4 * MAX_TEXT)
+    app = web.Application(middlewares=[handle_errors, check_request], client_max_size=4 * MAX_TEXT)
     app[SURFACE], app[ENGINE], app[AUTH] = surface, engine, Auth(access_token, login_token)
     app.on_response_prepare.append(_security_headers)
 

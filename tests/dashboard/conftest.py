@@ -151,14 +151,17 @@ class DemoRelay:
         return self
 
     async def close(self) -> None:
+        """Shut down in ``acp-relay run``'s order: the engine first (a running turn's final state
+        still reaches the open dashboard), then the dashboard, then the agent processes, then the store."""
         if self.http is not None:
             await self.http.close()
             self.http = None
+        if self.engine is not None:
+            await self.engine.close()
         if self.dashboard is not None:
             await self.dashboard.close()
             self.dashboard = None
         if self.engine is not None:
-            await self.engine.close()
             await self.engine.pool.close()
             self.engine = None
         if self.store is not None:

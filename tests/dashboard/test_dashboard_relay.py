@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import time
 
+from core.store import ConversationRecord
+from surfaces.dashboard.surface import conversation_key
+
 from .conftest import DemoRelay, DemoRelayFactory, EventStream
 
 TAB = "tab-one"
@@ -166,3 +169,31 @@ async def test_the_conversation_survives_a_reload_and_a_relay_restart(demo_relay
     await after.until(lambda s: len(s.texts()) == 2 and "⏱" in s.texts()[-1], "the answer after the restart")
     assert (await relay.status(TAB))["session_id"] == session  # the agent's session was resumed
     assert len(after.texts("user")) == 2
+
+
+async def test_a_relay_shutdown_mid_answer_leaves_its_final_state_in_the_tab(demo_relay: DemoRelayFactory) -> None:
+    # The fixture shuts down like ``acp-relay run``: the engine first, so the cancelled turn's last
+    # edit ("the relay restarted ...") still reaches the open dashboard, in the same message.
+    relay = await demo_relay()
+    stream = await relay.events(TAB)
+    await say(relay, "slow")
+    await stream.until(lambda s: s.has("one word"), "the slow answer streaming")
+    (streaming,) = stream.with_text("one word")
+    stream.response.close()
+    await relay.restart()
+    after = await relay.events(TAB)
+    interrupted = after.view[streaming["id"]]["text"]
+    assert "The relay restarted before this answer was finished." in interrupted
+    assert "⏱" in interrupted
+
+
+async def test_the_model_picker_explains_an_agent_that_is_no_longer_configured(
+        demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    assert relay.store is not None
+    # The tab talked to an agent that a config change has since removed.
+    relay.store.save_conversation(ConversationRecord(conversation_key(TAB), "gone", str(relay.tmp / "work")))
+    async with relay.client().post(f"/api/conversations/{TAB}/model", json={"model": "demo-careful"}) as response:
+        assert response.status == 400 and response.content_type == "application/json"
+        error = (await response.json())["error"]
+    assert "no such agent" in error and "gone" in error and "Traceback" not in error

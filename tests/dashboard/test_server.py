@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,13 +16,22 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from core.config import RelayConfig
 from surfaces.dashboard import launch
-from surfaces.dashboard.server import AUTH, COOKIE_NAME, check_bind, create_app, is_loopback
+from surfaces.dashboard.server import (
+    AUTH,
+    COOKIE_NAME,
+    INTERNAL_ERROR,
+    MIN_TOKEN_LENGTH,
+    check_bind,
+    create_app,
+    is_loopback,
+)
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 
 from .conftest import EventStream, StandInEngine
 
 API = "/api/conversations/tab1"
+TOKEN = "a-token-of-24-characters"
 
 
 class Served:
@@ -32,9 +43,10 @@ class Served:
         return str(self.client.make_url("/")).rstrip("/")
 
 
-async def serve(tmp_path: Path, token: str | None = None) -> tuple[Served, TestServer]:
+async def serve(tmp_path: Path, token: str | None = None,
+                engine: StandInEngine | None = None) -> tuple[Served, TestServer]:
     surface = DashboardSurface(Transcript.open(tmp_path / "dash.db"))
-    engine = StandInEngine()
+    engine = engine or StandInEngine()
     server = TestServer(create_app(surface, engine, access_token=token))
     client = TestClient(server)
     await client.start_server()
@@ -50,7 +62,7 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
 
 @pytest.fixture
 async def guarded(tmp_path: Path) -> AsyncIterator[Served]:
-    s, _ = await serve(tmp_path, token="s3cret-token")
+    s, _ = await serve(tmp_path, token="s3cret-token")  # create_app itself does not check the length
     yield s
     await s.client.close()
 
@@ -67,7 +79,47 @@ def test_loopback_binds_need_no_token(host: str) -> None:
 def test_other_binds_are_refused_without_a_token(host: str) -> None:
     with pytest.raises(ValueError, match="ACP_RELAY_DASHBOARD_TOKEN"):
         check_bind(host, None)
-    check_bind(host, "a-token")
+    assert check_bind(host, TOKEN) == TOKEN
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "127.0.0.1", "localhost"])
+@pytest.mark.parametrize("token", ["   ", "1", "short-token\n", " " * 20 + "x" * (MIN_TOKEN_LENGTH - 1)])
+def test_a_blank_or_short_token_is_refused_on_any_bind(host: str, token: str) -> None:
+    with pytest.raises(ValueError, match=f"ACP_RELAY_DASHBOARD_TOKEN holds .*at least {MIN_TOKEN_LENGTH} random"):
+        check_bind(host, token)
+
+
+def test_a_token_is_stripped_and_a_loopback_bind_uses_it_too() -> None:
+    assert check_bind("0.0.0.0", f"  {TOKEN}\n") == TOKEN
+    assert check_bind("127.0.0.1", TOKEN) == TOKEN
+    assert check_bind("127.0.0.1", None) is None
+    with pytest.raises(ValueError, match=r"or unset ACP_RELAY_DASHBOARD_TOKEN to serve 127\.0\.0\.1 without one\.$"):
+        check_bind("127.0.0.1", "1")
+
+
+@pytest.mark.parametrize(("host", "token"), [("0.0.0.0", "   "), ("0.0.0.0", "1"), ("127.0.0.1", "short")])
+async def test_the_relay_refuses_to_start_the_dashboard_with_a_weak_token(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, token: str) -> None:
+    monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", token)
+    config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
+                                         "surfaces": {"dashboard": {"host": host, "port": 0}}})
+    with pytest.raises(ValueError, match="could be guessed"):
+        await launch(StandInEngine(), config)  # type: ignore[arg-type]
+    assert not (tmp_path / "relay-dashboard.db").exists()
+
+
+async def test_a_port_in_use_is_one_sentence_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ACP_RELAY_DASHBOARD_TOKEN", raising=False)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
+                                             "surfaces": {"dashboard": {"host": "127.0.0.1", "port": port}}})
+        with pytest.raises(ValueError) as caught:
+            await launch(StandInEngine(), config)  # type: ignore[arg-type]
+    assert str(caught.value) == (f"127.0.0.1:{port} is already in use (another acp-relay?); "
+                                 "change surfaces.dashboard.port")
 
 
 async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
@@ -82,7 +134,7 @@ async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
 
 async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", "tok-123")
+    monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", "tok-123-and-more-characters")
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
     engine = StandInEngine()
@@ -200,6 +252,59 @@ async def test_malformed_bodies_are_refused(served: Served) -> None:
                                   headers={"Content-Type": "application/json"}) as r:
         assert r.status == 400
     assert served.engine.messages == []
+
+
+async def test_a_deeply_nested_body_is_a_bad_request(served: Served) -> None:
+    for path, field in (("messages", "text"), ("buttons", "token"), ("model", "model")):
+        async with served.client.post(f"{API}/{path}", data="[" * 100_000 + "]" * 100_000,
+                                      headers={"Content-Type": "application/json"}) as r:
+            assert r.status == 400, path
+            assert (await r.json()) == {"error": f"expected a JSON object with a string {field!r}"}
+    assert served.engine.messages == [] and served.engine.presses == [] and served.engine.models == []
+
+
+class BrokenEngine(StandInEngine):
+    """An engine with a bug: its exception text must not reach the browser."""
+
+    async def stop(self, conversation_key: str) -> None:
+        raise RuntimeError("secret detail from /home/someone/.config")
+
+    def status(self, conversation_key: str) -> Any:
+        raise KeyError("secret detail from the store")
+
+
+async def test_an_unexpected_exception_is_a_plain_json_500_logged_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    asyncio.get_running_loop().set_debug(True)  # aiohttp then puts tracebacks into its own error pages
+    s, _ = await serve(tmp_path, engine=BrokenEngine())
+    try:
+        with caplog.at_level(logging.ERROR):
+            async with s.client.post(f"{API}/stop", json={}) as r:
+                assert r.status == 500 and r.content_type == "application/json"
+                text = await r.text()
+            async with s.client.get(f"{API}/status") as r:
+                assert r.status == 500 and (await r.json()) == {"error": INTERNAL_ERROR}
+    finally:
+        await s.client.close()
+    assert "secret" not in text and "Traceback" not in text and "RuntimeError" not in text
+    assert INTERNAL_ERROR.count(".") == 1 and INTERNAL_ERROR.endswith(".")
+    failures = [r for r in caplog.records if r.exc_info]
+    assert len(failures) == 2  # one traceback per failed request
+    assert {type(r.exc_info[1]) for r in failures if r.exc_info} == {RuntimeError, KeyError}
+
+
+async def test_a_broken_event_stream_ends_and_is_logged_once(
+        served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    response = await served.client.get(f"{API}/events", timeout=ClientTimeout(total=None, sock_read=None))
+    stream = EventStream(response)
+    await stream.next()
+    with caplog.at_level(logging.ERROR):
+        served.surface._publish("tab1", {"type": "message", "bad": object()})  # not JSON-serialisable
+        with pytest.raises(EOFError):
+            await asyncio.wait_for(stream.next(), 5)
+    response.close()
+    assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [TypeError]
+    assert served.surface.subscribers("tab1") == 0
 
 
 # -- the API -------------------------------------------------------------------------------

@@ -1,5 +1,11 @@
 // acp-relay dashboard: one browser tab = one conversation. Plain JavaScript, no build step.
 // The relay sends neutral Markdown; marked renders it and DOMPurify sanitises the HTML.
+//
+// Agent text is untrusted. Rendered Markdown never holds a control: DOMPurify drops form elements,
+// and class, id, style and data-* attributes, so an answer cannot look like (or be) one of the
+// page's own buttons, and only the buttons the page builds from a message's `buttons` list are
+// approval buttons (`approvalButtons`). The core's parts of a reply are recognised by position,
+// not by their words alone (see `decorate`).
 (() => {
   "use strict";
 
@@ -7,6 +13,11 @@
   const TAB_RE = /^[A-Za-z0-9_-]{1,64}$/;
   const TOOL_STATUS = { "⏳": "pending", "🔄": "in_progress", "✅": "completed", "❌": "failed", "⏹": "cancelled" };
   const REFUSAL_LEAD = "The model declined to answer this request.";
+  const PURIFY = {
+    FORBID_TAGS: ["form", "button", "input", "select", "textarea", "style", "option"],
+    FORBID_ATTR: ["class", "id", "style"],
+    ALLOW_DATA_ATTR: false,
+  };
 
   const $ = (sel) => document.querySelector(sel);
   const messages = $("#messages");
@@ -60,7 +71,19 @@
 
   // ---- rendering --------------------------------------------------------------------------
 
-  marked.use({ gfm: true, breaks: true });
+  // A task-list box ("- [x] ...") is an <input>, which the sanitiser drops: marked writes a marker
+  // instead, with a random per-page label that agent HTML cannot know, and `decorate` puts a
+  // disabled checkbox in its place.
+  const TASK_MARK = `task-${newId()}`;
+  marked.use({
+    gfm: true,
+    breaks: true,
+    renderer: {
+      checkbox({ checked }) {
+        return `<span role="checkbox" aria-checked="${checked ? "true" : "false"}" aria-label="${TASK_MARK}"></span> `;
+      },
+    },
+  });
   DOMPurify.addHook("afterSanitizeAttributes", (node) => {
     if (node.tagName === "A") {
       node.setAttribute("target", "_blank");
@@ -71,18 +94,38 @@
   function markdown(text) {
     const body = document.createElement("div");
     body.className = "body markdown";
-    body.innerHTML = DOMPurify.sanitize(marked.parse(text));
+    body.innerHTML = DOMPurify.sanitize(marked.parse(text), PURIFY);
     decorate(body);
     return body;
   }
 
   // The core's document is Markdown; give its parts classes so they look like what they are.
+  //
+  // The footer and the refusal card are recognised by POSITION, because an agent can write the
+  // same words: the core's document (core/engine/document.py) ends a finished turn with its footer
+  // ("⏱ 12.3s · context 45%") as the LAST top-level block, and a refusal card (first line exactly
+  // REFUSAL_LEAD) comes immediately before it (nothing else follows a refusal card: an error and a
+  // refusal do not happen in one turn). A paragraph anywhere else that starts with those words is
+  // plain agent text. (An answer still streaming has no footer yet; an agent could make its last
+  // paragraph look like one until the real footer arrives: that is cosmetic, never a control.)
   function decorate(body) {
+    const last = body.lastElementChild;
+    if (last && last.tagName === "P" && lines(last).length === 1 && lines(last)[0].startsWith("⏱ ")) {
+      last.classList.add("footer");
+      const card = last.previousElementSibling;
+      if (card && card.tagName === "P" && lines(card)[0] === REFUSAL_LEAD) card.classList.add("refusal-card");
+    }
     for (const p of body.querySelectorAll("p")) {
+      if (p.classList.contains("footer") || p.classList.contains("refusal-card")) continue;
       const text = p.textContent.trim();
-      if (text.startsWith(REFUSAL_LEAD)) p.classList.add("refusal-card");
-      else if (text.startsWith("⏱")) p.classList.add("footer");
-      else if (text && lines(p).every((line) => TOOL_STATUS[[...line][0]])) toolRows(p);
+      if (text && lines(p).every((line) => TOOL_STATUS[[...line][0]])) toolRows(p);
+    }
+    for (const mark of body.querySelectorAll(`span[role=checkbox][aria-label="${TASK_MARK}"]`)) {
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.disabled = true;
+      box.checked = mark.getAttribute("aria-checked") === "true";
+      mark.replaceWith(box);
     }
     for (const li of body.querySelectorAll("li")) {
       const box = li.querySelector(":scope > input[type=checkbox]");
@@ -128,6 +171,9 @@
     p.replaceWith(rows);
   }
 
+  // The approval buttons the page built (renderMessage); a click on any other button is ignored.
+  const approvalButtons = new WeakSet();
+
   function renderMessage(el, m) {
     const body = m.role === "user" || m.plain ? document.createElement("div") : markdown(m.text);
     if (m.role === "user" || m.plain) {
@@ -145,6 +191,7 @@
         button.dataset.token = b.token;
         button.dataset.style = b.style;
         button.textContent = b.label;
+        approvalButtons.add(button);
         row.appendChild(button);
       }
       el.appendChild(row);
@@ -302,10 +349,11 @@
   });
 
   messages.addEventListener("click", async (e) => {
-    const button = e.target.closest("button.approval");
-    if (!button) return;
-    const article = button.closest(".msg");
-    const all = article.querySelectorAll("button.approval");
+    const button = e.target.closest("button");
+    if (!button || !approvalButtons.has(button)) return;  // e.g. a button inside rendered Markdown
+    const row = button.parentElement;
+    const article = row.parentElement;
+    const all = [...row.children].filter((b) => approvalButtons.has(b));
     all.forEach((b) => { b.disabled = true; });
     button.classList.add("chosen");
     try {
