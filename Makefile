@@ -23,13 +23,13 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict core
 
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -rs
 	@$(MAKE) --no-print-directory peer
 
 # The real-agent tier: claude-agent-acp and codex-acp from npm against our loopback model API.
 peer: $(STAMP)
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
-		$(BIN)/pytest -q -m peer tests/peers; \
+		$(BIN)/pytest -q -rs -m peer tests/peers; \
 	else \
 		echo "peer tier SKIPPED: node/npm not found (CI has both; install them to run it)"; \
 	fi

@@ -7,18 +7,21 @@ import sys
 from pathlib import Path
 
 from core.acp.spec import AgentSpec
-from core.config import AgentConfig, ConfigError, RelayConfig
+from core.config import BUILTIN_AGENT_NAMES, AgentConfig, ConfigError, RelayConfig
 
 __all__ = ["BUILTIN_AGENTS", "agent_spec", "choose_agent", "resolve_command"]
 
-#: Tried in this order when the config names no default agent (``make run`` on a fresh machine).
-BUILTIN_AGENTS: dict[str, AgentConfig] = {
+_BUILTIN_CONFIGS: dict[str, AgentConfig] = {
     "kiro": AgentConfig(command="kiro-cli", args=["acp"], backend="kiro"),
     "claude": AgentConfig(command="claude-agent-acp", backend="claude"),
     "codex": AgentConfig(command="codex-acp", backend="codex"),
     # The demo speaks Kiro's extension frames so it can show a structured refusal card.
     "demo": AgentConfig(command="acp-relay", args=["demo-agent"], backend="kiro"),
 }
+#: Tried in this order when the config names no default agent (``make run`` on a fresh machine).
+#: Keyed and ordered by ``config.BUILTIN_AGENT_NAMES``, which validates ``default_agent``: a name
+#: there without a config here fails at import, never later as a KeyError.
+BUILTIN_AGENTS: dict[str, AgentConfig] = {name: _BUILTIN_CONFIGS[name] for name in BUILTIN_AGENT_NAMES}
 
 
 def resolve_command(command: str) -> str | None:

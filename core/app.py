@@ -17,8 +17,9 @@ from typing import Any, Protocol
 
 from core.acp.pool import RuntimePool
 from core.agents import choose_agent
-from core.config import RelayConfig
+from core.config import RelayConfig, mask_args
 from core.engine.engine import Engine
+from core.redact import redact
 from core.store import Store, StoreError
 
 __all__ = ["Launched", "build_engine", "run_relay"]
@@ -55,12 +56,13 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
         _say(str(exc))
         return 1
     name, agent = choose_agent(config)
-    _say(f"agent: {name} ({agent.command} {' '.join(agent.args)})".rstrip())
+    _say(redact(f"agent: {name} ({agent.command} {' '.join(mask_args(agent.args))})".rstrip()))
     engine = build_engine(config, store)
+    # Unwound in reverse: running turns are cancelled first (their final state still reaches the
+    # open surfaces), then the surfaces close, then the agent processes stop, then the store.
     async with AsyncExitStack() as stack:
         stack.callback(store.close)
         stack.push_async_callback(engine.pool.close)
-        stack.push_async_callback(engine.close)
         enabled = [n for n in ("dashboard", "telegram", "discord", "slack")
                    if getattr(config.surfaces, n).enabled]
         for surface in enabled:
@@ -77,9 +79,11 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
         if not enabled:
             _say("no surface is enabled in the config; nothing to do")
             return 2
+        stack.push_async_callback(engine.close)
         await engine.start()
         await stop.wait()
         _say("shutting down")
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)
+    _say("stopped cleanly")
     return 0

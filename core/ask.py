@@ -2,19 +2,22 @@
 
 The boundary of the spec: AcpError -> the friendly message on stderr, exit 1, never a traceback;
 on timeout the partial output (already streamed) then the message; Ctrl-C sends session/cancel,
-waits for the agent to end the turn, exits 130.
+waits for the agent to end the turn, exits 130 (also while the approval question waits for an answer).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
+from dataclasses import replace
 from typing import TextIO
 
 from core.acp.runtime import AcpRuntime
 from core.acp.session import AcpSession
 from core.acp.spec import AgentSpec
+from core.acp.tool_gate import Approver
 from core.acp.types import (
     STOP_REASON_REFUSAL,
     AcpEvent,
@@ -25,7 +28,7 @@ from core.acp.types import (
     TurnEnded,
 )
 from core.engine.wording import refusal_card_text
-from core.failures import _format_acp_error
+from core.failures import _format_acp_error, person_text
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["EXIT_INTERRUPTED", "run_ask"]
@@ -37,12 +40,14 @@ class _Printer:
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out, self.err = out, err
         self.wrote_text = False
+        self.text: list[str] = []
         self.end: TurnEnded | None = None
 
     def __call__(self, event: AcpEvent) -> None:
         if isinstance(event, TextChunk):
             self.out.write(event.text)
             self.out.flush()
+            self.text.append(event.text)
             self.wrote_text = self.wrote_text or bool(event.text)
         elif isinstance(event, ToolCall) and (event.started or event.status in ("completed", "failed")):
             self.err.write(f"[tool] {event.title or event.kind} ({event.status})\n")
@@ -50,18 +55,64 @@ class _Printer:
             self.end = event
 
 
-async def _terminal_approver(request: PermissionRequest) -> str:
-    """Ask on the terminal: y = allow once, a = allow for this session, anything else = deny."""
-    prompt = f"Allow tool call: {request.tool_call.title or request.tool_call.kind}? [y/a/N] "
-    answer = await asyncio.to_thread(input, prompt)
-    return {"y": "allow_once", "a": "allow_always"}.get(answer.strip().lower()[:1], "reject_once")
+def _refusal_card(end: TurnEnded, streamed: str) -> str:
+    """The refusal card; its Why line is left out when the streamed text already said it (Kiro streams
+    its explanation as ordinary text), the same rule as the chat document's."""
+    info = end.refusal or RefusalInfo()
+    said = _squash(info.explanation)
+    if said and (said in _squash(streamed) or said in _squash(person_text(streamed))):
+        info = replace(info, explanation="")
+    return refusal_card_text(info)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+async def _read_answer(fd: int) -> str:
+    """One line typed on ``fd``, read on the event loop (no thread): cancelling this really stops it,
+    so Ctrl-C and the approval timeout do not wait for Enter. End of input or an error reads as ""."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not answer.done():
+            answer.set_result(data.decode(errors="replace"))
+
+    loop.add_reader(fd, readable)
+    try:
+        return await answer
+    finally:
+        loop.remove_reader(fd)
+
+
+def _terminal_approver(err: TextIO, fd: int) -> Approver:
+    async def approve(request: PermissionRequest) -> str:
+        """Ask on the terminal: y = allow once, a = allow for this session, anything else = deny."""
+        err.write(f"Allow tool call: {request.tool_call.title or request.tool_call.kind}? [y/a/N] ")
+        err.flush()
+        try:
+            answer = await _read_answer(fd)
+        except asyncio.CancelledError:  # stopped, or no answer in time: end the question's line
+            err.write("\n")
+            err.flush()
+            raise
+        return {"y": "allow_once", "a": "allow_always"}.get(answer.strip().lower()[:1], "reject_once")
+
+    return approve
 
 
 async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_timeout_s: float,
                   approval_s: float, policy: RetryPolicy, out: TextIO = sys.stdout,
                   err: TextIO = sys.stderr) -> int:
     printer = _Printer(out, err)
-    approver = _terminal_approver if sys.stdin.isatty() else None
+    approver = _terminal_approver(err, sys.stdin.fileno()) if sys.stdin.isatty() else None
     runtime: AcpRuntime | None = None
     session: AcpSession | None = None
     interrupted = asyncio.Event()
@@ -107,7 +158,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
             return 1
         _newline(out, printer)
         if printer.end is not None and printer.end.stop_reason == STOP_REASON_REFUSAL:
-            err.write(refusal_card_text(printer.end.refusal or RefusalInfo()) + "\n")
+            err.write(_refusal_card(printer.end, "".join(printer.text)) + "\n")
             return 1
         return code
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import logging
 import sys
@@ -69,9 +70,28 @@ def _ask(args: argparse.Namespace, config: RelayConfig) -> int:
         request_timeout_s=config.timeouts.request_s, approval_s=config.timeouts.approval_s, policy=policy))
 
 
+def _surface_problems(config: RelayConfig) -> list[tuple[str, str]]:
+    """An enabled surface this version does not have: ``run`` would refuse to start (core/app.py)."""
+    problems: list[tuple[str, str]] = []
+    for name in type(config.surfaces).model_fields:
+        if not getattr(config.surfaces, name).enabled:
+            continue
+        try:
+            module = importlib.import_module(f"surfaces.{name}")
+        except ImportError as exc:
+            problems.append((f"surfaces.{name}.enabled", f"the {name} surface cannot be loaded: {exc}"))
+            continue
+        if not hasattr(module, "launch"):
+            problems.append((f"surfaces.{name}.enabled", f"this version has no {name} surface yet"))
+    return problems
+
+
 def _check_config(args: argparse.Namespace) -> int:
+    path = _config_path(args.config)
     try:
-        config = load_config_strict(_config_path(args.config))
+        config = load_config_strict(path)
+        if problems := _surface_problems(config):
+            raise ConfigError(path, problems)
     except ConfigError as exc:
         _print_config_error(exc)
         return EXIT_CONFIG

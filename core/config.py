@@ -26,7 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from core.redact import redact
+
 __all__ = [
+    "BUILTIN_AGENT_NAMES",
     "AgentConfig",
     "ConfigError",
     "DashboardConfig",
@@ -41,6 +44,7 @@ __all__ = [
     "TimeoutsConfig",
     "load_config",
     "load_config_strict",
+    "mask_args",
     "secret",
 ]
 
@@ -49,6 +53,12 @@ _log = logging.getLogger("acp_relay.config")
 # Agent env keys that look like credentials; their values are masked in effective_dump().
 _RE_SECRET_KEY = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _MASK = "****"
+# An agent argument that names a credential: its value (next argument, or after "=") is masked.
+_RE_SECRET_FLAG = re.compile(r"^--?[\w-]*(?:api[-_]?key|token|secret|password|passwd|credentials?)$", re.IGNORECASE)
+
+#: The agents used when the config defines none, in the order they are looked for on PATH.
+#: ``core.agents.BUILTIN_AGENTS`` is built from these names, so the two cannot drift apart.
+BUILTIN_AGENT_NAMES: tuple[str, ...] = ("kiro", "claude", "codex", "demo")
 _RE_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
@@ -168,17 +178,23 @@ class RelayConfig(_Model):
     @classmethod
     def _default_agent_is_known(cls, value: str | None, info: ValidationInfo) -> str | None:
         # "agents" is declared first, so it is in info.data unless it failed on its own.
-        agents = info.data.get("agents")
-        if value is not None and agents and value not in agents:
-            known = ", ".join(sorted(agents))
-            raise ValueError(f"names no configured agent (known: {known})")
+        if value is None or "agents" not in info.data:
+            return value
+        agents = info.data["agents"]
+        if agents and value not in agents:
+            raise ValueError(f"names no configured agent (known: {', '.join(sorted(agents))})")
+        if not agents and value not in BUILTIN_AGENT_NAMES:
+            known = ", ".join(BUILTIN_AGENT_NAMES)
+            raise ValueError(f"names no built-in agent, and no agents are configured (built-in: {known})")
         return value
 
     def effective_dump(self, mask_secrets: bool = True) -> dict[str, Any]:
         """The effective config as plain JSON data (``default_agent`` null: chosen from PATH at run).
 
         With ``mask_secrets``, agent ``env`` values whose key looks like a credential
-        (KEY, TOKEN, SECRET, PASSWORD) are replaced by ``"****"``.
+        (KEY, TOKEN, SECRET, PASSWORD) and agent arguments after a credential flag (``--api-key X``,
+        ``--token=X``) are replaced by ``"****"``, and every other string goes through
+        :func:`core.redact.redact` (tokens under innocuous names, URL passwords, bot tokens in URLs).
         """
         data = self.model_dump(mode="json")
         if mask_secrets:
@@ -186,7 +202,34 @@ class RelayConfig(_Model):
                 agent["env"] = {
                     key: _MASK if _RE_SECRET_KEY.search(key) else value for key, value in agent["env"].items()
                 }
+                agent["args"] = mask_args(agent["args"])
+            data = _redacted(data)
         return data
+
+
+def mask_args(args: list[str]) -> list[str]:
+    """Agent arguments with the value after a credential flag (``--api-key X``, ``--token=X``) masked."""
+    out: list[str] = []
+    for arg in args:
+        flag, eq, _value = arg.partition("=")
+        if out and _RE_SECRET_FLAG.match(out[-1]) and not arg.startswith("-"):
+            out.append(_MASK)
+        elif eq and _RE_SECRET_FLAG.match(flag):
+            out.append(f"{flag}={_MASK}")
+        else:
+            out.append(arg)
+    return out
+
+
+def _redacted(value: Any) -> Any:
+    """Every string in the dump through redact(): a secret can hide under any key."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    return value
 
 
 class ConfigError(Exception):

@@ -6,27 +6,45 @@ the wording a person sees and the retry verdict can never drift apart.
 
 Prose rules: plain sentences, redacted, request ids short; no command except ``/compact`` (the
 only one every surface understands); resets are described in words ("start a new conversation").
+``person_text`` applies them to any other sentence from an agent (refusal explanations).
+The raw text is read by ``core.provider_text``; an exception built by ``error_from_rpc`` carries
+its verdict, so later callers agree with the retry ladder whatever they know.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.redact import redact, shorten_request_ids
+from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
 
 if TYPE_CHECKING:
     from core.acp.client import AcpError
 
-__all__ = ["Classification", "_format_acp_error", "_is_transient_raw_error", "classify", "error_from_rpc"]
+__all__ = [
+    "Classification",
+    "_format_acp_error",
+    "_is_transient_raw_error",
+    "classify",
+    "error_from_rpc",
+    "is_session_lost",
+    "login_command",
+    "person_text",
+]
 
 _I = re.IGNORECASE
 # Not a class by itself: Kiro wraps many failures in it; classification reads what follows.
 _RE_KIRO_ENVELOPE = re.compile(r"encountered an error in the response stream:\s*", _I)
 _RE_PROMPT_BUSY = re.compile(r"\bprompt (?:is )?already in progress", _I)
+# Only the agent's own "this session is unknown" wordings, said at the start of a line: "MCP tool not
+# found in this session" is about a tool. -32002 (resource not found) counts too, see _match.
+_RE_SESSION_LOST = re.compile(
+    r"""(?:^|:\s+)(?:(?:session|conversation)(?: (?:with )?id)?(?: [`'"]?[\w.:-]+[`'"]?)?"""
+    r""" (?:not found|does not exist|is unknown|no longer exists)|(?:unknown|no such) session"""
+    r"""|no (?:conversation|session) found with session id|--resume requires a valid session id)\b""", _I | re.M)
 _RE_AUTH = re.compile(
     r"\bauthentication[ _](?:required|failed|error)|\bnot (?:logged|signed) in\b|\bplease (?:log|sign) in\b"
     r"|\bunauthori[sz]ed\b|\binvalid (?:x-)?api[ -]?key|\bapi key (?:is )?(?:invalid|missing|expired)"
@@ -69,18 +87,12 @@ _RE_SERVER_ERROR = re.compile(
     r"|\b(?:internal_)?server_error\b|\bInternalServerException\b|\bServiceUnavailableException\b"
     r"|\b(?:status|code|error)[:\s]*5\d\d\b|\(5\d\d\)", _I)
 
-_BOILERPLATE = re.compile(r"^\s*(?:internal error|error)\s*(?::\s*|$)", _I)
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_STACK = re.compile(r"\n\s*(?:location:|backtrace\b|traceback\b)|\n\s+at\s+\S", _I)  # where a trace starts
 _PERIOD = re.compile(r"\b(monthly|daily|weekly|hourly)\b", _I)
 _SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:-]+)")
-# A "/word" standing alone (not part of a path or URL) is some surface's command; "!word" too.
-_SLASH_COMMAND = re.compile(r"""(?<![\w/.:~-])([`'"]?)/([A-Za-z][\w-]*)\1(?![\w/])""")
-_BANG_COMMAND = re.compile(r"(?<![\w!])!(?=[A-Za-z])")
-
 _PROVIDER = {"kiro": "Kiro", "claude": "Claude", "codex": "Codex"}
 _RETRY = {"claude": "try your request again"}
 _LOGIN_COMMAND = {"kiro": "kiro-cli login", "codex": "codex login"}
+_BACKENDS = ("kiro", "claude", "codex")
 _LOGIN_HOW = {
     "claude": "Set ANTHROPIC_API_KEY for the agent, or run claude on the machine where the relay runs "
     "and log in there.",
@@ -151,12 +163,35 @@ def _model_prose(model: str, available: Sequence[str]) -> str:
     return f"{named} is not available on this account. Choose another model{offer}, or upgrade your plan."
 
 
+def _program(command: str) -> str:
+    """The program's name: never a resolved path (it means nothing on another machine)."""
+    return os.path.basename(command.strip()) if os.sep in command else (command.split() or [""])[0]
+
+
+def _login_backend(backend: str, command: str) -> str:
+    if backend in _BACKENDS:
+        return backend
+    name = _program(command).lower()
+    return next((b for b in _BACKENDS if b in name), backend)
+
+
+def login_command(backend: str, command: str = "") -> str:
+    """What a person runs to sign the agent in (``kiro-cli login``), or "" when there is no such command.
+
+    ``command`` is the agent's command (a resolved path is fine) or a login command already; the backend
+    is read from it when ``backend`` is generic, because a caller may not know the backend yet.
+    """
+    return _LOGIN_COMMAND.get(_login_backend(backend, command), "")
+
+
 def _auth_prose(backend: str, line: str, command: str) -> str:
     line = line.strip().rstrip(".")
     said = "" if not line or line.casefold() == "authentication required" else f'; it said: "{line}"'
-    how = f"Run {command} on the machine where the relay runs." if command else ""
-    how = how or _LOGIN_HOW.get(backend, "Log the agent in on the machine where the relay runs.")
-    return f"The agent is not signed in{said}. {'' if command and command in line else how}".strip()
+    run = login_command(backend, command)
+    how = f"Run {run} on the machine where the relay runs." if run else ""
+    default = "Log the agent in on the machine where the relay runs."
+    how = how or _LOGIN_HOW.get(_login_backend(backend, command), default)
+    return f"The agent is not signed in{said}. {'' if run and run in line else how}".strip()
 
 
 def _usage_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
@@ -182,10 +217,19 @@ def _unknown_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
     return f"The agent reported an error: {said}" if said else "The agent failed without giving a reason."
 
 
+def _oversized_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    said = f'; it said: "{facts.sentence.rstrip(".")}"' if facts.sentence else ""
+    return f"The message was too large for the model{said}. Send a shorter message, or split it up."
+
+
 def _capacity_prose(facts: _Facts, m: re.Match[str] | None) -> str:
     return f"The model '{_model_name(m)}' has no capacity right now; {_retry(facts.backend)} shortly."
 
 
+_SESSION_LOST = (
+    "The agent no longer has this conversation (it may have been restarted or cleared). Start a new "
+    "conversation; the agent will not remember the earlier messages."
+)
 _BUSY = "The agent is still working on an earlier message. Wait for it to finish, then send this one again."
 _OVERFLOW = (
     "The conversation no longer fits in the model's context window. Use /compact to shrink it, or start "
@@ -196,10 +240,12 @@ _MALFORMED = (
     "Use /compact to shrink and repair the conversation, or start a new conversation."
 )
 _AUTH_RULE = _Rule(_RE_AUTH, "auth", False, _auth_rule_prose)
+_SESSION_LOST_RULE = _Rule(_RE_SESSION_LOST, "session_lost", False, _SESSION_LOST)
 _UNKNOWN_RULE = _Rule(None, "unknown", False, _unknown_prose)
 # First match wins, so the specific wordings come before the generic status classes.
 _RULES: tuple[_Rule, ...] = (
     _Rule(_RE_PROMPT_BUSY, "prompt_busy", False, _BUSY),
+    _SESSION_LOST_RULE,
     _AUTH_RULE,
     _Rule(_RE_REFUSAL, "refusal", False, _refusal_prose),
     # "The model 'X' is not available": capacity when X is advertised to us, else not entitled.
@@ -210,7 +256,7 @@ _RULES: tuple[_Rule, ...] = (
           "The selected model is temporarily unavailable; {retry} shortly."),
     _Rule(_RE_USAGE_LIMIT, "usage_limit", False, _usage_prose),
     _Rule(_RE_CONTEXT_OVERFLOW, "context_overflow", False, _OVERFLOW),
-    _Rule(_RE_OVERSIZED, "oversized", False, lambda f, _m: f.sentence or "The request was too large."),
+    _Rule(_RE_OVERSIZED, "oversized", False, _oversized_prose),
     _Rule(_RE_MALFORMED, "malformed", False, _MALFORMED),
     _Rule(_RE_RATE_LIMIT, "rate_limit", True, "{who} is rate-limiting requests right now; {retry} soon."),
     _Rule(_RE_OVERLOADED, "overloaded", True, "{who} is overloaded right now; {retry} in a moment."),
@@ -219,66 +265,6 @@ _RULES: tuple[_Rule, ...] = (
           "The agent could not connect to its model provider; {retry} in a moment."),
     _Rule(_RE_SERVER_ERROR, "server_error", True, "{who} had a server error; {retry} in a moment."),
 )
-
-
-def _flatten(value: Any, depth: int = 0) -> list[str]:
-    """codex_error_info: variant tags (dict keys) and string values; an http status becomes "status N"."""
-    if isinstance(value, str):
-        return [value]
-    out: list[str] = []
-    if isinstance(value, Mapping) and depth < 4:
-        for key, inner in value.items():
-            out.append(str(key))
-            if isinstance(inner, int) and not isinstance(inner, bool) and str(key).endswith("status_code"):
-                out.append(f"status {inner}")
-            else:
-                out.extend(_flatten(inner, depth + 1))
-    return out
-
-
-def _json_message(obj: Any) -> str:
-    if not isinstance(obj, Mapping):
-        return ""
-    for key in ("error", "message", "detail", "details"):
-        inner = obj.get(key)
-        found = _json_message(inner) if isinstance(inner, Mapping) else inner
-        if isinstance(found, str) and found.strip():
-            return found
-    return ""
-
-
-def _json_fields(obj: Any) -> list[str]:
-    """The provider's fields inside an embedded error body; other keys (urls, ids) are echoes."""
-    out: list[str] = []
-    if isinstance(obj, Mapping):
-        for key in ("message", "type", "code", "status", "reason", "detail", "details", "error"):
-            inner = obj.get(key)
-            if isinstance(inner, str):
-                out.append(inner)
-            elif isinstance(inner, int) and not isinstance(inner, bool):
-                out.append(f"{key} {inner}")
-            elif isinstance(inner, Mapping):
-                out.extend(_json_fields(inner))
-    return out
-
-
-def _unwrap(text: str, *, for_matching: bool, depth: int = 0) -> str:
-    """Strip boilerplate and Kiro's envelope; replace an embedded JSON error body by its message."""
-    text = _STACK.split(_ANSI.sub("", _RE_KIRO_ENVELOPE.sub("", text)), maxsplit=1)[0]
-    while (stripped := _BOILERPLATE.sub("", text, count=1)) != text:
-        text = stripped
-    start = text.find("{")
-    if start >= 0 and depth < 3:
-        try:
-            obj, end = json.JSONDecoder().raw_decode(text[start:])
-        except ValueError:
-            obj, end = None, 0
-        if isinstance(obj, Mapping):
-            prefix, rest = text[:start].strip(), text[start + end :].strip()
-            inner = " ".join(_json_fields(obj)) if for_matching else _json_message(obj)
-            inner = _unwrap(inner, for_matching=for_matching, depth=depth + 1)
-            text = " ".join(part for part in (prefix, inner, rest) if part)
-    return " ".join(text.split())
 
 
 def _facts(raw: Mapping[str, Any], backend: str, advertised: Sequence[str]) -> _Facts:
@@ -290,12 +276,10 @@ def _facts(raw: Mapping[str, Any], backend: str, advertised: Sequence[str]) -> _
     fields = [f for f in spoken if isinstance(f, str)]
     if isinstance(data, Mapping):
         fields += [data[k] for k in ("errorKind", "errorType") if isinstance(data.get(k), str)]
-        fields += _flatten(data.get("codex_error_info"))
-    sentences = (_unwrap(f, for_matching=False) for f in spoken if isinstance(f, str))
-    sentence = redact(next((s for s in sentences if s), ""))  # before cutting, or a cut token escapes
-    if len(sentence) > 400:
-        sentence = sentence[:400].rstrip() + "…"
-    text = "\n".join(_unwrap(f, for_matching=True) for f in fields)
+        fields += flatten(data.get("codex_error_info"))
+    sentences = (unwrap(f, for_matching=False, envelope=_RE_KIRO_ENVELOPE) for f in spoken if isinstance(f, str))
+    sentence = cut(next((s for s in sentences if s), ""), 400)
+    text = "\n".join(unwrap(f, for_matching=True, envelope=_RE_KIRO_ENVELOPE) for f in fields)
     has_error_type = isinstance(data, Mapping) and "errorType" in data
     code = code if isinstance(code, int) else None
     return _Facts(code, text, sentence, has_error_type, backend, tuple(advertised))
@@ -303,6 +287,8 @@ def _facts(raw: Mapping[str, Any], backend: str, advertised: Sequence[str]) -> _
 
 def _match(facts: _Facts) -> tuple[_Rule, re.Match[str] | None]:
     """The single matcher behind both the retry verdict and the wording."""
+    if facts.code == -32002:  # ACP's "resource not found": on a session request, the session
+        return _SESSION_LOST_RULE, None
     for rule in _RULES:
         match = rule.pattern.search(facts.text) if rule.pattern else None
         if match is not None and (rule.when is None or rule.when(facts, match)):
@@ -313,21 +299,10 @@ def _match(facts: _Facts) -> tuple[_Rule, re.Match[str] | None]:
     return _UNKNOWN_RULE, None
 
 
-def _finish(text: str) -> str:
-    """Every sentence leaves through here: commands neutralized, ids short, secrets redacted."""
-
-    def command(match: re.Match[str]) -> str:
-        word = match.group(2)
-        return "/compact" if word.lower() == "compact" else f"the agent's {word} command"
-
-    text = _BANG_COMMAND.sub("", _SLASH_COMMAND.sub(command, text))
-    return redact(shorten_request_ids(text))
-
-
 def _raw_verdict(raw: Mapping[str, Any], backend: str, advertised: Sequence[str]) -> Classification:
     facts = _facts(raw, backend, advertised)
     rule, match = _match(facts)
-    return Classification(rule.kind, rule.transient, _finish(rule.render(facts, match)))
+    return Classification(rule.kind, rule.transient, person_text(rule.render(facts, match)))
 
 
 def _is_transient_raw_error(raw: Mapping[str, Any], *, backend: str = "generic",
@@ -338,8 +313,8 @@ def _is_transient_raw_error(raw: Mapping[str, Any], *, backend: str = "generic",
 
 def _died(lead: str, exit_code: int | None, tail: str, transient: bool, backend: str) -> str:
     code = f" (exit code {exit_code})" if exit_code is not None else ""
-    lines = [line.strip() for line in _ANSI.sub("", tail).splitlines() if line.strip()]
-    said = f' Its last output was: "{lines[-1][:300]}".' if lines else ""
+    lines = [line.strip() for line in strip_ansi(tail).splitlines() if line.strip()]
+    said = f' Its last output was: "{cut(lines[-1], 300)}".' if lines else ""
     retry = f" {_retry(backend).capitalize()}." if transient else ""
     return f"{lead}{code}.{said}{retry}"
 
@@ -412,17 +387,25 @@ def _exception_verdict(exc: BaseException, backend: str, advertised: Sequence[st
     elif isinstance(exc, c.AcpError):  # a subclass this table does not know yet
         return _raw_verdict(exc.raw(), backend, advertised)
     else:
-        detail = ": " + " ".join(str(exc).split())[:300] if str(exc).strip() else "."
+        detail = ": " + cut(" ".join(str(exc).split()), 300) if str(exc).strip() else "."
         kind, transient, prose = "unknown", False, f"Something went wrong while talking to the agent{detail}"
     return Classification(kind, transient, prose)
 
 
 def classify(error: _Failure, *, backend: str = "generic",
              advertised_models: Sequence[str] = ()) -> Classification:
-    """Classify a raw JSON-RPC error or an exception: kind, retry verdict and redacted prose."""
+    """Classify a raw JSON-RPC error or an exception: kind, retry verdict and redacted prose.
+
+    An exception built by :func:`error_from_rpc` carries the verdict it was built with (the backend
+    and advertised models known then); that one is returned whatever the keyword arguments say, so
+    the retry ladder and every later wording of the same error agree.
+    """
+    stored = getattr(error, "classification", None) if isinstance(error, BaseException) else None
+    if isinstance(stored, Classification):
+        return stored
     if isinstance(error, BaseException):
         verdict = _exception_verdict(error, backend, advertised_models)
-        return Classification(verdict.kind, verdict.transient, _finish(verdict.prose))
+        return Classification(verdict.kind, verdict.transient, person_text(verdict.prose))
     return _raw_verdict(error, backend, advertised_models)
 
 
@@ -432,20 +415,38 @@ def _format_acp_error(error: _Failure, *, backend: str = "generic",
     return classify(error, backend=backend, advertised_models=advertised_models).prose
 
 
+def is_session_lost(exc: BaseException) -> bool:
+    """True when the agent no longer knows the session (-32002, or its own "session not found")."""
+    from core.acp.client import AcpError  # see _exception_verdict
+
+    return isinstance(exc, AcpError) and classify(exc).kind == "session_lost"
+
+
+
+
 def error_from_rpc(raw: Mapping[str, Any], *, backend: str = "generic",
                    advertised_models: Sequence[str] = ()) -> AcpError:
-    """Build the exception a raw JSON-RPC error stands for, carrying the shared retry verdict."""
+    """Build the exception a raw JSON-RPC error stands for, carrying the shared retry verdict.
+
+    The Classification is computed once, here, and stored on the exception (``exc.classification``):
+    later callers of :func:`classify` / :func:`_format_acp_error` may not know the advertised models.
+    """
     from core.acp import client as c  # see _exception_verdict
 
     facts = _facts(raw, backend, advertised_models)
     rule, match = _match(facts)
     code, message, data = facts.code, str(raw.get("message") or ""), raw.get("data")
+    exc: AcpError
     if rule.kind == "auth":
-        command = _LOGIN_COMMAND.get(backend, "")
-        return c.AcpAuthRequired(message, agent_line=facts.sentence, command=command, code=code, data=data)
-    if rule.kind == "prompt_busy":
-        return c.AcpPromptBusy(message, code=code, data=data)
-    if rule.kind == "model_not_entitled":
+        command = login_command(backend)
+        exc = c.AcpAuthRequired(message, agent_line=facts.sentence, command=command, code=code, data=data)
+    elif rule.kind == "prompt_busy":
+        exc = c.AcpPromptBusy(message, code=code, data=data)
+    elif rule.kind == "model_not_entitled":
         model, available = _model_name(match), tuple(advertised_models)
-        return c.AcpModelUnavailable(message, model=model, available=available, code=code, data=data)
-    return c.AcpError(message, code=code, data=data, transient=rule.transient)
+        exc = c.AcpModelUnavailable(message, model=model, available=available, code=code, data=data)
+    else:
+        exc = c.AcpError(message, code=code, data=data, transient=rule.transient)
+    verdict = classify(exc, backend=backend, advertised_models=advertised_models)
+    exc.classification = Classification(rule.kind, rule.transient, verdict.prose)
+    return exc

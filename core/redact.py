@@ -7,6 +7,8 @@ them twice gives the same text as running them once.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 
@@ -28,6 +30,16 @@ def _keep_name(match: re.Match[str]) -> str:
 
 _VALUE = r"""("[^"\n]*"|'[^'\n]*'|[^\s"',;&}]+)"""
 
+
+def _discord_token(match: re.Match[str]) -> str:
+    """Three base64url parts whose first one decodes to digits (the bot's public id, kept as the hint)."""
+    first = match.group(1)
+    try:
+        decoded = base64.urlsafe_b64decode(first + "=" * (-len(first) % 4)).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return match.group(0)
+    return f"{first}.{REDACTED}" if decoded.isdigit() else match.group(0)
+
 # Order matters: header values first, so "Authorization: Bearer x" becomes one marker, and the
 # specific token shapes before the generic NAME=value rule, so their kind hint survives.
 _RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = (
@@ -45,6 +57,10 @@ _RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = (
     (re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), rf"\1{REDACTED}"),
     (re.compile(r"\b(xox[abposre](?:\.xox[a-z])?-|xapp-)[A-Za-z0-9-]{6,}"), rf"\1{REDACTED}"),
     (re.compile(r"\b(AKIA|ASIA|AIDA|AROA|AGPA|ANPA)[A-Z0-9]{16}\b"), rf"\1{REDACTED}"),
+    (re.compile(r"\b(AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), rf"\1{REDACTED}"),  # Google API keys
+    # Discord bot tokens: <base64 bot id>.<timestamp>.<hmac>; JWTs share the shape but not the digits.
+    (re.compile(r"(?<![\w.-])([A-Za-z0-9_-]{23,28})\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}(?![\w.-])"),
+     _discord_token),
     (
         re.compile(
             r"""(?i)\b((?:aws_)?secret_access_key|aws_session_token)(["']?\s*[:=]\s*["']?)"""
@@ -63,6 +79,16 @@ _RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = (
         ),
         _keep_name,
     ),
+    # A quoted JSON/dict key that names a credential by itself: {"token": "...", "password": "..."}.
+    (
+        re.compile(
+            r"""(?i)(["'](?:token|password|passwd|secret|api[_-]?key|apikey|access[_-]?token|client[_-]?secret)"""
+            r"""["'])(\s*:\s*)("[^"\n]*"|'[^'\n]*')"""
+        ),
+        _keep_name,
+    ),
+    # A bare assignment: password=..., token=... (not max_tokens=, not input_tokens=).
+    (re.compile(rf"""(?i)(?<![\w-])(password|passwd|secret|token|apikey)(\s*=\s*){_VALUE}"""), _keep_name),
 )
 
 _REQUEST_ID_AFTER_KEY = re.compile(
@@ -75,9 +101,10 @@ _BARE_REQ_ID = re.compile(r"\b(req_[A-Za-z0-9]{8,})")
 def redact(text: str) -> str:
     """Replace credentials in ``text`` with ``[redacted]``, keeping a short hint of their kind.
 
-    Covers AWS access and secret keys, GitHub, Slack and Telegram tokens, ``Bearer`` and
-    ``Authorization:`` header values, ``sk-``/``sk-ant-`` keys, URL passwords and the values of
-    env-like ``*_API_KEY=`` / ``*_TOKEN=`` / ``*_SECRET=`` assignments.
+    Covers AWS access and secret keys, GitHub, Slack, Telegram and Discord tokens, Google API keys,
+    ``Bearer`` and ``Authorization:`` header values, ``sk-``/``sk-ant-`` keys, URL passwords, the
+    values of env-like ``*_API_KEY=`` / ``*_TOKEN=`` / ``*_SECRET=`` and bare ``password=`` /
+    ``token=`` assignments, and of JSON keys such as ``"token"``, ``"password"``, ``"api_key"``.
     """
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)

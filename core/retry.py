@@ -80,6 +80,6 @@ async def with_retries(
             if counted >= policy.attempts:
                 raise
             delay = policy.delay(counted + given_back - 1, rng)
-            if on_retry is not None:
-                await on_retry(attempt, delay, exc)
+            if on_retry is not None:  # told which counted attempt comes next (never past the total)
+                await on_retry(Attempt(number=counted + 1), delay, exc)
             await sleep(delay)

@@ -256,3 +256,128 @@ def test_run_refuses_a_dashboard_off_loopback_without_an_access_token(tmp_path: 
     assert "ACP_RELAY_DASHBOARD_TOKEN" in proc.stderr  # says which variable would allow it
     no_traceback(proc)
     assert not methods(tmp_path / "record.jsonl"), "no agent was started"
+
+
+# -- audit fixes: terminal approval, refusal card, check-config ----------------------------------
+
+
+def _pty_ask(env: dict[str, str], config: Path, prompt: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`ask` with a real terminal on stdin (the approval question is only asked on a tty)."""
+    import pty
+
+    main_fd, child_fd = pty.openpty()
+    proc = subprocess.Popen([CLI, "ask", "--config", str(config), prompt], env=env, stdin=child_fd,
+                            stdout=child_fd, stderr=child_fd, start_new_session=True)
+    os.close(child_fd)
+    return proc, main_fd
+
+
+def _read_until(fd: int, needle: bytes, proc: subprocess.Popen[bytes]) -> bytes:
+    import select
+
+    seen = b""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while needle not in seen:
+        assert time.monotonic() < deadline and proc.poll() is None, seen.decode(errors="replace")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+def _finish(proc: subprocess.Popen[bytes], fd: int, within_s: float) -> int | None:
+    """The exit code within ``within_s`` seconds, else None (then the process is killed)."""
+    try:
+        return proc.wait(timeout=within_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+    finally:
+        os.close(fd)
+
+
+APPROVAL_SCRIPT = "tool t1 execute ls\npermission t1\ntext after"
+
+
+def test_ctrl_c_while_the_approval_question_waits_exits_130_without_enter(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    config = write_config(tmp_path, fake_config(tmp_path))
+    proc, fd = _pty_ask(env, config, APPROVAL_SCRIPT)
+    _read_until(fd, b"[y/a/N]", proc)
+    proc.send_signal(signal.SIGINT)
+    assert _finish(proc, fd, 10.0) == 130, "still waiting for Enter after Ctrl-C"
+    assert "session/cancel" in methods(tmp_path / "record.jsonl")
+
+
+def test_unanswered_approval_question_times_out_as_denied_without_enter(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    data = fake_config(tmp_path)
+    data["timeouts"] = {"approval_s": 0.5}
+    proc, fd = _pty_ask(env, write_config(tmp_path, data), APPROVAL_SCRIPT)
+    seen = _read_until(fd, b"after", proc)  # denied on the timeout, the turn goes on
+    assert b"permission:selected:reject" in seen
+    assert _finish(proc, fd, 10.0) == 0, "the finished run waited for Enter"
+
+
+def test_an_answer_typed_at_the_approval_question_is_used(tmp_path: Path, env: dict[str, str]) -> None:
+    proc, fd = _pty_ask(env, write_config(tmp_path, fake_config(tmp_path)), APPROVAL_SCRIPT)
+    _read_until(fd, b"[y/a/N]", proc)
+    os.write(fd, b"y\n")
+    seen = _read_until(fd, b"after", proc)
+    assert b"permission:selected:allow-once" in seen
+    assert _finish(proc, fd, 10.0) == 0
+
+
+KIRO_EXPLANATION = "The selected model cannot continue this conversation because of its content policy."
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "not-streamed"])
+def test_ask_shows_a_kiro_refusal_explanation_once(tmp_path: Path, env: dict[str, str], streamed: bool) -> None:
+    data = fake_config(tmp_path, "--kiro")
+    data["agents"]["fake"]["backend"] = "kiro"
+    meta = json.dumps({"stopReason": "CONTENT_FILTERED",
+                       "refusal": {"category": "harmful", "explanation": KIRO_EXPLANATION}})
+    script = (f"text {KIRO_EXPLANATION}\n" if streamed else "") + f"kiro_meta {meta}"
+    proc = run(env, "ask", "--config", str(write_config(tmp_path, data)), script)
+    assert proc.returncode == 1
+    assert (proc.stdout + proc.stderr).count(KIRO_EXPLANATION) == 1, proc.stdout + proc.stderr
+    assert "The model declined" in proc.stderr and "Category: harmful" in proc.stderr
+    assert ("Why:" in proc.stderr) is not streamed
+
+
+def test_check_config_redacts_secrets_anywhere_in_the_dump(tmp_path: Path, env: dict[str, str]) -> None:
+    leaks = ["sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+             "hunter2", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"]
+    data = {"agents": {"k": {"command": "kiro-cli", "args": ["acp", "--api-key", leaks[0]],
+                             "env": {"ANTHROPIC_BASE_URL": f"https://user:{leaks[2]}@proxy.example",
+                                     "GH": leaks[1]}}},
+            "surfaces": {"telegram": {"api_base_url": f"http://127.0.0.1:8081/bot123456789:{leaks[3]}"}}}
+    proc = run(env, "check-config", "--config", str(write_config(tmp_path, data)))
+    assert proc.returncode == 0, proc.stderr
+    for leak in leaks:
+        assert leak not in proc.stdout and leak not in proc.stderr
+    assert json.loads(proc.stdout)["agents"]["k"]["env"]["GH"] == "ghp_[redacted]"
+
+
+def test_check_config_reports_an_enabled_surface_this_version_does_not_have(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    data = fake_config(tmp_path)
+    data["surfaces"] = {"telegram": {"enabled": True}, "slack": {"enabled": False}}
+    proc = run(env, "check-config", "--config", str(write_config(tmp_path, data)))
+    assert proc.returncode == 2
+    assert "surfaces.telegram.enabled: this version has no telegram surface yet" in proc.stderr
+    assert "slack" not in proc.stderr and "dashboard" not in proc.stderr
+    assert proc.stdout == ""
+    no_traceback(proc)
+
+
+def test_check_config_with_an_unknown_default_agent_and_no_agents_exits_2(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    proc = run(env, "check-config", "--config", str(write_config(tmp_path, {"default_agent": "nope"})))
+    assert proc.returncode == 2
+    assert "default_agent" in proc.stderr and "kiro" in proc.stderr
+    no_traceback(proc)

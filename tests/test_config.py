@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from core.config import AgentConfig, ConfigError, RelayConfig, load_config, load_config_strict, secret
+from core.config import (
+    BUILTIN_AGENT_NAMES,
+    AgentConfig,
+    ConfigError,
+    RelayConfig,
+    load_config,
+    load_config_strict,
+    secret,
+)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.json"
 
@@ -174,6 +182,26 @@ def test_default_agent_must_name_an_agent(tmp_path: Path) -> None:
     assert "a" in msg
 
 
+def test_default_agent_without_configured_agents_must_name_a_built_in_one(tmp_path: Path) -> None:
+    [(path, msg)] = problems_of(tmp_path, {"default_agent": "nope"})
+    assert path == "default_agent"
+    assert all(name in msg for name in BUILTIN_AGENT_NAMES)
+    for name in BUILTIN_AGENT_NAMES:
+        assert load_config(write(tmp_path, {"default_agent": name})).default_agent == name
+
+
+def test_a_broken_agents_section_is_not_blamed_on_default_agent(tmp_path: Path) -> None:
+    assert paths_of(tmp_path, {"agents": {"a": {}}, "default_agent": "a"}) == ["agents.a.command"]
+
+
+def test_built_in_agent_names_are_the_agents_the_relay_can_fall_back_to() -> None:
+    from core.agents import BUILTIN_AGENTS, choose_agent
+
+    assert tuple(BUILTIN_AGENTS) == BUILTIN_AGENT_NAMES
+    for name in BUILTIN_AGENT_NAMES:
+        assert choose_agent(RelayConfig(default_agent=name)) == (name, BUILTIN_AGENTS[name])
+
+
 def test_default_agent_null_stays_null_so_the_relay_picks_from_path_at_run(tmp_path: Path) -> None:
     cfg = load_config_strict(write(tmp_path, {"agents": {"z": {"command": "z"}, "a": {"command": "a"}}}))
     assert cfg.default_agent is None
@@ -236,6 +264,29 @@ def test_effective_dump_masks_secret_looking_env_values(tmp_path: Path) -> None:
     assert "sk-1" not in json.dumps(dumped)
     assert cfg.effective_dump(mask_secrets=False)["agents"]["a"]["env"] == env
     assert cfg.agents["a"].env == env  # masking never touches the live config
+
+
+def test_effective_dump_redacts_secrets_under_any_key(tmp_path: Path) -> None:
+    secrets = ["sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+               "hunter2", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0", "plain-value-after-a-flag", "eq-flag-value"]
+    data = {
+        "agents": {"k": {
+            "command": "kiro-cli",
+            "args": ["acp", "--api-key", secrets[0], "--token", secrets[4], f"--password={secrets[5]}", "--verbose"],
+            "env": {"ANTHROPIC_BASE_URL": f"https://user:{secrets[2]}@proxy.example", "GH": secrets[1]},
+        }},
+        "surfaces": {"telegram": {"api_base_url": f"http://127.0.0.1:8081/bot123456789:{secrets[3]}"}},
+    }
+    cfg = load_config(write(tmp_path, data))
+    dumped = cfg.effective_dump()
+    text = json.dumps(dumped)
+    for value in secrets:
+        assert value not in text
+    agent = dumped["agents"]["k"]
+    assert agent["args"] == ["acp", "--api-key", "****", "--token", "****", "--password=****", "--verbose"]
+    assert agent["env"] == {"ANTHROPIC_BASE_URL": "https://user:[redacted]@proxy.example", "GH": "ghp_[redacted]"}
+    assert dumped["surfaces"]["telegram"]["api_base_url"] == "http://127.0.0.1:8081/bot123456789:[redacted]"
+    assert cfg.effective_dump(mask_secrets=False)["agents"]["k"]["args"] == data["agents"]["k"]["args"]
 
 
 def test_effective_dump_is_plain_json_that_loads_back(tmp_path: Path) -> None:

@@ -27,7 +27,15 @@ from core.acp.client import (
 )
 from core.acp.runtime import AcpWorkspaceBindingError
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError
-from core.failures import _format_acp_error, _is_transient_raw_error, classify, error_from_rpc
+from core.failures import (
+    _format_acp_error,
+    _is_transient_raw_error,
+    classify,
+    error_from_rpc,
+    is_session_lost,
+    login_command,
+    person_text,
+)
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 ENVELOPE = "Encountered an error in the response stream: "
@@ -362,8 +370,14 @@ def test_a_backtrace_in_the_message_is_cut_off() -> None:
 
 
 def test_oversized_shows_the_provider_sentence_verbatim() -> None:
+    # The provider's sentence is still quoted verbatim; the prose around it gives the kind a fixed
+    # marker ("too large") and says what to do, which the bare sentence alone did not.
     got = classify(kiro(f"{ENVELOPE}Input is too long."), backend="kiro")
-    assert (got.kind, got.prose) == ("oversized", "Input is too long.")
+    assert (got.kind, got.prose) == (
+        "oversized",
+        'The message was too large for the model; it said: "Input is too long". '
+        "Send a shorter message, or split it up.",
+    )
 
 
 def test_codex_fallback_metadata_warning_is_not_a_model_failure() -> None:
@@ -376,13 +390,15 @@ def test_codex_fallback_metadata_warning_is_not_a_model_failure() -> None:
 
 CAPTURED = {
     ("claude-new-0.101.0-node20.jsonl", 2): ("auth", False),
-    ("claude-new-0.101.0-node20.jsonl", 3): ("unknown", False),
+    # session/load of an id the agent does not have: a lost session (was "unknown", so the relay
+    # showed the raw wording instead of starting a new conversation).
+    ("claude-new-0.101.0-node20.jsonl", 3): ("session_lost", False),
     ("claude-new-mock-400.jsonl", 2): ("malformed", False),
     ("claude-new-mock-401.jsonl", 2): ("auth", False),
     ("claude-new-mock-429.jsonl", 2): ("rate_limit", True),
     ("claude-new-mock-529.jsonl", 2): ("overloaded", True),
     ("claude-zed-0.23.1.jsonl", 2): ("auth", False),
-    ("claude-zed-0.23.1.jsonl", 3): ("unknown", False),
+    ("claude-zed-0.23.1.jsonl", 3): ("session_lost", False),  # -32002 Resource not found, same reason
     ("codex-zed-0.16.0.jsonl", 1): ("auth", False),
     ("codex-zed-0.16.0.jsonl", 2): ("auth", False),
     ("codex-zed-0.16.0.jsonl", 3): ("auth", False),
@@ -430,6 +446,12 @@ def test_captured_401_names_how_to_log_in_per_backend() -> None:
 
 PATTERN_SAMPLES: dict[str, list[tuple[str, tuple[str, ...]]]] = {
     "_RE_PROMPT_BUSY": [("Prompt already in progress", ())],
+    "_RE_SESSION_LOST": [
+        ("Session not found", ()),
+        ("Session 0c1e-22 not found", ()),
+        ("Unknown session: 0c1e-22", ()),
+        ("Error: No conversation found with session ID: 0c1e-22", ()),
+    ],
     "_RE_AUTH": [("You are not logged in, please log in with kiro-cli login", ()), ("status 401", ())],
     "_RE_REFUSAL": [("appears to violate our Usage Policy", ())],
     "_RE_MODEL_NOT_AVAILABLE": [(NOT_AVAILABLE, ()), (NOT_AVAILABLE, ("claude-opus-4.5",))],
@@ -453,13 +475,14 @@ PATTERN_SAMPLES: dict[str, list[tuple[str, tuple[str, ...]]]] = {
 }
 KIND_MARKER = {
     "prompt_busy": "still working",
+    "session_lost": "no longer has this conversation",
     "auth": "not signed in",
     "refusal": "declined",
     "model_not_entitled": "Choose another model",
     "model_temporarily_unavailable": "please try again",
     "usage_limit": "usage limit has been reached",
     "context_overflow": "context window",
-    "oversized": "",
+    "oversized": "too large",
     "malformed": "malformed",
     "rate_limit": "rate-limiting",
     "overloaded": "overloaded",
@@ -731,3 +754,171 @@ def test_formatted_errors_are_redacted(secret: str, hint: str) -> None:
 def test_a_long_sentence_is_cut_without_leaking_a_cut_token() -> None:
     prose = _format_acp_error(kiro("x" * 384 + " sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx " + "y" * 40))
     assert "api03" not in prose and prose.endswith("…")
+
+
+# -- one verdict per exception, whoever asks later ---------------------------------------------------
+
+
+def test_exception_from_rpc_keeps_its_verdict_when_a_later_caller_lacks_the_advertised_models() -> None:
+    # Kiro: "The model 'X' is not available" with X advertised is capacity (retried); the engine and
+    # `ask` word the final failure without the advertised models and must still say capacity.
+    exc = error_from_rpc(kiro(NOT_AVAILABLE), backend="kiro", advertised_models=("auto", "claude-opus-4.5"))
+    expected = classify(kiro(NOT_AVAILABLE), backend="kiro", advertised_models=("auto", "claude-opus-4.5"))
+    assert (expected.kind, expected.transient) == ("model_temporarily_unavailable", True)
+    assert exc.transient is True
+    for opts in ({}, {"backend": "generic"}, {"backend": "kiro"}, {"advertised_models": ("auto",)}):
+        assert classify(exc, **opts) == expected
+        assert _format_acp_error(exc, **opts) == expected.prose
+    assert "no capacity right now" in _format_acp_error(exc)
+    assert "upgrade" not in _format_acp_error(exc)
+
+
+def test_every_exception_from_rpc_carries_the_verdict_it_was_built_with() -> None:
+    for case in CASES:
+        exc = error_from_rpc(case.raw, backend=case.backend, advertised_models=case.advertised)
+        stored = exc.classification  # type: ignore[attr-defined]
+        assert (stored.kind, stored.transient) == (case.kind, case.transient) == (stored.kind, exc.transient)
+
+
+# -- redact first, then cut --------------------------------------------------------------------------
+
+TOKENS = [
+    ("sk-ant-api03-" + "A" * 40, "sk-ant-"),
+    ("ghp_" + "B" * 36, "ghp_"),
+    ("123456789:" + "C" * 35, "123456789:"),
+]
+
+
+@pytest.mark.parametrize(("token", "hint"), TOKENS, ids=[t[1] for t in TOKENS])
+@pytest.mark.parametrize("pad", [270, 280, 285, 290, 295])
+def test_a_token_at_the_cut_never_leaves_a_prefix_behind(token: str, hint: str, pad: int) -> None:
+    secret_part = token.removeprefix(hint)  # "AAAA…": any three of them in the prose is a leak
+    for exc in (
+        AcpProcessDied("died", exit_code=1, stderr_tail="boot\n" + "x" * pad + " key " + token),
+        AcpRuntimeDead(exit_code=1, stderr_tail="y" * pad + " " + token),
+        RuntimeError("z" * pad + " " + token),
+    ):
+        prose = _format_acp_error(exc)
+        assert secret_part[:3] not in prose, prose
+
+
+# -- raw JSON, tracebacks and panics never reach a person ----------------------------------------------
+
+RAW_SHAPES = [
+    (
+        "truncated-json",
+        {"code": -32603, "message": 'Internal error: API Error: 400 {"type":"error","error":{"type":'
+         '"invalid_request_error","message":"messages.3: tool_use ids were found without'},
+        "The agent reported an error: API Error: 400 messages.3: tool_use ids were found without…",
+    ),
+    (
+        "truncated-json-before-the-message",
+        {"code": -32603, "message": 'Internal error: API Error: 400 {"type":"error","error":{"ty'},
+        "The agent reported an error: API Error: 400",
+    ),
+    (
+        "python-traceback-first",
+        kiro('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    boom()\n'
+             "ValueError: bad input"),
+        "The agent reported an error: ValueError: bad input",
+    ),
+    (
+        "rust-panic",
+        kiro("thread 'main' panicked at src/x.rs:1:1:\nindex out of range\n"
+             "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"),
+        "The agent reported an error: index out of range",
+    ),
+    (
+        "rust-panic-old-format",
+        kiro("thread 'tokio-runtime-worker' panicked at 'called `Option::unwrap()` on a `None` value', "
+             "src/main.rs:10:5\nstack backtrace:\n   0: rust_begin_unwind"),
+        "The agent reported an error: called `Option::unwrap()` on a `None` value",
+    ),
+    ("backtrace-first", kiro("BACKTRACE\n   6: chat_cli::cli::chat::ChatSession"),
+     "The agent failed without giving a reason."),
+]
+
+
+@pytest.mark.parametrize(("name", "raw", "prose"), RAW_SHAPES, ids=[r[0] for r in RAW_SHAPES])
+def test_raw_json_tracebacks_and_panics_become_the_providers_sentence(
+        name: str, raw: dict[str, Any], prose: str) -> None:
+    got = classify(raw)
+    assert got.prose == prose
+    for leak in ("{", '"type"', "Traceback", "File ", "panicked", "RUST_BACKTRACE", ".rs:", "backtrace"):
+        assert leak not in got.prose
+
+
+def test_a_cut_off_json_body_still_classifies_by_its_type() -> None:
+    raw = {"code": -32603, "message": 'Internal error: API Error: 529 {"type":"error","error":{"type":'
+           '"overloaded_error","message":"Overloa'}
+    assert (classify(raw).kind, classify(raw).transient) == ("overloaded", True)
+
+
+# -- a lost session ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        AcpError("Resource not found", code=-32002, data={"uri": "s1"}),
+        error_from_rpc({"code": -32002, "message": "Resource not found: s1", "data": {"uri": "s1"}}),
+        error_from_rpc({"code": -32603, "message": "Internal error", "data": {"details": "Session not found"}}),
+        error_from_rpc(kiro("Session s-42 not found")),
+        AcpError("Internal error: Unknown session: s1", code=-32603),
+    ],
+    ids=["32002", "32002-rpc", "claude-details", "kiro-string", "message-only"],
+)
+def test_a_session_the_agent_no_longer_has_is_lost(exc: AcpError) -> None:
+    assert is_session_lost(exc)
+    got = classify(exc, backend="kiro")
+    assert (got.kind, got.transient) == ("session_lost", False)
+    assert "no longer has this conversation" in got.prose and "new conversation" in got.prose
+    assert not SLASH_WORD.search(got.prose)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        AcpError("Internal error: MCP tool not found in this session", code=-32603),
+        error_from_rpc(kiro("MCP tool not found in this session")),
+        error_from_rpc(kiro("Tool 'grep' not found for session s1")),
+        AcpError("file not found; the session continues", code=-32603),
+        AcpPromptBusy(),
+        AcpRuntimeDead(exit_code=1, stderr_tail="Session not found"),
+        RuntimeError("Session not found"),
+    ],
+    ids=["mcp-tool", "mcp-tool-rpc", "tool-for-session", "file", "busy", "dead", "not-acp"],
+)
+def test_not_found_about_something_else_is_not_a_lost_session(exc: BaseException) -> None:
+    assert not is_session_lost(exc)
+
+
+# -- the words a person reads --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Use !new to continue", "Use the agent's new command to continue"),
+        ("Use /new to continue", "Use the agent's new command to continue"),
+        ("Try !compact or /compact", "Try /compact or /compact"),
+        ("see https://x.example/a/b and ~/src/app", "see https://x.example/a/b and ~/src/app"),
+        ("Please double press esc to edit your last message or start again",
+         "Please rephrase your last message or start again"),
+        ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx", "key sk-ant-[redacted]"),
+        ("wow!great", "wow!great"),
+    ],
+)
+def test_person_text_describes_commands_and_redacts(text: str, expected: str) -> None:
+    assert person_text(text) == expected
+    assert person_text(expected) == expected
+
+
+def test_login_command_never_names_a_path() -> None:
+    assert login_command("generic", "/opt/bin/kiro-cli") == "kiro-cli login"
+    assert login_command("kiro", "/usr/bin/python3") == "kiro-cli login"
+    assert login_command("generic", "/usr/bin/python3") == ""
+    exc = AcpAuthRequired("no", agent_line="error: You are not logged in", command="/home/u/.local/bin/kiro-cli")
+    prose = _format_acp_error(exc)
+    assert "Run kiro-cli login on the machine where the relay runs." in prose
+    assert "/home" not in prose and "/bin" not in prose

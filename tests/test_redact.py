@@ -60,6 +60,20 @@ SECRETS = [
     ),
     ("x-api-key: plain-gateway-key-000111", "plain-gateway-key-000111", "x-api-key: [redacted]"),
     ("postgres://relay:hunter2hunter2@db:5432/x", "hunter2hunter2", "relay:[redacted]@db"),
+    ('{"token": "abc123def456"}', "abc123def456", '"token": "[redacted]"'),
+    ('{"password": "correct horse"}', "correct horse", '"password": "[redacted]"'),
+    ("{'secret': 's3cr3t-value'}", "s3cr3t-value", "'secret': '[redacted]'"),
+    ('{"api_key": "plain-key-0001"}', "plain-key-0001", '"api_key": "[redacted]"'),
+    ('{"apiKey": "plain-key-0002"}', "plain-key-0002", '"apiKey": "[redacted]"'),
+    ("login with password=hunter2 now", "hunter2", "password=[redacted]"),
+    ("https://x.example/cb?token=abc123&next=1", "abc123", "token=[redacted]&next=1"),
+    (
+        "bot MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbCd.abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+        "MTIzNDU2Nzg5MDEyMzQ1Njc4.[redacted]",
+    ),
+    ("key=AIzaSyA-1234567890abcdefghijklmnopqrstu", "SyA-1234567890abcdefghijklmnopqrstu", "AIza[redacted]"),
+    ("maps AIzaSyA-1234567890abcdefghijklmnopqrstu ok", "SyA-1234567890abcdefghijklmnopqrstu", "AIza[redacted]"),
 ]
 
 
@@ -97,6 +111,10 @@ def test_several_secrets_in_one_line_are_all_removed() -> None:
         "The model 'claude-opus-4.5' is not available",
         "Number of request tokens has exceeded your per-minute rate limit",
         "Bearer short",
+        "max_tokens=4096 tokens=12 input_tokens=10",
+        '{"type": "error", "message": "no token given"}',
+        "a.b.c and v1.2.3 and eyJhbGciOiJIUzI1NiJ9abc.eyJzdWIi.abcdefghijklmnopqrstuvwxyz0123",
+        "PWD=/home/relay/project",
     ],
 )
 def test_redact_leaves_harmless_text_alone(text: str) -> None:

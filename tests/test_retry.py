@@ -98,3 +98,18 @@ async def test_attempts_given_back_are_bounded() -> None:
     with pytest.raises(AcpRuntimeDead):
         await run(script)
     assert len(script.calls) <= 2 * POLICY.attempts
+
+
+async def test_the_retry_notice_never_counts_past_the_total() -> None:
+    numbers: list[int] = []
+
+    async def on_retry(next_attempt: Attempt, delay: float, exc: BaseException) -> None:
+        numbers.append(next_attempt.number)
+
+    died = AcpRuntimeDead("agent exited")
+    script = Script((transient(), True, False), (died, False, False), (died, False, False),
+                    (transient(), True, False), (transient(), True, False))
+    with pytest.raises(AcpError):
+        await with_retries(script, policy=POLICY, on_retry=on_retry, sleep=script.sleep, rng=random.Random(3))
+    assert numbers and max(numbers) <= POLICY.attempts
+    assert numbers == sorted(numbers)

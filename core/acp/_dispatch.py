@@ -26,11 +26,13 @@ from core.acp.types import (
     UsageUpdate,
     UserChunk,
 )
+from core.failures import person_text
 from core.redact import redact
 
 __all__ = [
     "ACP_BACKENDS_STRUCTURED_REFUSAL",
     "KIRO_INTERRUPTED",
+    "dicts",
     "event_from_extension",
     "event_from_update",
     "parse_refusal",
@@ -56,6 +58,11 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(_text_of(c) for c in content)
     return ""
+
+
+def dicts(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list field; anything else (null, a number, a string) reads as empty."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _log_unknown_once(kind: str) -> None:
@@ -84,16 +91,14 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
     if kind == "plan":
         entries = tuple(
             PlanEntry(str(e.get("content", "")), str(e.get("status", "pending")), str(e.get("priority", "medium")))
-            for e in update.get("entries", []) if isinstance(e, dict))
+            for e in dicts(update.get("entries")))
         return PlanUpdate(entries)
     if kind == "available_commands_update":
-        cmds = update.get("availableCommands", [])
-        return AvailableCommands(tuple(str(c.get("name")) for c in cmds if isinstance(c, dict)))
+        return AvailableCommands(tuple(str(c.get("name")) for c in dicts(update.get("availableCommands"))))
     if kind == "current_mode_update":
         return ModeChanged(str(update.get("currentModeId", update.get("modeId", ""))))
     if kind == "config_option_update":
-        opts = update.get("configOptions", [])
-        return ConfigOptions(tuple(o for o in opts if isinstance(o, dict)))
+        return ConfigOptions(tuple(dicts(update.get("configOptions"))))
     if kind == "usage_update":
         used, size = update.get("used"), update.get("size")
         return UsageUpdate(used if isinstance(used, int) else None, size if isinstance(size, int) else None)
@@ -112,7 +117,8 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
 def parse_refusal(params: dict[str, Any], backend: str) -> RefusalInfo | None:
     """Kiro's CONTENT_FILTERED metadata -> RefusalInfo (structured-refusal backends only).
 
-    Fields the provider did not send stay empty; the explanation is redacted here, at the parser.
+    Fields the provider did not send stay empty; the explanation is made fit for a person here, at the
+    parser (redacted, commands described), like every other sentence an agent sends a person.
     """
     if backend not in ACP_BACKENDS_STRUCTURED_REFUSAL:
         return None
@@ -130,7 +136,7 @@ def parse_refusal(params: dict[str, Any], backend: str) -> RefusalInfo | None:
 
     return RefusalInfo(
         category=field("category"),
-        explanation=redact(field("explanation")),
+        explanation=person_text(field("explanation")),
         recommended_model=field("recommendedModel", "recommended_model"),
     )
 
@@ -142,23 +148,24 @@ _RE_SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:\[\]-]+)")
 def refusal_from_error(message: str) -> RefusalInfo:
     """claude-agent-acp 0.23.x reports a usage-policy refusal as an error naming a model to try.
 
-    Only what the provider said is kept: its sentence (redacted) and the model it named.
+    Only what the provider said is kept: its sentence (redacted, its terminal commands described in
+    words, as in all prose) and the bare id of the model it named.
     """
     sentence = _RE_ERROR_PREFIX.sub("", message).strip()
     model = _RE_SUGGESTED_MODEL.search(sentence)
-    return RefusalInfo(explanation=redact(sentence), recommended_model=model.group(1) if model else "")
+    return RefusalInfo(explanation=person_text(sentence), recommended_model=model.group(1) if model else "")
 
 
 def event_from_extension(method: str, params: dict[str, Any], backend: str) -> AcpEvent | None:
     """Kiro's ``_kiro.dev/*`` notifications -> events; other extensions -> UnknownUpdate."""
     if method == "_kiro.dev/metadata":
         pct = params.get("contextUsagePercentage")
-        credits = sum(float(m.get("value", 0)) for m in params.get("meteringUsage", []) or []
-                      if isinstance(m, dict) and isinstance(m.get("value"), int | float))
+        metering = dicts(params.get("meteringUsage"))
+        credits = sum(float(m["value"]) for m in metering if isinstance(m.get("value"), int | float))
         turn = params.get("turnDurationMs")
         return KiroMetadata(
             context_pct=float(pct) if isinstance(pct, int | float) else None,
-            credits=credits if params.get("meteringUsage") else None,
+            credits=credits if metering else None,
             turn_ms=int(turn) if isinstance(turn, int | float) else None,
             refusal=parse_refusal(params, backend),
         )

@@ -29,6 +29,8 @@ class AcpError(Exception):
     """
 
     transient: ClassVar[bool] = False
+    #: Set by ``core.failures.error_from_rpc`` on what it builds: the verdict and prose, computed once.
+    classification: Any = None
 
     def __init__(
         self,
@@ -61,8 +63,8 @@ class AcpTimeoutError(AcpError):
 class AcpPermissionNeeded(AcpError):
     """A tool call needs approval and the caller supplied no approver."""
 
-    def __init__(self, message: str = "", *, tool_title: str = "", tool_kind: str = "") -> None:
-        super().__init__(message)
+    def __init__(self, message: str = "", *, tool_title: str = "", tool_kind: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
         self.tool_title = tool_title
         self.tool_kind = tool_kind
 
@@ -72,15 +74,8 @@ class AcpProcessDied(AcpError):
 
     transient = True
 
-    def __init__(
-        self,
-        message: str = "",
-        *,
-        exit_code: int | None = None,
-        stderr_tail: str = "",
-        partial_output: str = "",
-    ) -> None:
-        super().__init__(message, partial_output=partial_output)
+    def __init__(self, message: str = "", *, exit_code: int | None = None, stderr_tail: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
 
@@ -89,7 +84,8 @@ class AcpAuthRequired(AcpError):
     """The agent is not logged in. ``agent_line`` is the agent's own sentence about it."""
 
     def __init__(self, message: str = "", *, agent_line: str = "", command: str = "", **kw: Any) -> None:
-        super().__init__(message, transient=False, **kw)
+        kw["transient"] = False  # logging in is the person's job: never retried
+        super().__init__(message, **kw)
         self.agent_line = agent_line
         self.command = command
 
@@ -97,12 +93,17 @@ class AcpAuthRequired(AcpError):
 class AcpToolGateUnroutable(AcpError):
     """Tool calls would bypass the PreToolUse gate (a configuration fact; wraps ToolGateUnroutable)."""
 
+    def __init__(self, message: str = "", **kw: Any) -> None:
+        kw["transient"] = False  # a respawn reads the same configuration: never retried
+        super().__init__(message, **kw)
+
 
 class AcpModelUnavailable(AcpError):
     """The requested model is not entitled on this account (absent from the advertised models)."""
 
     def __init__(self, message: str = "", *, model: str = "", available: tuple[str, ...] = (), **kw: Any) -> None:
-        super().__init__(message, transient=False, **kw)
+        kw["transient"] = False  # the plan lacks the model: never retried
+        super().__init__(message, **kw)
         self.model = model
         self.available = available
 

@@ -58,6 +58,7 @@ class ReaderStats:
     non_json: int = 0
     non_object: int = 0
     oversized: int = 0
+    bad_frames: int = 0  # well-formed JSON-RPC whose params did not have the expected shape
 
 
 class _Pending:
@@ -186,7 +187,14 @@ class JsonRpcConnection:
                     now = asyncio.get_running_loop().time()
                     for idle in self._idle_pending:
                         idle.last_activity = now
-                self._on_notification(method, frame.get("params"))
+                try:
+                    self._on_notification(method, frame.get("params"))
+                except Exception:  # one malformed frame costs that frame, never the connection
+                    self.stats.bad_frames += 1
+                    if self.stats.bad_frames == 1:
+                        log.warning("skipped a %s frame this relay could not read", method, exc_info=True)
+                    else:
+                        log.debug("skipped a %s frame this relay could not read", method)
             return
         rid = frame.get("id")
         pending = self._pending.pop(rid, None) if isinstance(rid, int) else None
@@ -285,6 +293,11 @@ class JsonRpcConnection:
         self._pending.clear()
         for task in self._request_tasks:
             task.cancel()
+
+    @property
+    def pending(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._pending)
 
     @property
     def closed(self) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from core.acp.client import AcpProcessDied
 from core.acp.connection import DEFAULT_LINE_CAP
 from core.acp.runtime import AcpRuntime
-from core.acp.session_handle import AcpRuntimeDead
+from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead
 from core.acp.spec import AgentSpec
 
 __all__ = ["RuntimePool"]
@@ -42,6 +42,7 @@ class RuntimePool:
         self._last_death: dict[tuple[str, str], AcpRuntimeDead] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._closed = False
         self.spawned = 0
 
     @staticmethod
@@ -51,6 +52,8 @@ class RuntimePool:
 
     async def acquire(self, spec: AgentSpec, cwd: str | None = None) -> AcpRuntime:
         """A live runtime for (agent, cwd), spawning or respawning it as needed."""
+        if self._closed:
+            raise AcpRuntimeDead("the relay is shutting down")
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever(), name="acp-pool-reaper")
         key = self.key(spec, cwd)
@@ -72,6 +75,12 @@ class RuntimePool:
                 self._record_death(key, AcpRuntimeDead(str(exc), exit_code=exc.exit_code,
                                                        stderr_tail=exc.stderr_tail))
                 raise
+            except AcpRequestTimeout as exc:  # so is an agent that never answers initialize
+                self._record_death(key, AcpRuntimeDead(str(exc)))
+                raise
+            if self._closed:  # the pool closed while this agent was starting
+                await runtime.close()
+                raise AcpRuntimeDead("the relay is shutting down")
             self.spawned += 1
             self._runtimes[key] = runtime
             return runtime
@@ -118,6 +127,7 @@ class RuntimePool:
 
     async def close(self) -> None:
         """Stop every agent process (stdin EOF, SIGTERM, SIGKILL) and the reaper."""
+        self._closed = True
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

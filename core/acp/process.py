@@ -23,7 +23,8 @@ _KEPT_ENV = ("PATH", "HOME", "USER", "LANG", "TERM", "SHELL")
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 INSTALL_HINTS = {
     "kiro-cli": "install Kiro CLI from kiro.dev and run `kiro-cli login`",
-    "claude-agent-acp": "npm install -g @zed-industries/claude-agent-acp",
+    "claude-agent-acp": "npm install -g @agentclientprotocol/claude-agent-acp (the package was called "
+    "@zed-industries/claude-agent-acp before)",
     "codex-acp": "npm install -g @zed-industries/codex-acp",
 }
 

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
-from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied
+from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied, AcpPromptBusy
 from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
 from core.acp.process import AgentProcess, child_env
 from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeDead, AcpRuntimeError
 from core.acp.spec import AgentSpec, detect_backend
 from core.acp.tool_gate import check_routable
-from core.failures import error_from_rpc
+from core.failures import error_from_rpc, login_command
 
 __all__ = ["CLIENT_INFO", "AcpRuntime", "AcpWorkspaceBindingError"]
 
@@ -108,7 +107,8 @@ class AcpRuntime:
         lines = self.process.stderr.lines()
         login = next((ln.strip() for ln in reversed(lines) if _NOT_LOGGED_IN.search(ln)), "")
         if login:
-            raise AcpAuthRequired(login, agent_line=login, command=self.spec.command) from exc
+            raise AcpAuthRequired(login, agent_line=login,
+                                  command=login_command(self.backend, self.spec.command)) from exc
         raise AcpProcessDied(
             f"agent {self.spec.name} exited before answering initialize",
             exit_code=self.process.proc.returncode, stderr_tail=self.process.stderr.tail()) from exc
@@ -160,7 +160,8 @@ class AcpRuntime:
 
     @property
     def busy(self) -> bool:
-        return any(s.busy for s in self.sessions.values())
+        """A turn runs, or a request (a session/load replaying history, say) awaits its answer."""
+        return self.conn.pending > 0 or any(s.busy for s in self.sessions.values())
 
     def stderr_tail(self, lines: int = 5) -> str:
         return self.process.stderr.tail(lines)
@@ -180,7 +181,7 @@ class AcpRuntime:
             raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
 
     def _check_cwd(self, cwd: str | None) -> None:
-        if cwd is not None and os.path.realpath(os.path.expanduser(cwd)) != self.cwd:
+        if cwd is not None and str(self.spec.with_cwd(cwd).expanded_cwd()) != self.cwd:
             raise AcpWorkspaceBindingError(f"agent {self.spec.name} runs in {self.cwd}, not in {cwd}")
 
     async def new_session(self, cwd: str | None = None) -> AcpSession:
@@ -197,7 +198,11 @@ class AcpRuntime:
         self._check_cwd(cwd)
         if not self.load_supported:
             raise AcpError("this agent cannot resume sessions", code=-32601, transient=False)
-        session = AcpSession(self, session_id, {}, loading=True)
+        existing = self.sessions.get(session_id)  # reloading one served here keeps its live handle
+        if existing is not None and existing.busy:
+            raise AcpPromptBusy("a prompt is in flight on this session; it cannot be reloaded now")
+        session = existing or AcpSession(self, session_id, {}, loading=True)
+        session.loading = True
         self.sessions[session_id] = session
         params: dict[str, Any] = {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
         if meta:
@@ -205,7 +210,9 @@ class AcpRuntime:
         try:
             result = await self.request("session/load", params, idle_budget=True)
         except BaseException:
-            self.sessions.pop(session_id, None)
+            session.loading = False
+            if existing is None:
+                self.sessions.pop(session_id, None)
             raise
         session.loaded(result if isinstance(result, dict) else {})
         await session.prepare()

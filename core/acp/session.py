@@ -8,8 +8,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update, refusal_from_error
-from core.acp.client import AcpError, AcpModelUnavailable, AcpProcessDied, AcpPromptBusy, AcpTimeoutError
+from core.acp._dispatch import (
+    KIRO_INTERRUPTED,
+    dicts,
+    event_from_extension,
+    event_from_update,
+    refusal_from_error,
+)
+from core.acp.client import (
+    AcpError,
+    AcpModelUnavailable,
+    AcpProcessDied,
+    AcpPromptBusy,
+    AcpTimeoutError,
+    AcpToolGateUnroutable,
+)
 from core.acp.connection import Reply
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.tool_gate import Approver, decide
@@ -39,9 +52,23 @@ log = logging.getLogger("acp_relay.acp.session")
 EventSink = Callable[[AcpEvent], None]
 _TOOL_RAN = frozenset({"in_progress", "completed", "failed"})
 #: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
-_BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "full-access"})
+_BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "dontAsk", "full-access"})
+#: Where to go instead, in order of preference (claude: default; codex: read-only).
+_ASKING_MODES = ("default", "read-only")
 #: ``_meta`` keys of a session/new answer that a later session/load needs back.
 _LOAD_META_KEYS = frozenset({"_kiro.dev/session_file"})
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _select_values(options: Any) -> list[dict[str, Any]]:
+    """A select's values, flat or grouped under headers (schema: SessionConfigSelectGroup)."""
+    flat: list[dict[str, Any]] = []
+    for item in dicts(options):
+        flat.extend(dicts(item["options"]) if "group" in item and "value" not in item else [item])
+    return flat
 
 
 def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -59,6 +86,7 @@ class _Turn:
     stats: AcpPromptStats = field(default_factory=AcpPromptStats)
     tools: dict[str, ToolCall] = field(default_factory=dict)
     ended: asyncio.Event = field(default_factory=asyncio.Event)  # ended without a prompt response
+    failed: asyncio.Event = field(default_factory=asyncio.Event)  # ``error`` was set on our side
     done: asyncio.Event = field(default_factory=asyncio.Event)  # prompt() has returned or raised
     forced_stop: str = STOP_REASON_END_TURN
     cancel_requested: bool = False
@@ -90,21 +118,20 @@ class AcpSession:
             self.meta = dict(result["_meta"])
         models = result.get("models")
         if isinstance(models, dict):
-            self.models = tuple(str(m.get("modelId")) for m in models.get("availableModels", [])
-                                if isinstance(m, dict))
-            self.current_model = models.get("currentModelId") or self.current_model
+            self.models = tuple(str(m.get("modelId")) for m in dicts(models.get("availableModels")))
+            self.current_model = _str(models.get("currentModelId")) or self.current_model
         self._read_config_options(result.get("configOptions"))
         modes = result.get("modes")
         if isinstance(modes, dict):
-            self.modes = tuple(str(m.get("id")) for m in modes.get("availableModes", []) if isinstance(m, dict))
-            self.current_mode = modes.get("currentModeId") or self.current_mode
+            self.modes = tuple(str(m.get("id")) for m in dicts(modes.get("availableModes")))
+            self.current_mode = _str(modes.get("currentModeId")) or self.current_mode
 
     def _read_config_options(self, options: Any) -> None:
-        for opt in options if isinstance(options, list | tuple) else ():
-            if isinstance(opt, dict) and opt.get("category") == "model":
+        for opt in dicts(list(options) if isinstance(options, tuple) else options):
+            if opt.get("category") == "model":
                 self.model_config_id = str(opt.get("id"))
-                self.models = tuple(str(o.get("value")) for o in opt.get("options", []) if isinstance(o, dict))
-                self.current_model = opt.get("currentValue") or self.current_model
+                self.models = tuple(str(o.get("value")) for o in _select_values(opt.get("options")))
+                self.current_model = _str(opt.get("currentValue")) or self.current_model
 
     def load_meta(self) -> dict[str, Any]:
         """What ``session/load`` must carry to find this session again (Kiro's session file)."""
@@ -116,9 +143,11 @@ class AcpSession:
 
     async def prepare(self) -> None:
         """Leave a mode that would run tools without asking, when the gate must see them."""
-        if self.runtime.spec.tool_gate != "allow" and self.current_mode in _BYPASS_MODES \
-                and "default" in self.modes:
-            await self.set_mode("default")
+        if self.runtime.spec.tool_gate == "allow" or self.current_mode not in _BYPASS_MODES:
+            return
+        target = next((m for m in _ASKING_MODES if m in self.modes), None)
+        if target is not None:
+            await self.set_mode(target)
 
     @property
     def busy(self) -> bool:
@@ -172,8 +201,7 @@ class AcpSession:
         try:
             turn.on_event(event)
         except Exception as exc:  # the consumer's failure ends the turn; prompt() re-raises it
-            turn.error = exc
-            self._send_cancel(turn)
+            self._fail(turn, exc)
 
     async def on_permission(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
         turn = self._turn
@@ -198,8 +226,7 @@ class AcpSession:
                 return cancelled
             raise
         except Exception as exc:  # AcpPermissionNeeded (no approver for "ask"), or the approver failed
-            turn.error = exc
-            self._send_cancel(turn)
+            self._fail(turn, exc)
             return cancelled
         finally:
             turn.permission_tasks.discard(task)
@@ -222,15 +249,28 @@ class AcpSession:
         """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``."""
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
+        await self.prepare()  # the agent may have switched itself into a mode that skips the gate
+        if self._turn is not None:
+            raise AcpPromptBusy("a prompt is already in flight on this session")
         turn = _Turn(on_event, approver, approval_timeout_s)
         self._turn = turn
         params = {"sessionId": self.session_id, "prompt": prompt_blocks(prompt)}
         request = asyncio.create_task(
             self.runtime.request("session/prompt", params, timeout_s=0, models=self.models), name="acp-prompt")
         ender = asyncio.create_task(turn.ended.wait(), name="acp-turn-ended")
+        failer = asyncio.create_task(turn.failed.wait(), name="acp-turn-failed")
         finished = False
         try:
-            done, _ = await asyncio.wait({request, ender}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({request, ender, failer}, timeout=timeout_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if failer in done and not (request.done() or ender.done()):
+                # Our side failed the turn (no approver, a failing consumer) and sent session/cancel:
+                # give the agent the cancel wait to end it, never the whole prompt budget.
+                await asyncio.wait({request, ender}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
+                self.unresponsive = not (request.done() or ender.done())
+                finished = True
+                assert turn.error is not None
+                raise turn.error
             if not done:
                 self._send_cancel(turn)
                 await asyncio.wait({request, ender}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
@@ -250,6 +290,7 @@ class AcpSession:
                 self._send_cancel(turn)  # our caller went away (e.g. shutdown): end the agent's turn too
             request.cancel()
             ender.cancel()
+            failer.cancel()
             self._turn = None
             turn.done.set()
 
@@ -271,6 +312,12 @@ class AcpSession:
             raise
         stop = result.get("stopReason") if isinstance(result, dict) else None
         return stop if isinstance(stop, str) and stop else STOP_REASON_END_TURN
+
+    def _fail(self, turn: _Turn, exc: Exception) -> None:
+        """End the turn from our side: prompt() raises ``exc`` once the agent ended it (bounded)."""
+        turn.error = exc
+        turn.failed.set()
+        self._send_cancel(turn)
 
     def _send_cancel(self, turn: _Turn) -> None:
         turn.cancel_requested = True
@@ -298,6 +345,12 @@ class AcpSession:
     # -- modes and models ------------------------------------------------------------------
 
     async def set_mode(self, mode_id: str) -> None:
+        """Switch mode; a gate of ask or deny refuses modes in which tools run without asking."""
+        gate = self.runtime.spec.tool_gate
+        if gate != "allow" and mode_id in _BYPASS_MODES:
+            raise AcpToolGateUnroutable(
+                f"mode {mode_id!r} lets tools run without asking, but tool_gate is {gate!r}",
+                data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate})
         await self.runtime.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode_id})
         self.current_mode = mode_id
 

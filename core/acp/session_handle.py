@@ -3,32 +3,38 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 __all__ = ["AcpRequestTimeout", "AcpRuntimeDead", "AcpRuntimeError"]
 
 
 class AcpRuntimeError(Exception):
     """Base of transport failures. ``transient``: a fresh process or a resend may succeed."""
 
-    transient: bool = True
+    transient: ClassVar[bool] = True
 
-    def __init__(self, message: str = "", *, stderr_tail: str = "") -> None:
+    def __init__(self, message: str = "", *, stderr_tail: str = "", transient: bool | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.stderr_tail = stderr_tail
+        if transient is not None:
+            self.transient = transient  # type: ignore[misc]  # per-instance verdict shadows the class one
 
 
 class AcpRuntimeDead(AcpRuntimeError):
     """The underlying agent process has died (or its stdout closed)."""
 
-    def __init__(self, message: str = "", *, exit_code: int | None = None, stderr_tail: str = "") -> None:
-        super().__init__(message, stderr_tail=stderr_tail)
+    def __init__(self, message: str = "", *, exit_code: int | None = None, stderr_tail: str = "",
+                 transient: bool | None = None) -> None:
+        super().__init__(message, stderr_tail=stderr_tail, transient=transient)
         self.exit_code = exit_code
 
 
 class AcpRequestTimeout(AcpRuntimeError):
     """A request's response missed its own time budget."""
 
-    def __init__(self, message: str = "", *, method: str = "", budget_s: float = 0.0) -> None:
-        super().__init__(message)
+    def __init__(self, message: str = "", *, method: str = "", budget_s: float = 0.0,
+                 transient: bool | None = None) -> None:
+        super().__init__(message, transient=transient)
         self.method = method
         self.budget_s = budget_s

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -16,22 +15,15 @@ from core.acp.types import Notice
 from core.agents import agent_spec, choose_agent
 from core.engine import wording
 from core.engine.surface import InboundMessage, Surface
+from core.failures import is_session_lost
 from core.store import ConversationRecord
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
 
-__all__ = ["Conversation", "QueueItem", "is_lost_session"]
+__all__ = ["Conversation", "QueueItem"]
 
 log = logging.getLogger("acp_relay.engine.conversation")
-
-_RE_LOST = re.compile(r"session\b.*\bnot found|not found.*\bsession|resource not found|unknown session", re.I)
-
-
-def is_lost_session(exc: BaseException) -> bool:
-    """-32002 or "not found" on prompt or load: the agent no longer knows this session."""
-    return isinstance(exc, AcpError) and (exc.code == -32002 or bool(_RE_LOST.search(exc.message)))
-
 
 @dataclass(frozen=True, slots=True)
 class QueueItem:
@@ -70,6 +62,10 @@ class Conversation:
         A session that cannot be restored starts a new one WITH a notice, never silently.
         """
         live = self.session
+        if live is not None and live.unresponsive:  # the agent never ended a turn on it
+            self.drop_session()
+            notify.append(Notice(wording.SESSION_SET_ASIDE, key="session"))
+            live = None
         if live is not None and live.runtime.alive and live.session_id in live.runtime.sessions:
             return live  # the steady state: no PATH lookup, no store read, no pool lock
         rec = self.record()
@@ -82,7 +78,7 @@ class Conversation:
                 try:
                     session = await runtime.load_session(rec.session_id, meta=rec.session_meta or None)
                 except AcpError as exc:
-                    if not is_lost_session(exc):
+                    if not is_session_lost(exc):
                         raise
                     notify.append(Notice(wording.SESSION_LOST, key="session"))
             else:

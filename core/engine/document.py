@@ -27,6 +27,7 @@ from core.acp.types import (
     UsageUpdate,
 )
 from core.engine import wording
+from core.failures import person_text
 
 __all__ = ["Document"]
 
@@ -162,7 +163,9 @@ class Document:
             sections.append(self._partial_note)
         if self._refusal is not None:
             info = self._refusal
-            if info.explanation.strip() and _squash(info.explanation) in _squash(self._text):
+            # The explanation was made fit for a person at the parser; compare it with the streamed
+            # text made fit the same way, or a sentence with a command in it would show twice.
+            if info.explanation.strip() and _squash(info.explanation) in _squash(person_text(self._text)):
                 info = replace(info, explanation="")  # already on screen as streamed text
             sections.append(wording.refusal_card_text(info))
         if self._error:

@@ -292,16 +292,15 @@ class Engine:
     async def _redeliver(self) -> None:
         """Answers a platform refused earlier are resent until they land (the ledger keeps them)."""
         delay = 1.0
-        while pending := self.store.pending_outbound():
+        # Rows for a surface this relay does not run wait in the ledger for one that does.
+        while pending := [r for r in self.store.pending_outbound() if r.payload.get("surface") in self.surfaces]:
             for rec in pending:
-                surface = self.surfaces.get(str(rec.payload.get("surface")))
-                if surface is None:
-                    continue
+                surface = self.surfaces[str(rec.payload["surface"])]
                 try:
                     await Streamer(surface, rec.conversation_key, sleep=self.sleep).post(
                         str(rec.payload.get("text", "")))
-                except DeliveryError as exc:
-                    log.info("redelivery to %s failed again: %s", rec.conversation_key, exc)
+                except Exception as exc:  # DeliveryError, or a surface bug: the row stays for later
+                    log.info("redelivery to %s failed again: %r", rec.conversation_key, exc)
                     continue
                 self.store.ack_outbound(rec.id)
             await self.sleep(delay)

@@ -25,11 +25,11 @@ from core.acp.types import (
     UsageUpdate,
 )
 from core.engine import wording
-from core.engine.conversation import Conversation, QueueItem, is_lost_session
+from core.engine.conversation import Conversation, QueueItem
 from core.engine.document import Document
 from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError, InboundMessage
-from core.failures import _format_acp_error
+from core.failures import _format_acp_error, is_session_lost
 from core.retry import Attempt, with_retries
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class TurnRunner:
                     if event.text:
                         seen.text.append(event.text)
                 elif isinstance(event, ToolCall) and (event.status in _TOOL_RAN
-                                                      or event.started and gate_allows_all()):
+                                                      or (event.started and gate_allows_all())):
                     tool_may_run()
                 elif isinstance(event, CompactionStatus) and event.status == "failed":
                     compaction_failed = True
@@ -155,7 +155,7 @@ class TurnRunner:
                         # that is not an answer, so it does not block a retry and is shown once.
                         state.side_effects = False
                         doc.drop_echo(seen.joined())
-                    if not is_lost_session(exc) or lost_once or state.side_effects:
+                    if not is_session_lost(exc) or lost_once or state.side_effects:
                         raise
                     lost_once = True  # the agent forgot the session: once, on a new one, with a notice
                     conv.drop_session()
@@ -164,7 +164,7 @@ class TurnRunner:
                 return stats.stop_reason
 
             async def on_retry(state: Attempt, delay: float, exc: BaseException) -> None:
-                on_event(Notice(wording.retrying(state.number + 1, engine.policy.attempts), key="retry"))
+                on_event(Notice(wording.retrying(state.number, engine.policy.attempts), key="retry"))
 
             try:
                 await typing(conv, True)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from core.acp.types import RefusalInfo
+from core.failures import person_text
 
 __all__ = [
     "ALLOW_ONCE_LABEL",
@@ -126,9 +127,13 @@ _ACTIONS: tuple[tuple[str, str], ...] = (
 
 
 def refusal_card_text(info: RefusalInfo) -> str:
-    """The refusal card: the lead line, then one line per non-empty field (nothing is guessed)."""
+    """The refusal card: the lead line, then one line per non-empty field (nothing is guessed).
+
+    The provider's words pass the same filter as all prose (no command but ``/compact``, no
+    secret), whoever built ``info``; the suggested model is a bare model id and shown as it is.
+    """
     lines = [REFUSAL_LEAD]
-    for label, value in (("Category", info.category), ("Why", info.explanation),
+    for label, value in (("Category", person_text(info.category)), ("Why", person_text(info.explanation)),
                          ("Suggested model", info.recommended_model)):
         if value.strip():
             lines.append(f"{label}: {value.strip()}")
@@ -288,3 +293,7 @@ NOT_REPLAYED_AFTER_TOOL = (
     "sent again, so nothing runs twice; send it again if you still need the answer."
 )
 APPROVAL_NOT_SHOWN = "The approval request could not be shown here, so that tool call was cancelled."
+SESSION_SET_ASIDE = (
+    "The agent never finished the previous turn, so a new conversation was started. "
+    "It does not remember the earlier messages."
+)

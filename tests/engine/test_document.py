@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from core.acp._dispatch import refusal_from_error
 from core.acp.types import (
     CompactionStatus,
     KiroMetadata,
@@ -20,6 +23,12 @@ from core.engine import wording
 from core.engine.document import Document
 
 KIRO_EXPLANATION = "The selected model cannot continue this conversation because of its content policy."
+CLAUDE_023_REFUSAL = (
+    "Internal error: API Error: Claude Code is unable to respond to this request, which appears to violate "
+    "our Usage Policy (https://www.anthropic.com/legal/aup). Please double press esc to edit your last "
+    "message or start a new session for Claude Code to assist with a different task. If you are seeing "
+    "this refusal repeatedly, try running /model claude-sonnet-4-20250514 to switch models."
+)
 
 
 def doc_of(*events: object) -> Document:
@@ -205,8 +214,16 @@ def test_prose_names_no_surface_command_but_compact() -> None:
              wording.retrying(2, 3), wording.retry_gave_up(3), wording.unauthorised_text("7"),
              wording.approval_prompt_text("rm -rf build", "execute"), wording.delivery_failure_text(),
              wording.APPROVAL_EXPIRED, wording.EMPTY_ANSWER, wording.PARTIAL_NOTE]
+    # Refusal cards carry the provider's own words: claude-agent-acp 0.23.1 names "/model X" and
+    # Claude Code's terminal keys in its refusal sentence (tests/acp/test_acp_person_prose.py).
+    claude_023 = refusal_from_error(CLAUDE_023_REFUSAL)
+    assert claude_023.recommended_model == "claude-sonnet-4-20250514"
+    infos = [claude_023, RefusalInfo(), RefusalInfo(explanation=KIRO_EXPLANATION, recommended_model="auto"),
+             RefusalInfo("policy", "Use /new, !new or /model to go on; /compact may help.", "model-b")]
+    texts += [wording.refusal_card_text(info) for info in infos]
     for text in texts:
         assert "/new" not in text and "!new" not in text and "/stop" not in text and "/help" not in text
+        assert set(re.findall(r"(?<![\w.:/~-])[/!]([A-Za-z][\w-]*)", text)) <= {"compact"}, text
 
 
 def test_unauthorised_text_tells_the_user_id() -> None:

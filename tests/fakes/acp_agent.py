@@ -105,7 +105,8 @@ ext <method> [<json>]   any notification, params = json (default {}).
 update <json>           raw session/update {sessionId, update: json}.
 sleep <seconds>         sleep (cancellable).
 hang                    wait until session/cancel, then stopReason "cancelled".
-deaf                    ignore session/cancel: never answer this prompt (an agent that does not stop).
+deaf [words]            ignore session/cancel: stream the words (if any), then never answer this prompt
+                        (an agent that does not stop).
 error <code> <message words>
                         answer the prompt with that JSON-RPC error (no data); ends the script.
 error_data <code> <json {"message": ..., "data": ...}>
@@ -736,6 +737,8 @@ class Agent:
             turn.cancel.wait()
             raise Cancelled()
         elif verb == "deaf":
+            if rest:  # streamed in the same step, so no cancel can slip in before the deafness
+                self.chunk(turn, rest)
             threading.Event().wait()  # nothing ever sets it: this turn never ends
         elif verb == "error":
             code, _, message = rest.partition(" ")
