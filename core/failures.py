@@ -330,7 +330,7 @@ def _tool_gate_prose(data: Any) -> str:
     )
 
 
-_SETUP_KINDS = frozenset({"agent_missing", "cwd_missing"})
+_SETUP_KINDS = frozenset({"agent_missing", "cwd_missing", "protocol_version"})
 
 
 def _setup_verdict(data: Mapping[str, Any]) -> Classification:
@@ -339,6 +339,10 @@ def _setup_verdict(data: Mapping[str, Any]) -> Classification:
     if data.get("kind") == "cwd_missing":
         return Classification("cwd_missing", False,
                               f"The agent's working folder does not exist; check {key}.cwd in the config.")
+    if data.get("kind") == "protocol_version":
+        return Classification("protocol_version", False,
+                              f"The agent speaks version {data.get('version')} of the Agent Client Protocol, and "
+                              f"this relay speaks version {data.get('supported')}; update the agent or the relay.")
     hint = str(data.get("hint") or "install it, or correct that setting")
     return Classification("agent_missing", False,
                           f"The agent command {data.get('command', '')!r} was not found on PATH ({key}.command). "

@@ -29,7 +29,7 @@ _JSON_START = re.compile(r'\{\s*"')
 # In a cut-off JSON body: the string fields a provider speaks in (the closing quote may be missing).
 _JSON_CUT_FIELD = re.compile(r'"(message|type|code|status|reason|detail)"\s*:\s*"((?:[^"\\]|\\.)*)("?)')
 # A "/word" or "!word" standing alone (not part of a path or URL) is some surface's command.
-_COMMAND = re.compile(r"""(?<![\w/.:~!-])([`'"]?)[/!]([A-Za-z][\w-]*)\1(?![\w/])""")
+_COMMAND = re.compile(r"""(?<![\w/.:~!<-])([`'"]?)[/!]([A-Za-z][\w-]*)\1(?![\w/>])""")
 # Claude Code's terminal-only advice; in a chat the message cannot be edited, only sent again.
 _DOUBLE_ESC = re.compile(r"\bdouble[- ]press (?:esc|escape) to edit your last message\b", _I)
 

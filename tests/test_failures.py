@@ -922,3 +922,11 @@ def test_login_command_never_names_a_path() -> None:
     prose = _format_acp_error(exc)
     assert "Run kiro-cli login on the machine where the relay runs." in prose
     assert "/home" not in prose and "/bin" not in prose
+
+
+def test_html_tags_in_a_provider_sentence_are_not_taken_for_commands() -> None:
+    from core.failures import person_text
+
+    assert person_text("the reply had an unclosed </b> and a <br/> tag") == (
+        "the reply had an unclosed </b> and a <br/> tag")
+    assert person_text("try /model opus") == "try the agent's model command opus"

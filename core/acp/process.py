@@ -88,7 +88,8 @@ class AgentProcess:
 
     @classmethod
     async def spawn(cls, spec: AgentSpec) -> AgentProcess:
-        resolved = shutil.which(spec.command)
+        env = child_env(spec)
+        resolved = shutil.which(spec.command, path=env.get("PATH"))  # the PATH the agent will have
         if resolved is None:
             hint = INSTALL_HINTS.get(os.path.basename(spec.command), "")
             raise AcpError(
@@ -105,7 +106,7 @@ class AgentProcess:
         argv = [resolved, *spec.args]
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=str(cwd), env=child_env(spec),
+            stderr=asyncio.subprocess.PIPE, cwd=str(cwd), env=env,
             start_new_session=True,  # our own process group: a Ctrl-C in the terminal reaches us, not it
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )

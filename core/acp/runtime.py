@@ -18,11 +18,12 @@ from core.acp.spec import AgentSpec, detect_backend
 from core.acp.tool_gate import check_routable
 from core.failures import error_from_rpc, login_command
 
-__all__ = ["CLIENT_INFO", "AcpRuntime", "AcpWorkspaceBindingError"]
+__all__ = ["CLIENT_INFO", "PROTOCOL_VERSION", "AcpRuntime", "AcpWorkspaceBindingError"]
 
 log = logging.getLogger("acp_relay.acp.runtime")
 
 CLIENT_INFO = {"name": "acp-relay", "title": "acp-relay", "version": "0.1.0"}
+PROTOCOL_VERSION = 1
 _NOT_LOGGED_IN = re.compile(r"not logged in|please log ?in|login required", re.I)
 
 
@@ -88,7 +89,7 @@ class AcpRuntime:
 
     async def _initialize(self) -> None:
         params = {
-            "protocolVersion": 1,
+            "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
             "clientInfo": CLIENT_INFO,
         }
@@ -97,6 +98,11 @@ class AcpRuntime:
         except AcpRuntimeDead as exc:
             await self._raise_startup_death(exc)
         self.init_result = result if isinstance(result, dict) else {}
+        version = self.init_result.get("protocolVersion")
+        if version != PROTOCOL_VERSION:  # the agent answers with the version it will speak
+            raise AcpError(f"agent {self.spec.name} speaks ACP protocol version {version!r}", transient=False,
+                           data={"kind": "protocol_version", "agent": self.spec.name, "version": version,
+                                 "supported": PROTOCOL_VERSION})
         agent_name = str((self.init_result.get("agentInfo") or {}).get("name", ""))
         if not self.spec.backend:
             self.backend = detect_backend(self.spec.command, self.spec.args, agent_name)
@@ -152,6 +158,13 @@ class AcpRuntime:
     def agent_info(self) -> dict[str, Any]:
         info = self.init_result.get("agentInfo")
         return info if isinstance(info, dict) else {}
+
+    @property
+    def accepts_images(self) -> bool:
+        """``agentCapabilities.promptCapabilities.image``: image blocks may be sent."""
+        caps = self.init_result.get("agentCapabilities") or {}
+        prompt = caps.get("promptCapabilities") if isinstance(caps, dict) else None
+        return bool(isinstance(prompt, dict) and prompt.get("image"))
 
     @property
     def load_supported(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from core.acp.client import AcpError
 from core.acp.pool import RuntimePool
 from core.acp.session_handle import AcpRuntimeError
+from core.acp.spec import AgentSpec
 from core.acp.types import PermissionRequest
 from core.agents import choose_agent
 from core.config import RelayConfig
@@ -27,7 +28,7 @@ from core.engine.tasks import TaskSet
 from core.engine.turn import TurnRunner
 from core.failures import _format_acp_error
 from core.retry import RetryPolicy
-from core.store import Store
+from core.store import ConversationRecord, Store
 
 __all__ = ["ConversationStatus", "Engine"]
 
@@ -227,12 +228,18 @@ class Engine:
             agent=agent or choose_agent(self.config)[0],
             model=(session.current_model if session else None) or (rec.model if rec else None),
             models=session.models if session else (),
-            cwd=(rec.cwd if rec is not None else "") or "",
+            cwd=session.runtime.cwd if session else self._cwd_of(rec),
             session_id=rec.session_id if rec is not None else None,
             context_pct=conv.context_pct if conv is not None else None,
             queue_length=len(conv.queue) if conv is not None else 0,
             busy=conv.busy if conv is not None else False,
         )
+
+    def _cwd_of(self, rec: ConversationRecord | None) -> str:
+        """The folder the conversation's agent works in, resolved as the runtime will resolve it."""
+        _, agent = choose_agent(self.config, rec.agent if rec is not None and rec.agent else None)
+        cwd = rec.cwd if rec is not None and rec.cwd else agent.cwd
+        return str(AgentSpec("", "", cwd=cwd).expanded_cwd())
 
     # -- approvals -------------------------------------------------------------------------
 

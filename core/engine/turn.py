@@ -40,9 +40,9 @@ __all__ = ["TurnRunner", "prompt_content"]
 log = logging.getLogger("acp_relay.engine.turn")
 
 
-def prompt_content(message: InboundMessage) -> str | list[dict[str, Any]]:
-    """Text plus image attachments as ACP content blocks."""
-    images = [a for a in message.attachments if a.kind == "image" and a.data]
+def prompt_content(message: InboundMessage, *, images_ok: bool = True) -> str | list[dict[str, Any]]:
+    """Text plus image attachments as ACP content blocks (images only to agents that take them)."""
+    images = [a for a in message.attachments if a.kind == "image" and a.data] if images_ok else []
     if not images:
         return message.text
     blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
@@ -143,9 +143,13 @@ class TurnRunner:
                 backend = session.runtime.backend
                 for notice in notices:
                     on_event(notice)
+                images_ok = session.runtime.accepts_images
+                if not images_ok and any(a.kind == "image" for a in msg.attachments):
+                    on_event(Notice(wording.IMAGES_NOT_SUPPORTED, key="images"))
                 state.reached_agent = True
                 try:
-                    stats = await session.prompt(prompt_content(msg), on_event=on_event, approver=approver,
+                    stats = await session.prompt(prompt_content(msg, images_ok=images_ok), on_event=on_event,
+                                                 approver=approver,
                                                  timeout_s=engine.config.timeouts.prompt_s,
                                                  approval_timeout_s=engine.config.timeouts.approval_s,
                                                  cancel_wait_s=engine.cancel_wait_s)

@@ -297,3 +297,4 @@ SESSION_SET_ASIDE = (
     "The agent never finished the previous turn, so a new conversation was started. "
     "It does not remember the earlier messages."
 )
+IMAGES_NOT_SUPPORTED = "This agent does not accept images, so only the text of your message was sent."

@@ -48,6 +48,8 @@ Answers to requests the agent never sent (or abandoned) are ignored.
 Flags
 -----
 --no-load              agentCapabilities.loadSession false; session/load -> -32601.
+--no-images            promptCapabilities.image false (report_images still counts what arrives).
+--protocol-version N   answer initialize with protocolVersion N (default 1).
 --not-logged-in        after reading the first stdin line, write "error: You are not logged in,
                        please log in with kiro-cli login" to stderr and exit 1 (initialize is never
                        answered).
@@ -500,10 +502,10 @@ class Agent:
         else:
             info = {"name": "fake-acp-agent", "title": "Fake ACP Agent", "version": "0.1.0"}
         return {
-            "protocolVersion": PROTOCOL_VERSION,
+            "protocolVersion": self.args.protocol_version,
             "agentCapabilities": {
                 "loadSession": not self.args.no_load,
-                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": not self.args.no_images, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
             },
             "agentInfo": info,
@@ -837,6 +839,8 @@ def bigline(size: int) -> bytes:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Scripted fake ACP agent (see module docstring)")
     p.add_argument("--no-load", action="store_true")
+    p.add_argument("--no-images", action="store_true")
+    p.add_argument("--protocol-version", type=int, default=PROTOCOL_VERSION)
     p.add_argument("--not-logged-in", action="store_true")
     p.add_argument("--noise", action="store_true")
     p.add_argument("--ignore-eof", action="store_true")
