@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 from typing import TextIO
 
+from core.acp.client import AcpError
 from core.acp.runtime import AcpRuntime
 from core.acp.session import AcpSession
 from core.acp.spec import AgentSpec
@@ -28,7 +29,7 @@ from core.acp.types import (
     TurnEnded,
 )
 from core.engine.wording import refusal_card_text
-from core.failures import _format_acp_error, person_text
+from core.failures import _format_acp_error, echoes_error, person_text
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["EXIT_INTERRUPTED", "run_ask"]
@@ -37,18 +38,53 @@ EXIT_INTERRUPTED = 130
 
 
 class _Printer:
+    """Streams the answer to stdout. A lone first chunk is held back until a second one arrives or
+    the turn ends: claude-agent-acp and codex-acp stream an error's text just before the error, and
+    the person should read it once (as the message on stderr), not twice."""
+
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self.out, self.err = out, err
-        self.wrote_text = False
+        self.wrote_text = False  # anything on stdout at all (for the closing newline)
         self.text: list[str] = []
+        self.held = ""
+        self.shown = False  # this attempt's text is on stdout
         self.end: TurnEnded | None = None
+
+    def new_attempt(self) -> None:
+        self.held, self.shown, self.text = "", False, []
+
+    @property
+    def produced(self) -> bool:
+        return self.shown or bool(self.held)
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        self.shown = self.wrote_text = True
+
+    def release(self) -> None:
+        if self.held:
+            self._write(self.held)
+            self.held = ""
+
+    def drop_echo(self, error: BaseException) -> None:
+        """Forget a held chunk that only repeats ``error``; otherwise show what was held."""
+        if self.held and not self.shown and echoes_error(self.held, error):
+            self.held, self.text = "", []
+        self.release()
 
     def __call__(self, event: AcpEvent) -> None:
         if isinstance(event, TextChunk):
-            self.out.write(event.text)
-            self.out.flush()
+            if not event.text:
+                return
             self.text.append(event.text)
-            self.wrote_text = self.wrote_text or bool(event.text)
+            if self.shown:
+                self._write(event.text)
+            elif self.held:
+                self.held, held = "", self.held
+                self._write(held + event.text)
+            else:
+                self.held = event.text
         elif isinstance(event, ToolCall) and (event.started or event.status in ("completed", "failed")):
             self.err.write(f"[tool] {event.title or event.kind} ({event.status})\n")
         elif isinstance(event, TurnEnded):
@@ -122,15 +158,22 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
     async def attempt(state: Attempt) -> int:
         nonlocal runtime, session
         if runtime is None or not runtime.alive:
+            if runtime is not None:
+                await runtime.close()  # a dead or wedged process is stopped, never left behind
             runtime = await AcpRuntime.start(spec, request_timeout_s=request_timeout_s)
             session = await runtime.new_session()
         assert session is not None
         state.reached_agent = True
+        printer.new_attempt()
         try:
             await session.prompt(prompt, on_event=printer, approver=approver, timeout_s=timeout_s,
                                  approval_timeout_s=approval_s)
+        except AcpError as exc:
+            printer.drop_echo(exc)
+            raise
         finally:
-            state.side_effects = printer.wrote_text
+            state.side_effects = printer.produced
+        printer.release()
         return 0
 
     async def on_retry(state: Attempt, delay: float, exc: BaseException) -> None:
@@ -146,6 +189,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
                 await session.cancel(wait_s=5.0)
             turn.cancel()
             await asyncio.wait({turn})
+            printer.release()
             _newline(out, printer)
             err.write("Stopped.\n")
             return EXIT_INTERRUPTED

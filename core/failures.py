@@ -13,6 +13,7 @@ its verdict, so later callers agree with the retry ladder whatever they know.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ __all__ = [
     "_format_acp_error",
     "_is_transient_raw_error",
     "classify",
+    "echoes_error",
     "error_from_rpc",
     "is_session_lost",
     "login_command",
@@ -394,6 +396,17 @@ def _exception_verdict(exc: BaseException, backend: str, advertised: Sequence[st
         detail = ": " + cut(" ".join(str(exc).split()), 300) if str(exc).strip() else "."
         kind, transient, prose = "unknown", False, f"Something went wrong while talking to the agent{detail}"
     return Classification(kind, transient, prose)
+
+
+def echoes_error(text: str, error: BaseException) -> bool:
+    """True when ``text`` only repeats the error's own words: claude-agent-acp and codex-acp stream the
+    error as an ordinary chunk just before the JSON-RPC error, and a person should read it once."""
+    said = " ".join(text.split())
+    if not said:
+        return False
+    data = getattr(error, "data", None)
+    raw = " ".join(f"{getattr(error, 'message', '') or error} {json.dumps(data) if data is not None else ''}".split())
+    return said in raw or said in " ".join(str(data).split())
 
 
 def classify(error: _Failure, *, backend: str = "generic",

@@ -91,6 +91,26 @@ def test_ask_on_an_agent_error_prints_the_friendly_message_and_exits_1(
     assert methods(tmp_path / "record.jsonl").count("session/prompt") == 1, "terminal: never retried"
 
 
+def test_ask_shows_an_error_the_agent_also_streamed_as_text_once(tmp_path: Path, env: dict[str, str]) -> None:
+    # claude-agent-acp 0.23: the model API's 401 streams as a chunk, then comes the JSON-RPC error.
+    echo = "Invalid API key · Please run the login command"
+    error = json.dumps({"message": f"Internal error: {echo}", "data": None})
+    config = write_config(tmp_path, fake_config(tmp_path))
+    proc = run(env, "ask", "--config", str(config), f"text {echo}\nerror_data -32603 {error}")
+    assert proc.returncode == 1
+    assert proc.stdout.strip() == "", "the echo is not printed as if it were the answer"
+    assert proc.stderr.strip(), "the person reads the error once, on stderr"
+    no_traceback(proc)
+
+
+def test_ask_prints_one_chunk_and_many_chunk_answers_alike(tmp_path: Path, env: dict[str, str]) -> None:
+    config = write_config(tmp_path, fake_config(tmp_path))
+    one = run(env, "ask", "--config", str(config), "text just this")
+    many = run(env, "ask", "--config", str(config), "chunks 5")
+    assert (one.returncode, one.stdout.strip()) == (0, "just this")
+    assert (many.returncode, many.stdout.split()) == (0, ["w0", "w1", "w2", "w3", "w4"])
+
+
 def test_ask_on_timeout_prints_the_partial_output_then_the_message(tmp_path: Path, env: dict[str, str]) -> None:
     config = write_config(tmp_path, fake_config(tmp_path))
     proc = run(env, "ask", "--config", str(config), "--timeout", "1", "text partial\nhang")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,7 @@ from core.engine.conversation import Conversation, QueueItem
 from core.engine.document import Document
 from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError, InboundMessage
-from core.failures import _format_acp_error, is_session_lost
+from core.failures import _format_acp_error, echoes_error, is_session_lost
 from core.retry import Attempt, with_retries
 
 if TYPE_CHECKING:
@@ -69,12 +68,8 @@ class _AttemptOutput:
         return "".join(self.text)
 
     def only_echoes(self, exc: AcpError) -> bool:
-        """True when the only text streamed is the error's own words."""
-        text = " ".join(self.joined().split())
-        if self.tool_ran or not text:
-            return False
-        raw = " ".join(f"{exc.message} {json.dumps(exc.data) if exc.data is not None else ''}".split())
-        return text in raw or text in " ".join(str(exc.data).split())
+        """True when the only thing this attempt produced is the error's own words."""
+        return not self.tool_ran and echoes_error(self.joined(), exc)
 
 
 class TurnRunner:
