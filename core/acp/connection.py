@@ -62,12 +62,12 @@ class ReaderStats:
 
 
 class _Pending:
-    __slots__ = ("future", "idle_budget", "last_activity", "method")
+    __slots__ = ("future", "idle_key", "last_activity", "method")
 
-    def __init__(self, method: str, future: asyncio.Future[Any], idle_budget: bool) -> None:
+    def __init__(self, method: str, future: asyncio.Future[Any], idle_key: str | None) -> None:
         self.method = method
         self.future = future
-        self.idle_budget = idle_budget
+        self.idle_key = idle_key  # the sessionId whose frames restart this request's budget
         self.last_activity = 0.0
 
 
@@ -184,9 +184,12 @@ class JsonRpcConnection:
                 task.add_done_callback(self._request_tasks.discard)
             else:
                 if self._idle_pending:
+                    params = frame.get("params")
+                    sid = params.get("sessionId") if isinstance(params, dict) else None
                     now = asyncio.get_running_loop().time()
                     for idle in self._idle_pending:
-                        idle.last_activity = now
+                        if idle.idle_key == sid:
+                            idle.last_activity = now
                 try:
                     self._on_notification(method, frame.get("params"))
                 except Exception:  # one malformed frame costs that frame, never the connection
@@ -242,22 +245,22 @@ class JsonRpcConnection:
 
     async def request(
         self, method: str, params: Any, *, timeout_s: float, request_id: int | None = None,
-        idle_budget: bool = False,
+        idle_key: str | None = None,
     ) -> Any:
         """Send a request and wait for its response within ``timeout_s``.
 
-        With ``idle_budget`` the budget restarts whenever a notification arrives (session/load
-        replays history before answering). ``timeout_s <= 0`` means no budget (prompt turns have
+        With ``idle_key`` the budget restarts whenever a notification for that sessionId arrives
+        (session/load replays history before answering; other sessions' frames do not count). ``timeout_s <= 0`` means no budget (prompt turns have
         their own, enforced by the caller).
         """
         if self._closed_error is not None:
             raise self._closed_error
         loop = asyncio.get_running_loop()
         rid = self.next_id() if request_id is None else request_id
-        pending = _Pending(method, loop.create_future(), idle_budget)
+        pending = _Pending(method, loop.create_future(), idle_key)
         pending.last_activity = loop.time()
         self._pending[rid] = pending
-        if idle_budget:
+        if idle_key is not None:
             self._idle_pending.add(pending)
         self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         try:
@@ -276,7 +279,7 @@ class JsonRpcConnection:
                 done, _ = await asyncio.wait({pending.future}, timeout=remaining)
                 if done:
                     return pending.future.result()
-                if not idle_budget:
+                if idle_key is None:
                     raise AcpRequestTimeout(
                         f"{method} got no answer within {timeout_s:g}s", method=method, budget_s=timeout_s)
         finally:

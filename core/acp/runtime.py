@@ -182,14 +182,14 @@ class AcpRuntime:
     # -- requests --------------------------------------------------------------------------
 
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
-                      idle_budget: bool = False, models: tuple[str, ...] = ()) -> Any:
+                      idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
         """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
         if self.death is not None:
             raise self.death
         self.last_used = time.monotonic()
         budget = self.request_timeout_s if timeout_s is None else timeout_s
         try:
-            return await self.conn.request(method, params, timeout_s=budget, idle_budget=idle_budget)
+            return await self.conn.request(method, params, timeout_s=budget, idle_key=idle_key)
         except RpcError as exc:
             raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
 
@@ -221,7 +221,7 @@ class AcpRuntime:
         if meta:
             params["_meta"] = meta
         try:
-            result = await self.request("session/load", params, idle_budget=True)
+            result = await self.request("session/load", params, idle_key=session_id)
         except BaseException:
             session.loading = False
             if existing is None:
