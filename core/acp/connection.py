@@ -250,8 +250,8 @@ class JsonRpcConnection:
         """Send a request and wait for its response within ``timeout_s``.
 
         With ``idle_key`` the budget restarts whenever a notification for that sessionId arrives
-        (session/load replays history before answering; other sessions' frames do not count). ``timeout_s <= 0`` means no budget (prompt turns have
-        their own, enforced by the caller).
+        (session/load replays history before answering; other sessions' frames do not count).
+        ``timeout_s <= 0`` means no budget (prompt turns have their own, enforced by the caller).
         """
         if self._closed_error is not None:
             raise self._closed_error
