@@ -17,6 +17,7 @@ from typing import TextIO
 from core.acp.client import AcpError
 from core.acp.runtime import AcpRuntime
 from core.acp.session import AcpSession
+from core.acp.session_handle import AcpRuntimeError
 from core.acp.spec import AgentSpec
 from core.acp.tool_gate import Approver
 from core.acp.types import (
@@ -195,7 +196,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
             return EXIT_INTERRUPTED
         try:
             code = turn.result()
-        except Exception as exc:
+        except (AcpError, AcpRuntimeError) as exc:  # anything else is our bug: cli.main logs it once
             _newline(out, printer)
             backend = runtime.backend if runtime is not None else spec.backend or "generic"
             err.write(_format_acp_error(exc, backend=backend) + "\n")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from core.acp.client import AcpError
 
 __all__ = [
+    "INTERNAL_FAILURE",
     "Classification",
     "_format_acp_error",
     "_is_transient_raw_error",
@@ -335,6 +336,11 @@ def _tool_gate_prose(data: Any) -> str:
 _SETUP_KINDS = frozenset({"agent_missing", "cwd_missing", "protocol_version"})
 
 
+#: What a person reads when the relay itself failed; the traceback is in the log (written at the funnel).
+INTERNAL_FAILURE = ("The relay hit a problem it did not expect, so this message was not answered; "
+                    "its log has the details.")
+
+
 def _setup_verdict(data: Mapping[str, Any]) -> Classification:
     """The agent could not even be started: a fact of this machine's set-up, never retried."""
     key = f"agents.{data.get('agent', '<name>')}"
@@ -392,9 +398,8 @@ def _exception_verdict(exc: BaseException, backend: str, advertised: Sequence[st
         kind, prose = "runtime_error", f"The connection to the agent failed{detail}; {retry}."
     elif isinstance(exc, c.AcpError):  # a subclass this table does not know yet
         return _raw_verdict(exc.raw(), backend, advertised)
-    else:
-        detail = ": " + cut(" ".join(str(exc).split()), 300) if str(exc).strip() else "."
-        kind, transient, prose = "unknown", False, f"Something went wrong while talking to the agent{detail}"
+    else:  # our own bug, not the agent's: its text (paths, internals) is for the log, not a person
+        kind, transient, prose = "unknown", False, INTERNAL_FAILURE
     return Classification(kind, transient, prose)
 
 

@@ -616,14 +616,18 @@ EXCEPTIONS: list[tuple[BaseException, str, bool, tuple[str, ...]]] = [
     (AcpRequestTimeout(method="session/new", budget_s=30), "request_timeout", True, ("30 seconds",)),
     (AcpWorkspaceBindingError("bound to /a, asked for /b"), "workspace_binding", False, ("workspace",)),
     (AcpRuntimeError("pipe closed"), "runtime_error", True, ("pipe closed",)),
-    (
-        KeyError("OPENAI_API_KEY=sk-AbCdEfGhIjKlMnOpQrStUvWx"),
-        "unknown",
-        False,
-        ("OPENAI_API_KEY=sk-[redacted]",),
-    ),
-    (RuntimeError(""), "unknown", False, ("Something went wrong",)),
+    # The relay's own bugs: one fixed sentence; their text (internals, paths, secrets) stays in the log.
+    (KeyError("OPENAI_API_KEY=sk-AbCdEfGhIjKlMnOpQrStUvWx"), "unknown", False, ("its log has the details",)),
+    (RuntimeError(""), "unknown", False, ("its log has the details",)),
+    (AttributeError("'NoneType' object has no attribute 'runtime'"), "unknown", False, ("did not expect",)),
 ]
+
+
+def test_an_internal_failure_never_shows_its_own_text() -> None:
+    for exc in (KeyError("OPENAI_API_KEY"), AttributeError("'NoneType' object has no attribute 'runtime'"),
+                OSError("store /home/u/.local/state/acp-relay/relay.db: database is locked")):
+        prose = _format_acp_error(exc)
+        assert str(exc).strip("'") not in prose and "NoneType" not in prose and "/home/u" not in prose
 
 
 @pytest.mark.parametrize(("exc", "kind", "transient", "says"), EXCEPTIONS, ids=lambda v: type(v).__name__)
@@ -744,11 +748,12 @@ def test_formatted_errors_are_redacted(secret: str, hint: str) -> None:
         {"code": -32000, "message": f"Authentication required: {secret} rejected"},
         AcpProcessDied(exit_code=2, stderr_tail=f"boom {secret}"),
         AcpAuthRequired(agent_line=f"login failed for {secret}"),
-        ValueError(f"cannot parse {secret}"),
     ):
         prose = _format_acp_error(error)
         assert secret not in prose, prose
         assert hint in prose, prose
+    internal = _format_acp_error(ValueError(f"cannot parse {secret}"))
+    assert secret not in internal and hint not in internal  # the relay's own failure shows no text at all
 
 
 def test_a_long_sentence_is_cut_without_leaking_a_cut_token() -> None:

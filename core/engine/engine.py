@@ -91,7 +91,9 @@ class Engine:
         self.access.allow(surface.name, allowed_user_ids)
 
     def edit_interval(self, surface: Surface) -> float:
-        return surface.capabilities.edit_interval_s or self.config.engine.edit_interval_s
+        """The surface's own interval when it names one (the dashboard streams faster), else the config's."""
+        own = surface.capabilities.edit_interval_s
+        return self.config.engine.edit_interval_s if own is None else own
 
     def conversation(self, key: str, surface: Surface) -> Conversation:
         conv = self.conversations.get(key)

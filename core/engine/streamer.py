@@ -40,6 +40,7 @@ from core.redact import redact
 
 __all__ = ["Streamer"]
 
+_DEFAULT_INTERVAL_S = 1.0  # a surface that names no interval, used outside an engine
 log = logging.getLogger("acp_relay.engine.streamer")
 
 T = TypeVar("T")
@@ -81,7 +82,8 @@ class Streamer:
         caps = surface.capabilities
         self.surface = surface
         self.conversation_key = conversation_key
-        self.interval_s = caps.edit_interval_s if interval_s is None else interval_s
+        chosen = caps.edit_interval_s if interval_s is None else interval_s
+        self.interval_s = _DEFAULT_INTERVAL_S if chosen is None else chosen
         self.calls = 0
         self._sleep = sleep
         self._max_attempts = max(1, max_attempts)

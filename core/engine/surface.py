@@ -44,7 +44,8 @@ class Capabilities:
     can_buttons: bool = True
     can_thread: bool = False
     can_typing: bool = True
-    edit_interval_s: float = 1.0
+    #: Seconds between edits of one streamed message; None: the relay's ``engine.edit_interval_s``.
+    edit_interval_s: float | None = None
 
 
 def measure(text: str, unit: LengthUnit) -> int:
