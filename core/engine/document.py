@@ -52,7 +52,7 @@ class Document:
         self._notices: list[tuple[str, str]] = []
         self._plan: tuple[PlanEntry, ...] = ()
         self._tools: dict[str, ToolCall] = {}
-        self._text = ""
+        self._chunks: list[str] = []  # appended per chunk, joined only when read: linear, not quadratic
         self._refusal: RefusalInfo | None = None
         self._error = ""
         self._partial_note = ""
@@ -62,7 +62,12 @@ class Document:
     @property
     def text(self) -> str:
         """The answer text streamed so far (after any echo removal)."""
-        return self._text
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
+
+    def _set_text(self, text: str) -> None:
+        self._chunks = [text] if text else []
 
     @property
     def context_pct(self) -> float | None:
@@ -77,7 +82,7 @@ class Document:
     def apply(self, event: AcpEvent) -> None:
         """Fold one event into the document. Events it does not show are ignored."""
         if isinstance(event, TextChunk):
-            self._text += event.text
+            self._chunks.append(event.text)
         elif isinstance(event, ToolCall):
             self._tools[event.tool_call_id] = event
         elif isinstance(event, PlanUpdate):
@@ -127,11 +132,11 @@ class Document:
         """
         self._error = prose.strip()
         needle = _squash(raw_message) + "\n" + _squash(prose)
-        self._text = _strip_echo(self._text, needle)
+        self._set_text(_strip_echo(self.text, needle))
 
     def drop_echo(self, streamed: str) -> None:
         """Remove text an attempt streamed that only echoed its error (the ladder retries)."""
-        self._text = _strip_echo(self._text, _squash(streamed))
+        self._set_text(_strip_echo(self.text, _squash(streamed)))
 
     def set_partial_note(self, note: str = wording.PARTIAL_NOTE) -> None:
         """Mark the answer as incomplete (timeout with partial output, stop mid-answer)."""
@@ -156,7 +161,7 @@ class Document:
         if self._tools:
             sections.append("\n".join(wording.tool_status_line(t.title, t.kind, t.status)
                                       for t in self._tools.values()))
-        answer = self._text.strip("\n")
+        answer = self.text.strip("\n")
         if answer.strip():
             sections.append(answer)
         if self._partial_note:
@@ -165,7 +170,7 @@ class Document:
             info = self._refusal
             # The explanation was made fit for a person at the parser; compare it with the streamed
             # text made fit the same way, or a sentence with a command in it would show twice.
-            if info.explanation.strip() and _squash(info.explanation) in _squash(person_text(self._text)):
+            if info.explanation.strip() and _squash(info.explanation) in _squash(person_text(self.text)):
                 info = replace(info, explanation="")  # already on screen as streamed text
             sections.append(wording.refusal_card_text(info))
         if self._error:

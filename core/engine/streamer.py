@@ -89,7 +89,8 @@ class Streamer:
         self._max_attempts = max(1, max_attempts)
         self._limit = caps.max_message_length
         self._stream = _Thread(reply_to=reply_to)
-        self._latest = ""
+        self._latest: str | Callable[[], str] = ""
+        self._redacted: dict[str, str] = {}  # paragraph -> redacted, for the streaming flushes
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -117,8 +118,12 @@ class Streamer:
                         tb: TracebackType | None) -> None:
         await self.aclose()
 
-    def update(self, markdown: str) -> None:
-        """Record the reply's latest state; the flusher shows it at the next tick. Never blocks."""
+    def update(self, markdown: str | Callable[[], str]) -> None:
+        """Record the reply's latest state; the flusher shows it at the next tick. Never blocks.
+
+        A callable is rendered only when the flusher runs (about once per interval), not on every
+        event that changed the reply.
+        """
         if not self._finished:
             self._latest = markdown
             self._wake.set()
@@ -158,8 +163,9 @@ class Streamer:
             await self._wake.wait()
             self._wake.clear()
             async with self._lock:
+                latest = self._latest() if callable(self._latest) else self._latest
                 try:
-                    await self._sync(self._stream, self._latest, (), final=False)
+                    await self._sync(self._stream, latest, (), final=False)
                 except _Deferred:
                     self._wake.set()
                 except DeliveryError as exc:
@@ -219,8 +225,22 @@ class Streamer:
             shown += 1
         return "\n\n".join(pieces[shown:])
 
-    def _pieces(self, markdown: str, plain: bool) -> list[str]:
-        markdown = redact(markdown)  # every text bound for a platform passes here: no secret reaches a chat
+    def _redact(self, markdown: str, final: bool) -> str:
+        """Every text bound for a platform passes here: no secret reaches a chat.
+
+        While streaming only the last paragraph changes, so paragraphs are redacted once and
+        remembered (a long answer would otherwise be scanned whole on every flush); the final
+        state is scanned whole, so nothing that spans a paragraph break slips through.
+        """
+        if final:
+            return redact(markdown)
+        known, self._redacted = self._redacted, {}
+        for block in markdown.split("\n\n"):
+            self._redacted[block] = known.get(block) or redact(block)
+        return "\n\n".join(self._redacted[block] for block in markdown.split("\n\n"))
+
+    def _pieces(self, markdown: str, plain: bool, final: bool = True) -> list[str]:
+        markdown = self._redact(markdown, final)
         unit = self.surface.capabilities.length_unit
         if plain:
             return split_rendered(plain_text(markdown), lambda s: s, self._limit, unit)
@@ -228,7 +248,7 @@ class Streamer:
 
     async def _sync_once(self, thread: _Thread, markdown: str, buttons: tuple[Button, ...], *,
                          final: bool) -> None:
-        pieces = self._pieces(markdown, thread.plain)
+        pieces = self._pieces(markdown, thread.plain, final)
         if not pieces:
             if not final:
                 return

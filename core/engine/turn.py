@@ -115,7 +115,7 @@ class TurnRunner:
                     conv.context_pct = 100.0 * event.used / event.size
                 current.side_effects = seen.tool_ran or bool(seen.text)
                 doc.apply(event)
-                streamer.update(doc.to_markdown())
+                streamer.update(doc.to_markdown)  # rendered when the streamer flushes, not per event
 
             async def approver(request: PermissionRequest) -> str:
                 current.side_effects = True  # never retry past an approval request
