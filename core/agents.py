@@ -54,6 +54,7 @@ def choose_agent(config: RelayConfig, name: str | None = None) -> tuple[str, Age
 
 
 def agent_spec(name: str, agent: AgentConfig, cwd: str | None = None) -> AgentSpec:
+    """The runtime's view of a configured agent: the command resolved on PATH, ``cwd`` overriding the agent's."""
     command = resolve_command(agent.command) or agent.command
     return AgentSpec(name=name, command=command, args=tuple(agent.args), env=dict(agent.env),
                      cwd=cwd or agent.cwd, backend=agent.backend or "", tool_gate=agent.tool_gate)

@@ -15,6 +15,7 @@ class RedactingFilter(logging.Filter):
     """Replaces tokens and keys in the formatted message (and drops args it has folded in)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Redact the record in place; it is always kept."""
         record.msg = redact(record.getMessage())
         record.args = None
         if record.exc_info and not record.exc_text:
@@ -25,6 +26,7 @@ class RedactingFilter(logging.Filter):
 
 
 def log_path() -> Path:
+    """The log file: ``$XDG_STATE_HOME/acp-relay/acp-relay.log`` (``~/.local/state`` by default)."""
     state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     return state / "acp-relay" / "acp-relay.log"
 

@@ -38,6 +38,7 @@ class RpcError(Exception):
         self.data = data
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``error`` member of a JSON-RPC response (``data`` only when set)."""
         out: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             out["data"] = self.data
@@ -54,6 +55,8 @@ class Reply:
 
 @dataclass(slots=True)
 class ReaderStats:
+    """What the reader saw and skipped: a bad line costs one increment here, never the connection."""
+
     frames: int = 0
     non_json: int = 0
     non_object: int = 0
@@ -238,9 +241,11 @@ class JsonRpcConnection:
         self._writer.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
 
     def notify(self, method: str, params: Any) -> None:
+        """Send a notification (no id, no answer); dropped silently once the connection is closed."""
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def next_id(self) -> int:
+        """A fresh request id; ``request()`` takes one when the caller did not pass its own."""
         return next(self._ids)
 
     async def request(
@@ -304,4 +309,5 @@ class JsonRpcConnection:
 
     @property
     def closed(self) -> bool:
+        """True once ``close()`` ran: requests fail at once and nothing more is written."""
         return self._closed_error is not None

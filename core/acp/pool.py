@@ -47,6 +47,7 @@ class RuntimePool:
 
     @staticmethod
     def key(spec: AgentSpec, cwd: str | None = None) -> tuple[str, str]:
+        """The pool key of an agent: its name and the resolved directory it runs in."""
         target = spec.with_cwd(cwd) if cwd else spec
         return spec.name, str(target.expanded_cwd())
 
@@ -106,6 +107,7 @@ class RuntimePool:
                 exit_code=last.exit_code if last else None, stderr_tail=last.stderr_tail if last else "")
 
     def runtimes(self) -> list[AcpRuntime]:
+        """A snapshot of the held runtimes (a dead one stays until its next ``acquire``)."""
         return list(self._runtimes.values())
 
     async def reap(self, now: float | None = None) -> int:

@@ -55,15 +55,19 @@ class StderrRing:
         self.bytes_read = 0
 
     def add(self, raw: bytes) -> None:
+        """Keep one line, decoded leniently and cut to ``max_line`` characters."""
         self._lines.append(raw.decode(errors="replace").rstrip()[: self._max_line])
 
     def tail(self, lines: int = 5) -> str:
+        """The last ``lines`` non-blank lines, for error messages."""
         return "\n".join([line for line in self._lines if line][-lines:])
 
     def lines(self) -> list[str]:
+        """Every kept line, oldest first."""
         return list(self._lines)
 
     async def pump(self, stream: asyncio.StreamReader) -> None:
+        """Read ``stream`` until EOF, line by line; an unterminated line keeps only its last 8 KiB."""
         partial = b""
         while chunk := await stream.read(65536):
             self.bytes_read += len(chunk)
@@ -88,6 +92,7 @@ class AgentProcess:
 
     @classmethod
     async def spawn(cls, spec: AgentSpec) -> AgentProcess:
+        """Start the agent in its own process group; a missing command or cwd raises a non-transient AcpError."""
         env = child_env(spec)
         resolved = shutil.which(spec.command, path=env.get("PATH"))  # the PATH the agent will have
         if resolved is None:
@@ -115,13 +120,16 @@ class AgentProcess:
 
     @property
     def pid(self) -> int:
+        """The process id, which is also its process group id (the agent runs in its own session)."""
         return self.proc.pid
 
     @property
     def alive(self) -> bool:
+        """True until the process's exit has been seen."""
         return self.proc.returncode is None
 
     async def wait_exit(self, timeout_s: float) -> int | None:
+        """The exit code, or None when the process is still running after ``timeout_s``."""
         with contextlib.suppress(TimeoutError):
             return await asyncio.wait_for(self.proc.wait(), timeout_s)
         return None

@@ -148,14 +148,17 @@ class AcpRuntime:
 
     @property
     def alive(self) -> bool:
+        """No death recorded, the process still running and the connection open."""
         return self.death is None and self.process.alive and not self.conn.closed
 
     @property
     def pid(self) -> int:
+        """The agent's process id (also its process group id)."""
         return self.process.pid
 
     @property
     def agent_info(self) -> dict[str, Any]:
+        """``agentInfo`` from the ``initialize`` answer (name, version...), or empty."""
         info = self.init_result.get("agentInfo")
         return info if isinstance(info, dict) else {}
 
@@ -168,6 +171,7 @@ class AcpRuntime:
 
     @property
     def load_supported(self) -> bool:
+        """``agentCapabilities.loadSession``: ``session/load`` may resume an earlier session."""
         caps = self.init_result.get("agentCapabilities") or {}
         return bool(isinstance(caps, dict) and caps.get("loadSession"))
 
@@ -177,6 +181,7 @@ class AcpRuntime:
         return self.conn.pending > 0 or any(s.busy for s in self.sessions.values())
 
     def stderr_tail(self, lines: int = 5) -> str:
+        """The agent's last ``lines`` stderr lines, for error reports."""
         return self.process.stderr.tail(lines)
 
     # -- requests --------------------------------------------------------------------------
@@ -198,6 +203,7 @@ class AcpRuntime:
             raise AcpWorkspaceBindingError(f"agent {self.spec.name} runs in {self.cwd}, not in {cwd}")
 
     async def new_session(self, cwd: str | None = None) -> AcpSession:
+        """``session/new`` in this runtime's cwd, then leave a mode the tool gate must not allow."""
         self._check_cwd(cwd)
         result = await self.request("session/new", {"cwd": self.cwd, "mcpServers": []})
         session = AcpSession(self, str(result["sessionId"]), result)
@@ -232,6 +238,7 @@ class AcpRuntime:
         return session
 
     def forget(self, session_id: str) -> None:
+        """Stop routing frames to a session (its conversation let go of it); the agent is not told."""
         self.sessions.pop(session_id, None)
 
     # -- frames from the agent -------------------------------------------------------------

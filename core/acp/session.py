@@ -138,6 +138,7 @@ class AcpSession:
         return {k: v for k, v in self.meta.items() if k in _LOAD_META_KEYS}
 
     def loaded(self, result: dict[str, Any]) -> None:
+        """Finish a ``session/load``: read the models, modes and ``_meta`` its answer carries."""
         self.loading = False
         self._read_result(result)
 
@@ -151,11 +152,13 @@ class AcpSession:
 
     @property
     def busy(self) -> bool:
+        """A turn is in flight: ``prompt()`` has not returned yet."""
         return self._turn is not None
 
     # -- frames ----------------------------------------------------------------------------
 
     def on_frame(self, method: str, params: dict[str, Any]) -> None:
+        """Take one notification: track mode and model changes, feed the turn, or count a replayed frame."""
         turn = self._turn
         tools = turn.tools if turn is not None else {}
         if method == "session/update":
@@ -204,6 +207,7 @@ class AcpSession:
             self._fail(turn, exc)
 
     async def on_permission(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
+        """Answer ``session/request_permission`` through the tool gate; cancelled outside a turn or after a stop."""
         turn = self._turn
         if turn is None or turn.cancel_requested:
             return {"outcome": {"outcome": "cancelled"}}
@@ -235,6 +239,7 @@ class AcpSession:
         return Reply(answer, request.answered)
 
     def runtime_died(self, death: AcpRuntimeDead) -> None:
+        """Cancel the turn's pending approvals; the prompt request itself fails with the connection."""
         if self._turn is not None:
             for task in self._turn.permission_tasks:
                 task.cancel()

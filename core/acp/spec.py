@@ -24,9 +24,11 @@ class AgentSpec:
     tool_gate: str = "ask"
 
     def expanded_cwd(self) -> Path:
+        """``cwd`` with ``~`` and environment variables expanded, made absolute."""
         return Path(os.path.expandvars(os.path.expanduser(self.cwd))).resolve()
 
     def with_cwd(self, cwd: str) -> AgentSpec:
+        """A copy of this spec that runs in ``cwd`` instead."""
         return AgentSpec(self.name, self.command, self.args, dict(self.env), cwd, self.backend, self.tool_gate)
 
 

@@ -55,11 +55,15 @@ class AcpEvent:
 
 @dataclass(frozen=True, slots=True)
 class TextChunk(AcpEvent):
+    """A piece of the agent's answer (``agent_message_chunk``)."""
+
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class ThoughtChunk(AcpEvent):
+    """A piece of the agent's reasoning (``agent_thought_chunk``), shown apart from the answer."""
+
     text: str
 
 
@@ -109,6 +113,8 @@ def _content_texts(content: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class PlanEntry:
+    """One step of the agent's plan."""
+
     content: str
     status: str = "pending"
     priority: str = "medium"
@@ -123,27 +129,37 @@ class PlanUpdate(AcpEvent):
 
 @dataclass(frozen=True, slots=True)
 class AvailableCommands(AcpEvent):
+    """The slash commands the agent offers (``available_commands_update``)."""
+
     names: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class ModeChanged(AcpEvent):
+    """The agent switched the session's mode (``current_mode_update``)."""
+
     mode_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigOptions(AcpEvent):
+    """The session's config options, its model choice included (``config_option_update``)."""
+
     options: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class UsageUpdate(AcpEvent):
+    """Context window use in tokens (``usage_update``); None where the agent did not say."""
+
     used: int | None = None
     size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo(AcpEvent):
+    """Session metadata, so far its title (``session_info_update``)."""
+
     title: str = ""
 
 
@@ -157,6 +173,8 @@ class CompactionStatus(AcpEvent):
 
 @dataclass(frozen=True, slots=True)
 class KiroMetadata(AcpEvent):
+    """Kiro's ``_kiro.dev/metadata``: context use, credits, turn time and a structured refusal."""
+
     context_pct: float | None = None
     credits: float | None = None
     turn_ms: int | None = None
@@ -165,6 +183,8 @@ class KiroMetadata(AcpEvent):
 
 @dataclass(frozen=True, slots=True)
 class RateLimitNotice(AcpEvent):
+    """The agent hit a rate limit (Kiro's ``_kiro.dev/error/rate_limit``); the message is redacted."""
+
     message: str
 
 
@@ -178,6 +198,8 @@ class Notice(AcpEvent):
 
 @dataclass(frozen=True, slots=True)
 class UnknownUpdate(AcpEvent):
+    """An update kind or extension this relay does not model, kept raw."""
+
     kind: str
     payload: dict[str, Any] = field(default_factory=dict)
 
@@ -192,6 +214,8 @@ class TurnEnded(AcpEvent):
 
 @dataclass(frozen=True, slots=True)
 class PermissionOption:
+    """One choice of a permission request; ``kind`` is ACP's (``allow_once``, ``reject_once``...)."""
+
     option_id: str
     name: str
     kind: str
@@ -207,6 +231,7 @@ class PermissionRequest:
     answered: asyncio.Event = field(default_factory=asyncio.Event, compare=False, repr=False)
 
     def option_for(self, kind: str) -> PermissionOption | None:
+        """The first option of this ``kind``, or None when the agent offers none."""
         return next((o for o in self.options if o.kind == kind), None)
 
 

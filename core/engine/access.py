@@ -18,9 +18,11 @@ class AccessControl:
         self._refused: set[tuple[str, str]] = set()
 
     def allow(self, surface: str, user_ids: Collection[str | int]) -> None:
+        """Set the surface's allow-list, replacing any earlier one; ids compare as strings."""
         self._allowed[surface] = frozenset(str(u) for u in user_ids)
 
     def permits(self, surface: str, user_id: str) -> bool:
+        """True when ``user_id`` is on the surface's allow-list."""
         return str(user_id) in self._allowed.get(surface, frozenset())
 
     def first_refusal(self, surface: str, user_id: str) -> bool:

@@ -21,6 +21,8 @@ CHOICES = (
 
 @dataclass(eq=False)
 class PendingApproval:
+    """A permission request waiting for the person; ``future`` receives the chosen option kind."""
+
     conversation_key: str
     request: PermissionRequest
     future: asyncio.Future[str]
@@ -28,6 +30,7 @@ class PendingApproval:
     message_id: str = ""
 
     def buttons(self) -> tuple[Button, ...]:
+        """One button per entry of ``CHOICES``, each carrying its one-time token."""
         by_kind = {kind: token for token, kind in self.tokens.items()}
         return tuple(Button(label, by_kind[kind], style) for kind, label, style in CHOICES)  # type: ignore[arg-type]
 
@@ -46,10 +49,12 @@ class Approvals:
         return key in self._session_allows
 
     def remember(self, conversation_key: str, request: PermissionRequest) -> None:
+        """Allow this tool kind without asking for the rest of this agent session."""
         self._session_allows.add(
             (conversation_key, request.session_id, request.tool_call.kind or request.tool_call.title))
 
     def open(self, conversation_key: str, request: PermissionRequest) -> PendingApproval:
+        """Register a request and mint one one-time token per choice."""
         pending = PendingApproval(conversation_key, request, asyncio.get_running_loop().create_future())
         for kind, _label, _style in CHOICES:
             token = secrets.token_urlsafe(12)
@@ -90,7 +95,9 @@ class Approvals:
         return pending
 
     def pending_in(self, conversation_key: str) -> bool:
+        """True while the conversation has an approval waiting for an answer."""
         return bool(self._by_conversation.get(conversation_key))
 
     def forget_session(self, conversation_key: str) -> None:
+        """Drop the conversation's "allow for this session" choices (its session is gone)."""
         self._session_allows = {k for k in self._session_allows if k[0] != conversation_key}

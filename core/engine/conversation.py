@@ -6,13 +6,13 @@ import asyncio
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from core.acp.client import AcpError
 from core.acp.session import AcpSession
 from core.acp.types import Notice
-from core.agents import agent_spec, choose_agent
+from core.agents import BUILTIN_AGENTS, agent_spec, choose_agent
 from core.engine import wording
 from core.engine.surface import InboundMessage, Surface
 from core.failures import is_session_lost
@@ -27,6 +27,8 @@ log = logging.getLogger("acp_relay.engine.conversation")
 
 @dataclass(frozen=True, slots=True)
 class QueueItem:
+    """A message waiting for its turn; ``compact`` marks ``/compact``, whose success is reported."""
+
     message: InboundMessage
     compact: bool = False
 
@@ -49,6 +51,7 @@ class Conversation:
     # -- the store's view ----------------------------------------------------------------
 
     def record(self) -> ConversationRecord:
+        """The stored record, or a blank one for a conversation not saved yet."""
         rec = self.engine.store.get_conversation(self.key)
         if rec is None:
             rec = ConversationRecord(self.key, "", "", None, 0, None, time.time())
@@ -69,6 +72,11 @@ class Conversation:
         if live is not None and live.runtime.alive and live.session_id in live.runtime.sessions:
             return live  # the steady state: no PATH lookup, no store read, no pool lock
         rec = self.record()
+        if rec.agent and rec.agent not in (self.engine.config.agents or BUILTIN_AGENTS):
+            # A config change removed this conversation's agent: its session belongs to that agent.
+            gone = rec.agent
+            rec = replace(rec, agent="", cwd="", session_id=None, session_meta={})
+            notify.append(Notice(wording.agent_gone_text(gone, choose_agent(self.engine.config)[0]), key="session"))
         name, agent = choose_agent(self.engine.config, rec.agent or None)
         spec = agent_spec(name, agent, rec.cwd or None)
         runtime = await self.engine.pool.acquire(spec)
@@ -115,6 +123,7 @@ class Conversation:
 
     @property
     def busy(self) -> bool:
+        """A turn is running."""
         return self.turn_task is not None and not self.turn_task.done()
 
     def enqueue(self, item: QueueItem) -> int:

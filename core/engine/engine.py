@@ -12,9 +12,10 @@ from typing import Any
 
 from core.acp.client import AcpError
 from core.acp.pool import RuntimePool
+from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeError
 from core.acp.spec import AgentSpec
-from core.acp.types import PermissionRequest
+from core.acp.types import Notice, PermissionRequest
 from core.agents import choose_agent
 from core.config import RelayConfig
 from core.engine import wording
@@ -198,7 +199,7 @@ class Engine:
                 await self.set_model(conv.key, name)
                 text = wording.model_switched_text(name)
             else:
-                session = await conv.ensure_session([])
+                session = await self._session_for(conv)
                 text = wording.models_text(session.current_model, session.models)
         except (AcpError, AcpRuntimeError) as exc:
             text = _format_acp_error(exc)
@@ -217,9 +218,17 @@ class Engine:
             if surface is None:
                 raise KeyError(conversation_key)
             conv = self.conversation(conversation_key, surface)
-        session = await conv.ensure_session([])
+        session = await self._session_for(conv)
         await session.set_model(model)
         self.store.save_conversation(dataclasses.replace(conv.record(), model=model))  # keeps session_meta
+
+    async def _session_for(self, conv: Conversation) -> AcpSession:
+        """The conversation's session outside a turn; its notices (a new session...) are said at once."""
+        notices: list[Notice] = []
+        session = await conv.ensure_session(notices)
+        for notice in notices:
+            await self.say(conv.surface, conv.key, notice.text)
+        return session
 
     def status(self, conversation_key: str) -> ConversationStatus:
         conv = self.conversations.get(conversation_key)

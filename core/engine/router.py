@@ -16,6 +16,8 @@ _APPROVAL_REPLY = re.compile(r"^\s*(?:(approve)\s*([12])|(deny))\s*$", re.I)
 
 @dataclass(frozen=True, slots=True)
 class Command:
+    """A parsed command: one of ``ACTIONS`` and the rest of the line."""
+
     action: str
     argument: str = ""
 

@@ -19,6 +19,7 @@ class TaskSet:
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Start a named task owned by this set: a failure is logged, ``close()`` cancels it."""
         task = asyncio.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._done)

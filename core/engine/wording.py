@@ -298,3 +298,9 @@ SESSION_SET_ASIDE = (
     "It does not remember the earlier messages."
 )
 IMAGES_NOT_SUPPORTED = "This agent does not accept images, so only the text of your message was sent."
+
+
+def agent_gone_text(old: str, new: str) -> str:
+    """The conversation's agent was removed from the config; it continues on another one."""
+    return (f"The agent this conversation used ({old}) is no longer configured, so it continues with {new} "
+            "in a new conversation; it does not remember the earlier messages.")

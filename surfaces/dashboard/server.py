@@ -64,11 +64,14 @@ needs its access token. Open the one-time login link that <code>acp-relay</code>
 class DashboardEngine(Inbound, Protocol):
     """What the dashboard needs from the engine, beyond ``Inbound``."""
 
-    async def stop(self, conversation_key: str) -> None: ...
+    async def stop(self, conversation_key: str) -> None:
+        """End the conversation's running turn, as the stop command does; returns once it ended."""
 
-    def status(self, conversation_key: str) -> Any: ...
+    def status(self, conversation_key: str) -> Any:
+        """The conversation's status snapshot (a dataclass, sent to the browser as JSON)."""
 
-    async def set_model(self, conversation_key: str, model: str) -> None: ...
+    async def set_model(self, conversation_key: str, model: str) -> None:
+        """Switch the conversation's model, binding a session first if needed."""
 
 
 def is_loopback(host: str) -> bool:
@@ -117,6 +120,7 @@ class Auth:
                        .hexdigest() if self.access_token else "")
 
     def permits(self, request: web.Request) -> bool:
+        """True with no token configured, else for the bearer token or the cookie derived from it."""
         if self.access_token is None:
             return True
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")

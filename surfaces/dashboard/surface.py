@@ -61,6 +61,7 @@ class Subscriber:
         self.queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=_BACKLOG)
 
     def push(self, event: Event | None) -> None:
+        """Queue an event; a browser too far behind loses its backlog and gets a ``resync``."""
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:  # the browser fell behind: drop the backlog, send it the whole state

@@ -187,13 +187,17 @@ async def test_a_relay_shutdown_mid_answer_leaves_its_final_state_in_the_tab(dem
     assert "⏱" in interrupted
 
 
-async def test_the_model_picker_explains_an_agent_that_is_no_longer_configured(
+async def test_a_tab_whose_agent_was_removed_from_the_config_continues_on_the_default_agent(
         demo_relay: DemoRelayFactory) -> None:
     relay = await demo_relay()
     assert relay.store is not None
     # The tab talked to an agent that a config change has since removed.
-    relay.store.save_conversation(ConversationRecord(conversation_key(TAB), "gone", str(relay.tmp / "work")))
+    relay.store.save_conversation(ConversationRecord(conversation_key(TAB), "gone", str(relay.tmp / "work"), "s-old"))
+    stream = await relay.events(TAB)
     async with relay.client().post(f"/api/conversations/{TAB}/model", json={"model": "demo-careful"}) as response:
-        assert response.status == 400 and response.content_type == "application/json"
-        error = (await response.json())["error"]
-    assert "no such agent" in error and "gone" in error and "Traceback" not in error
+        assert response.status == 200
+    status = await relay.status(TAB)
+    assert status["agent"] == "demo" and status["model"] == "demo-careful" and status["session_id"] != "s-old"
+    await stream.until(lambda s: s.with_text("is no longer configured"), "the person is told why")
+    await say(relay, "hello")
+    await stream.until(answered("demo agent"), "the answer from the default agent")
