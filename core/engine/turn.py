@@ -79,141 +79,169 @@ class TurnRunner:
         self.engine = engine
 
     async def run(self, conv: Conversation, item: QueueItem) -> None:
-        engine = self.engine
-        doc = Document()
-        started = time.monotonic()
-        backend = "generic"
-        async with Streamer(conv.surface, conv.key, interval_s=engine.edit_interval(conv.surface),
-                            reply_to=item.message.message_id, sleep=engine.sleep) as streamer:
-            current = Attempt(0)
-            lost_once = False
-            compaction_failed = False
-            seen = _AttemptOutput()
-            msg = item.message
+        """Answer ``item`` in ``conv``: stream the reply, and deliver its final state whatever happens."""
+        async with Streamer(conv.surface, conv.key, interval_s=self.engine.edit_interval(conv.surface),
+                            reply_to=item.message.message_id, sleep=self.engine.sleep) as streamer:
+            await _Turn(self.engine, conv, item, streamer).run()
 
-            def tool_may_run() -> None:
-                if not seen.tool_ran:  # a replay after a restart must not run it twice
-                    engine.store.set_inbound_progress(msg.surface, msg.message_id, "tool")
-                seen.tool_ran = current.side_effects = True
 
-            def gate_allows_all() -> bool:
-                return conv.session is not None and conv.session.runtime.spec.tool_gate == "allow"
+class _Turn:
+    """One message being answered: its document, its stream, and what its current attempt did."""
 
-            def on_event(event: AcpEvent) -> None:
-                nonlocal compaction_failed
-                if isinstance(event, TextChunk):
-                    if event.text:
-                        seen.text.append(event.text)
-                elif isinstance(event, ToolCall) and (event.status in _TOOL_RAN
-                                                      or (event.started and gate_allows_all())):
-                    tool_may_run()
-                elif isinstance(event, CompactionStatus) and event.status == "failed":
-                    compaction_failed = True
-                elif isinstance(event, KiroMetadata) and event.context_pct is not None:
-                    conv.context_pct = event.context_pct
-                elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
-                    conv.context_pct = 100.0 * event.used / event.size
-                current.side_effects = seen.tool_ran or bool(seen.text)
-                doc.apply(event)
-                streamer.update(doc.to_markdown)  # rendered when the streamer flushes, not per event
+    def __init__(self, engine: Engine, conv: Conversation, item: QueueItem, streamer: Streamer) -> None:
+        self.engine, self.conv, self.item, self.streamer = engine, conv, item, streamer
+        self.msg = item.message
+        self.doc = Document()
+        self.started = time.monotonic()
+        self.backend = "generic"
+        self.current = Attempt(0)
+        self.seen = _AttemptOutput()
+        self.lost_once = False
+        self.compaction_failed = False
 
-            async def approver(request: PermissionRequest) -> str:
-                current.side_effects = True  # never retry past an approval request
-                try:
-                    kind = await engine.ask_approval(conv, request, streamer)
-                except DeliveryError as exc:  # the platform's failure, not the agent's
-                    log.warning("could not show an approval request in %s: %s", conv.key, exc)
-                    on_event(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
-                    return "cancelled"
-                if kind.startswith("allow"):
-                    tool_may_run()
-                return kind
+    # -- the error funnel ------------------------------------------------------------------
 
-            async def attempt(state: Attempt) -> str:
-                nonlocal current, backend, lost_once
-                current = state
-                seen.reset()
-                notices: list[Notice] = []
-                session = await conv.ensure_session(notices)
-                backend = session.runtime.backend
-                for notice in notices:
-                    on_event(notice)
-                images_ok = session.runtime.accepts_images
-                if not images_ok and any(a.kind == "image" for a in msg.attachments):
-                    on_event(Notice(wording.IMAGES_NOT_SUPPORTED, key="images"))
-                state.reached_agent = True
-                try:
-                    stats = await session.prompt(prompt_content(msg, images_ok=images_ok), on_event=on_event,
-                                                 approver=approver,
-                                                 timeout_s=engine.config.timeouts.prompt_s,
-                                                 approval_timeout_s=engine.config.timeouts.approval_s,
-                                                 cancel_wait_s=engine.cancel_wait_s)
-                except AcpError as exc:
-                    if seen.only_echoes(exc):
-                        # claude-agent-acp and codex-acp stream the error text before the error:
-                        # that is not an answer, so it does not block a retry and is shown once.
-                        state.side_effects = False
-                        doc.drop_echo(seen.joined())
-                    if not is_session_lost(exc) or lost_once or state.side_effects:
-                        raise
-                    lost_once = True  # the agent forgot the session: once, on a new one, with a notice
-                    conv.drop_session()
-                    on_event(Notice(wording.SESSION_LOST, key="session"))
-                    return await attempt(state)
-                return stats.stop_reason
-
-            async def on_retry(state: Attempt, delay: float, exc: BaseException) -> None:
-                on_event(Notice(wording.retrying(state.number, engine.policy.attempts), key="retry"))
-
-            try:
-                await typing(conv, True)
-                stop = await with_retries(attempt, policy=engine.policy, on_retry=on_retry, sleep=engine.sleep)
-                if doc.has_notice("retry"):
-                    on_event(Notice(wording.RETRY_SUCCEEDED, key="retry"))
-                if item.compact and stop == STOP_REASON_END_TURN and not compaction_failed:
-                    on_event(CompactionStatus("completed", wording.COMPACTED))
-            except asyncio.CancelledError:
-                if not conv.stopping:  # the relay is shutting down: say so; a restart replays the message
-                    doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
-                    raise
-                doc.apply(TurnEnded(STOP_REASON_CANCELLED))
-            except (AcpError, AcpRuntimeError) as exc:
-                if doc.has_notice("retry"):
-                    on_event(Notice(wording.retry_gave_up(engine.policy.attempts), key="retry"))
-                prose = _format_acp_error(exc, backend=backend)
-                doc.set_error(prose, raw_message=getattr(exc, "message", ""))
-                if isinstance(exc, AcpTimeoutError) and exc.partial_output:
-                    if not doc.text:
-                        doc.apply(TextChunk(exc.partial_output))
-                    doc.set_partial_note()  # what streamed stays, marked as incomplete
-                log.info("turn in %s failed: %s", conv.key, type(exc).__name__)
-            except Exception as exc:  # the funnel: the traceback is logged here, once
-                log.exception("turn in %s failed unexpectedly", conv.key)
-                doc.set_error(_format_acp_error(exc, backend=backend))
-            finally:
-                conv.cancellable = False
-                doc.finish(time.monotonic() - started, conv.context_pct)
-                await typing(conv, False)
-                await self._deliver(conv, streamer, doc.to_markdown())
-
-    async def _deliver(self, conv: Conversation, streamer: Streamer, markdown: str) -> None:
-        """Flush the final state. If the platform refuses it, keep it in the ledger and say so."""
+    async def run(self) -> None:
+        engine, conv, doc = self.engine, self.conv, self.doc
         try:
-            await streamer.finish(markdown)
+            await set_typing(conv, True)
+            stop = await with_retries(self.attempt, policy=engine.policy, on_retry=self.on_retry,
+                                      sleep=engine.sleep)
+            if doc.has_notice("retry"):
+                self.on_event(Notice(wording.RETRY_SUCCEEDED, key="retry"))
+            if self.item.compact and stop == STOP_REASON_END_TURN and not self.compaction_failed:
+                self.on_event(CompactionStatus("completed", wording.COMPACTED))
+        except asyncio.CancelledError:
+            if not conv.stopping:  # the relay is shutting down: say so; a restart replays the message
+                doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
+                raise
+            doc.apply(TurnEnded(STOP_REASON_CANCELLED))
+        except (AcpError, AcpRuntimeError) as exc:
+            self.failed(exc)
+        except Exception as exc:  # the funnel: the traceback is logged here, once
+            log.exception("turn in %s failed unexpectedly", conv.key)
+            doc.set_error(_format_acp_error(exc, backend=self.backend))
+        finally:
+            conv.cancellable = False
+            doc.finish(time.monotonic() - self.started, conv.context_pct)
+            await set_typing(conv, False)
+            await self.deliver(doc.to_markdown())
+
+    def failed(self, exc: AcpError | AcpRuntimeError) -> None:
+        """The ladder gave up, or the failure was terminal: prose in place of (or after) the answer."""
+        doc = self.doc
+        if doc.has_notice("retry"):
+            self.on_event(Notice(wording.retry_gave_up(self.engine.policy.attempts), key="retry"))
+        doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""))
+        if isinstance(exc, AcpTimeoutError) and exc.partial_output:
+            if not doc.text:
+                doc.apply(TextChunk(exc.partial_output))
+            doc.set_partial_note()  # what streamed stays, marked as incomplete
+        log.info("turn in %s failed: %s", self.conv.key, type(exc).__name__)
+
+    # -- one attempt on the retry ladder ---------------------------------------------------
+
+    async def attempt(self, state: Attempt) -> str:
+        """Prompt the agent once; returns the stop reason. A lost session is retried once, anew."""
+        conv, msg = self.conv, self.msg
+        self.current = state
+        self.seen.reset()
+        notices: list[Notice] = []
+        session = await conv.ensure_session(notices)
+        self.backend = session.runtime.backend
+        for notice in notices:
+            self.on_event(notice)
+        images_ok = session.runtime.accepts_images
+        if not images_ok and any(a.kind == "image" for a in msg.attachments):
+            self.on_event(Notice(wording.IMAGES_NOT_SUPPORTED, key="images"))
+        state.reached_agent = True
+        timeouts = self.engine.config.timeouts
+        try:
+            stats = await session.prompt(prompt_content(msg, images_ok=images_ok), on_event=self.on_event,
+                                         approver=self.approver, timeout_s=timeouts.prompt_s,
+                                         approval_timeout_s=timeouts.approval_s,
+                                         cancel_wait_s=self.engine.cancel_wait_s)
+        except AcpError as exc:
+            if self.seen.only_echoes(exc):
+                # claude-agent-acp and codex-acp stream the error text before the error: that is
+                # not an answer, so it does not block a retry, and the person reads it once.
+                state.side_effects = False
+                self.doc.drop_echo(self.seen.joined())
+            if not is_session_lost(exc) or self.lost_once or state.side_effects:
+                raise
+            self.lost_once = True  # the agent forgot the session: once, on a new one, with a notice
+            conv.drop_session()
+            self.on_event(Notice(wording.SESSION_LOST, key="session"))
+            return await self.attempt(state)
+        return stats.stop_reason
+
+    async def on_retry(self, state: Attempt, delay: float, exc: BaseException) -> None:
+        """One "retrying" notice, corrected in place as the ladder goes on."""
+        self.on_event(Notice(wording.retrying(state.number, self.engine.policy.attempts), key="retry"))
+
+    # -- what the agent sends --------------------------------------------------------------
+
+    def on_event(self, event: AcpEvent) -> None:
+        """Fold an event into the reply; note what makes a retry (or a replay) unsafe."""
+        seen, conv = self.seen, self.conv
+        if isinstance(event, TextChunk):
+            if event.text:
+                seen.text.append(event.text)
+        elif isinstance(event, ToolCall) and (event.status in _TOOL_RAN or (event.started and self._gate_allows_all())):
+            self._tool_may_run()
+        elif isinstance(event, CompactionStatus) and event.status == "failed":
+            self.compaction_failed = True
+        elif isinstance(event, KiroMetadata) and event.context_pct is not None:
+            conv.context_pct = event.context_pct
+        elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
+            conv.context_pct = 100.0 * event.used / event.size
+        self.current.side_effects = seen.tool_ran or bool(seen.text)
+        self.doc.apply(event)
+        self.streamer.update(self.doc.to_markdown)  # rendered when the streamer flushes, not per event
+
+    async def approver(self, request: PermissionRequest) -> str:
+        """Ask the person (buttons or numbered replies); a platform failure cancels the tool call."""
+        self.current.side_effects = True  # never retry past an approval request
+        try:
+            kind = await self.engine.ask_approval(self.conv, request, self.streamer)
+        except DeliveryError as exc:  # the platform's failure, not the agent's
+            log.warning("could not show an approval request in %s: %s", self.conv.key, exc)
+            self.on_event(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
+            return "cancelled"
+        if kind.startswith("allow"):
+            self._tool_may_run()
+        return kind
+
+    def _tool_may_run(self) -> None:
+        if not self.seen.tool_ran:  # a replay after a restart must not run it twice
+            self.engine.store.set_inbound_progress(self.msg.surface, self.msg.message_id, "tool")
+        self.seen.tool_ran = self.current.side_effects = True
+
+    def _gate_allows_all(self) -> bool:
+        session = self.conv.session
+        return session is not None and session.runtime.spec.tool_gate == "allow"
+
+    # -- delivery ----------------------------------------------------------------------------
+
+    async def deliver(self, markdown: str) -> None:
+        """Flush the final state. If the platform refuses it, keep it in the ledger and say so."""
+        conv, engine = self.conv, self.engine
+        try:
+            await self.streamer.finish(markdown)
         except Exception as exc:  # DeliveryError, or a surface bug: either way the answer is kept
             if isinstance(exc, DeliveryError):
                 log.warning("could not deliver the answer in %s: %s", conv.key, exc)
             else:
                 log.exception("delivering the answer in %s failed unexpectedly", conv.key)
-            remainder = streamer.undelivered(markdown)  # what already arrived is not sent twice
-            self.engine.store.add_outbound(conv.key, {"surface": conv.surface.name, "text": remainder})
+            remainder = self.streamer.undelivered(markdown)  # what already arrived is not sent twice
+            engine.store.add_outbound(conv.key, {"surface": conv.surface.name, "text": remainder})
             # Say what happened (a short notice may get through where the answer did not): the
             # agent did answer, so this must never read as an agent failure.
-            await self.engine.say(conv.surface, conv.key, wording.delivery_failure_text())
-            self.engine.schedule_redelivery()
+            await engine.say(conv.surface, conv.key, wording.delivery_failure_text())
+            engine.schedule_redelivery()
 
 
-async def typing(conv: Conversation, active: bool) -> None:
+async def set_typing(conv: Conversation, active: bool) -> None:
     """The typing indicator is a nicety: a platform error here never fails a turn."""
     if not conv.surface.capabilities.can_typing:
         return
