@@ -19,6 +19,7 @@ from core.acp.pool import RuntimePool
 from core.agents import choose_agent
 from core.config import RelayConfig, mask_args
 from core.engine.engine import Engine
+from core.engine.surface import StartupError
 from core.redact import redact
 from core.store import Store, StoreError
 
@@ -28,14 +29,15 @@ log = logging.getLogger("acp_relay.app")
 
 
 class Launched(Protocol):
-    async def close(self) -> None: ...
+    """A running surface, as ``launch`` returns it."""
 
-
-class StartupError(Exception):
-    """A surface refused to start (e.g. a non-loopback dashboard without an access token)."""
+    async def close(self) -> None:
+        """Stop serving (called after the engine has cancelled its turns)."""
+        ...
 
 
 def build_engine(config: RelayConfig, store: Store, **kw: Any) -> Engine:
+    """The engine with its runtime pool, configured as ``acp-relay run`` uses it (tests use it too)."""
     pool = RuntimePool(request_timeout_s=config.timeouts.request_s, idle_s=config.timeouts.idle_s)
     return Engine(config, store, pool, **kw)
 
@@ -51,6 +53,14 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
+        return await _serve(config, stop)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _serve(config: RelayConfig, stop: asyncio.Event) -> int:
+    try:
         store = Store.open(config.store.path)
     except StoreError as exc:
         _say(str(exc))
@@ -63,8 +73,10 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
     async with AsyncExitStack() as stack:
         stack.callback(store.close)
         stack.push_async_callback(engine.pool.close)
-        enabled = [n for n in ("dashboard", "telegram", "discord", "slack")
-                   if getattr(config.surfaces, n).enabled]
+        enabled = [n for n in ("dashboard", "telegram", "discord", "slack") if getattr(config.surfaces, n).enabled]
+        if not enabled:
+            _say("no surface is enabled in the config; nothing to do")
+            return 2
         for surface in enabled:
             module = importlib.import_module(f"surfaces.{surface}")
             if not hasattr(module, "launch"):
@@ -72,18 +84,13 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
                 return 2
             try:
                 launched: Launched = await module.launch(engine, config)
-            except (StartupError, ValueError) as exc:
+            except StartupError as exc:
                 _say(f"{surface}: {exc}")
                 return 2
             stack.push_async_callback(launched.close)
-        if not enabled:
-            _say("no surface is enabled in the config; nothing to do")
-            return 2
         stack.push_async_callback(engine.close)
         await engine.start()
         await stop.wait()
         _say("shutting down")
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.remove_signal_handler(sig)
     _say("stopped cleanly")
     return 0

@@ -148,6 +148,7 @@ def _terminal_approver(err: TextIO, fd: int) -> Approver:
 async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_timeout_s: float,
                   approval_s: float, policy: RetryPolicy, out: TextIO = sys.stdout,
                   err: TextIO = sys.stderr) -> int:
+    """Send one prompt and stream the answer; returns the exit code (0, 1, or 130 after Ctrl-C)."""
     printer = _Printer(out, err)
     approver = _terminal_approver(err, sys.stdin.fileno()) if sys.stdin.isatty() else None
     runtime: AcpRuntime | None = None

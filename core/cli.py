@@ -151,6 +151,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``acp-relay`` console script: returns the exit code (the one place that decides them)."""
     args = _parser().parse_args(argv)
     if args.command != "demo-agent":
         setup_logging(logging.INFO if args.verbose else logging.WARNING)

@@ -7,7 +7,6 @@ import base64
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
 from typing import Any
 
 from core.acp.client import AcpError
@@ -24,7 +23,14 @@ from core.engine.approvals import Approvals
 from core.engine.conversation import Conversation, QueueItem
 from core.engine.router import Command, parse_approval_reply, route
 from core.engine.streamer import Streamer
-from core.engine.surface import Attachment, ButtonPress, DeliveryError, InboundMessage, Surface
+from core.engine.surface import (
+    Attachment,
+    ButtonPress,
+    ConversationStatus,
+    DeliveryError,
+    InboundMessage,
+    Surface,
+)
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnRunner
 from core.failures import _format_acp_error
@@ -37,18 +43,6 @@ log = logging.getLogger("acp_relay.engine")
 
 #: Handled message ids are remembered this long (platforms redeliver within minutes, not weeks).
 _DEDUP_WINDOW_S = 7 * 24 * 3600.0
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationStatus:
-    agent: str
-    model: str | None
-    models: tuple[str, ...]
-    cwd: str
-    session_id: str | None
-    context_pct: float | None
-    queue_length: int
-    busy: bool
 
 
 def _payload(msg: InboundMessage) -> dict[str, Any]:
@@ -88,6 +82,7 @@ class Engine:
     # -- wiring ----------------------------------------------------------------------------
 
     def attach(self, surface: Surface, allowed_user_ids: Collection[str | int]) -> None:
+        """Serve ``surface``; only ``allowed_user_ids`` may talk to the agent through it."""
         self.surfaces[surface.name] = surface
         self.access.allow(surface.name, allowed_user_ids)
 
@@ -97,6 +92,7 @@ class Engine:
         return self.config.engine.edit_interval_s if own is None else own
 
     def conversation(self, key: str, surface: Surface) -> Conversation:
+        """The conversation under ``key``, created on first use."""
         conv = self.conversations.get(key)
         if conv is None:
             conv = self.conversations[key] = Conversation(key, surface, self)
@@ -126,6 +122,7 @@ class Engine:
     # -- inbound ---------------------------------------------------------------------------
 
     async def handle_message(self, message: InboundMessage) -> None:
+        """A person wrote: de-duplicate, check access, then a command or a queued prompt."""
         surface = self.surfaces.get(message.surface)
         if surface is None:
             log.warning("message from a surface that is not attached: %s", message.surface)
@@ -165,6 +162,7 @@ class Engine:
             await self.say(conv.surface, conv.key, wording.queued_text(position))
 
     async def handle_button(self, press: ButtonPress) -> None:
+        """Resolve an approval by its one-time token; a stale or foreign tap answers "expired"."""
         surface = self.surfaces.get(press.surface)
         if surface is None or not self.access.permits(press.surface, press.user_id):
             log.warning("button press refused: %s user %s", press.surface, press.user_id)
@@ -206,6 +204,7 @@ class Engine:
         await self.say(conv.surface, conv.key, text)
 
     async def stop(self, conversation_key: str) -> None:
+        """The stop action (the dashboard's Stop button): ends the turn, then says so once."""
         conv = self.conversations.get(conversation_key)
         if conv is not None:
             await self._command(conv, Command("stop"))
@@ -231,6 +230,7 @@ class Engine:
         return session
 
     def status(self, conversation_key: str) -> ConversationStatus:
+        """Agent, model, folder, session, context and queue of a conversation (never starts an agent)."""
         conv = self.conversations.get(conversation_key)
         rec = self.store.get_conversation(conversation_key)
         session = conv.session if conv is not None else None
@@ -304,6 +304,7 @@ class Engine:
             log.warning("could not deliver a notice in %s: %s", key, exc)
 
     def schedule_redelivery(self) -> None:
+        """Resend what the ledger holds (answers a platform refused), unless that is already running."""
         if self._redelivery is None or self._redelivery.done():
             self._redelivery = self.tasks.spawn(self._redeliver(), name="redelivery")
 

@@ -16,6 +16,7 @@ __all__ = [
     "Button",
     "ButtonPress",
     "Capabilities",
+    "ConversationStatus",
     "DeliveryError",
     "DeliveryFailed",
     "Inbound",
@@ -24,6 +25,7 @@ __all__ = [
     "MessageTooLong",
     "NotModified",
     "RateLimited",
+    "StartupError",
     "Surface",
     "measure",
 ]
@@ -57,6 +59,8 @@ def measure(text: str, unit: LengthUnit) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Button:
+    """A button under a message; pressing it hands ``token`` back to the core."""
+
     label: str
     token: str  # one-time token the core resolves when pressed
     style: Literal["primary", "danger", "default"] = "default"
@@ -64,6 +68,8 @@ class Button:
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
+    """A file that came with an inbound message (images reach agents that accept them)."""
+
     kind: Literal["image", "file"]
     mime_type: str
     data: bytes = b""
@@ -86,6 +92,8 @@ class InboundMessage:
 
 @dataclass(frozen=True, slots=True)
 class ButtonPress:
+    """A person pressed a button the core sent (an approval)."""
+
     surface: str
     conversation_key: str
     user_id: str
@@ -93,11 +101,34 @@ class ButtonPress:
     message_id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationStatus:
+    """Where a conversation stands: what a status command or the dashboard's panel shows."""
+
+    agent: str
+    model: str | None
+    models: tuple[str, ...]
+    cwd: str
+    session_id: str | None
+    context_pct: float | None
+    queue_length: int
+    busy: bool
+
+
+class StartupError(Exception):
+    """A surface refuses to start (a non-loopback dashboard without a token, a port in use...).
+
+    The message is one plain sentence for the operator; ``acp-relay run`` prints it and exits 2.
+    """
+
+
 class DeliveryError(Exception):
     """A platform refused or failed a delivery. Surfaces raise these ``from`` the SDK's error."""
 
 
 class RateLimited(DeliveryError):
+    """The platform said 429: wait ``retry_after_s`` and send again."""
+
     def __init__(self, retry_after_s: float, message: str = "rate limited") -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
@@ -138,16 +169,26 @@ class Surface(Protocol):
         ...
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None: ...
+                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+        """Replace a message's text and buttons (identical content raises ``NotModified``)."""
+        ...
 
-    async def delete(self, conversation_key: str, message_id: str) -> None: ...
+    async def delete(self, conversation_key: str, message_id: str) -> None:
+        """Remove a message (only called when ``can_delete``)."""
+        ...
 
-    async def typing(self, conversation_key: str, active: bool) -> None: ...
+    async def typing(self, conversation_key: str, active: bool) -> None:
+        """Show or clear the "agent is working" indicator (only called when ``can_typing``)."""
+        ...
 
 
 class Inbound(Protocol):
     """What a surface calls on the core."""
 
-    async def handle_message(self, message: InboundMessage) -> None: ...
+    async def handle_message(self, message: InboundMessage) -> None:
+        """A person wrote: de-duplicate, check access, then a command or a queued prompt."""
+        ...
 
-    async def handle_button(self, press: ButtonPress) -> None: ...
+    async def handle_button(self, press: ButtonPress) -> None:
+        """A person pressed a button (resolves an approval once; later taps answer "expired")."""
+        ...

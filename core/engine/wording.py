@@ -8,9 +8,9 @@ help text is the exception: it is built from the surface's own spelling map.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
 
 from core.acp.types import RefusalInfo
+from core.engine.surface import ConversationStatus
 from core.failures import person_text
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "SESSION_LOST",
     "SESSION_NOT_RESUMABLE",
     "STOPPED",
-    "StatusFields",
     "approval_outcome_text",
     "approval_prompt_text",
     "compaction_status_text",
@@ -89,24 +88,6 @@ _OUTCOMES: dict[str, str] = {
     "cancelled": "Cancelled because the answer was stopped",
 }
 
-
-class StatusFields(Protocol):
-    """What ``status_text`` reads (the engine's ``ConversationStatus`` has these)."""
-
-    @property
-    def agent(self) -> str: ...
-    @property
-    def model(self) -> str | None: ...
-    @property
-    def cwd(self) -> str: ...
-    @property
-    def session_id(self) -> str | None: ...
-    @property
-    def context_pct(self) -> float | None: ...
-    @property
-    def queue_length(self) -> int: ...
-    @property
-    def busy(self) -> bool: ...
 
 _TOOL_GLYPHS: dict[str, tuple[str, str]] = {
     "pending": ("⏳", "pending"),
@@ -189,7 +170,7 @@ def approval_outcome_text(outcome: str, title: str = "") -> str:
     return f"{text}: {what}" if what else f"{text}."
 
 
-def status_text(status: StatusFields) -> str:
+def status_text(status: ConversationStatus) -> str:
     """The answer to the status command."""
     lines = [f"Agent: {status.agent or 'none'}", f"Model: {status.model or 'default'}",
              f"Folder: {status.cwd or 'default'}", f"Session: {status.session_id or 'none yet'}"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from core.config import RelayConfig, secret
+from core.engine.surface import StartupError
 from surfaces.dashboard.server import AUTH, check_bind, create_app, is_loopback
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
@@ -80,7 +81,7 @@ def _bind_failure(host: str, port: int, exc: OSError) -> str:
 async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) -> Dashboard:
     """Serve the dashboard on ``surfaces.dashboard.host``/``port`` and attach it to ``engine``.
 
-    Raises ``ValueError`` (the relay prints it as one line and exits 2) when the bind is not loopback
+    Raises ``StartupError`` (the relay prints it as one line and exits 2) when the bind is not loopback
     and no access token is configured, when the token is too short, or when the address is taken.
     """
     settings = config.surfaces.dashboard
@@ -95,7 +96,7 @@ async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) 
     except OSError as exc:
         await runner.cleanup()
         surface.transcript.close()
-        raise ValueError(_bind_failure(settings.host, settings.port, exc)) from None
+        raise StartupError(_bind_failure(settings.host, settings.port, exc)) from None
     port = int(runner.addresses[0][1])
     url = _url(settings.host, port)
     login_token = app[AUTH].login_token

@@ -29,7 +29,7 @@ from aiohttp.typedefs import Handler
 
 from core.acp.client import AcpError
 from core.acp.session_handle import AcpRuntimeError
-from core.engine.surface import ButtonPress, Inbound, InboundMessage
+from core.engine.surface import ButtonPress, Inbound, InboundMessage, StartupError
 from core.failures import _format_acp_error
 from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
 
@@ -88,13 +88,13 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> str | None:
     """The access token to use (stripped of whitespace), or None for none.
 
-    Raises ``ValueError`` (the relay does not start) when the bind is not loopback and no token is
+    Raises ``StartupError`` (the relay does not start) when the bind is not loopback and no token is
     set, or when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while bound to
     loopback is used too, so it must be as strong.
     """
     if access_token is None:
         if not is_loopback(host):
-            raise ValueError(
+            raise StartupError(
                 f"refusing to serve the dashboard on {host or 'every interface'!r} without an access token: "
                 f"anyone who can reach it could run the agent. Set the environment variable {token_env}, "
                 "or bind to 127.0.0.1.")
@@ -103,7 +103,7 @@ def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_REL
     if len(token) < MIN_TOKEN_LENGTH:
         what = f"an access token of only {len(token)} characters" if token else "a blank access token"
         alternative = f", or unset {token_env} to serve 127.0.0.1 without one" if is_loopback(host) else ""
-        raise ValueError(
+        raise StartupError(
             f"refusing to start the dashboard: {token_env} holds {what}, which could be guessed. Use at least "
             f"{MIN_TOKEN_LENGTH} random characters (python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
             f"{alternative}.")

@@ -108,7 +108,7 @@ class StandInEngine:
         self.stopped.append(conversation_key)
 
     def status(self, conversation_key: str) -> Any:
-        from core.engine.engine import ConversationStatus
+        from core.engine.surface import ConversationStatus
 
         return ConversationStatus("demo", "demo-fast", ("demo-fast", "demo-careful"), "/tmp", None, 12.5, 0, False)
 

@@ -15,6 +15,7 @@ from aiohttp import ClientTimeout
 from aiohttp.test_utils import TestClient, TestServer
 
 from core.config import RelayConfig
+from core.engine.surface import StartupError
 from surfaces.dashboard import launch
 from surfaces.dashboard.server import (
     AUTH,
@@ -77,7 +78,7 @@ def test_loopback_binds_need_no_token(host: str) -> None:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "", "192.168.1.10", "example.com"])
 def test_other_binds_are_refused_without_a_token(host: str) -> None:
-    with pytest.raises(ValueError, match="ACP_RELAY_DASHBOARD_TOKEN"):
+    with pytest.raises(StartupError, match="ACP_RELAY_DASHBOARD_TOKEN"):
         check_bind(host, None)
     assert check_bind(host, TOKEN) == TOKEN
 
@@ -85,7 +86,7 @@ def test_other_binds_are_refused_without_a_token(host: str) -> None:
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "127.0.0.1", "localhost"])
 @pytest.mark.parametrize("token", ["   ", "1", "short-token\n", " " * 20 + "x" * (MIN_TOKEN_LENGTH - 1)])
 def test_a_blank_or_short_token_is_refused_on_any_bind(host: str, token: str) -> None:
-    with pytest.raises(ValueError, match=f"ACP_RELAY_DASHBOARD_TOKEN holds .*at least {MIN_TOKEN_LENGTH} random"):
+    with pytest.raises(StartupError, match=f"ACP_RELAY_DASHBOARD_TOKEN holds .*at least {MIN_TOKEN_LENGTH} random"):
         check_bind(host, token)
 
 
@@ -93,7 +94,7 @@ def test_a_token_is_stripped_and_a_loopback_bind_uses_it_too() -> None:
     assert check_bind("0.0.0.0", f"  {TOKEN}\n") == TOKEN
     assert check_bind("127.0.0.1", TOKEN) == TOKEN
     assert check_bind("127.0.0.1", None) is None
-    with pytest.raises(ValueError, match=r"or unset ACP_RELAY_DASHBOARD_TOKEN to serve 127\.0\.0\.1 without one\.$"):
+    with pytest.raises(StartupError, match=r"or unset ACP_RELAY_DASHBOARD_TOKEN to serve 127\.0\.0\.1 without one\.$"):
         check_bind("127.0.0.1", "1")
 
 
@@ -103,7 +104,7 @@ async def test_the_relay_refuses_to_start_the_dashboard_with_a_weak_token(
     monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", token)
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": host, "port": 0}}})
-    with pytest.raises(ValueError, match="could be guessed"):
+    with pytest.raises(StartupError, match="could be guessed"):
         await launch(StandInEngine(), config)  # type: ignore[arg-type]
     assert not (tmp_path / "relay-dashboard.db").exists()
 
@@ -116,7 +117,7 @@ async def test_a_port_in_use_is_one_sentence_not_a_crash(tmp_path: Path, monkeyp
         port = taken.getsockname()[1]
         config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                              "surfaces": {"dashboard": {"host": "127.0.0.1", "port": port}}})
-        with pytest.raises(ValueError) as caught:
+        with pytest.raises(StartupError) as caught:
             await launch(StandInEngine(), config)  # type: ignore[arg-type]
     assert str(caught.value) == (f"127.0.0.1:{port} is already in use (another acp-relay?); "
                                  "change surfaces.dashboard.port")
@@ -127,7 +128,7 @@ async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
     monkeypatch.delenv("ACP_RELAY_DASHBOARD_TOKEN", raising=False)
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
-    with pytest.raises(ValueError, match="without an access token"):
+    with pytest.raises(StartupError, match="without an access token"):
         await launch(StandInEngine(), config)  # type: ignore[arg-type]
     assert not (tmp_path / "relay-dashboard.db").exists()
 
