@@ -11,7 +11,6 @@ import asyncio
 import os
 import signal
 import sys
-from dataclasses import replace
 from typing import TextIO
 
 from core.acp.client import AcpError
@@ -29,8 +28,9 @@ from core.acp.types import (
     ToolCall,
     TurnEnded,
 )
+from core.engine import wording
 from core.engine.wording import refusal_card_text
-from core.failures import _format_acp_error, echoes_error, person_text
+from core.failures import _format_acp_error, echoes_error
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["EXIT_INTERRUPTED", "run_ask"]
@@ -90,20 +90,6 @@ class _Printer:
             self.err.write(f"[tool] {event.title or event.kind} ({event.status})\n")
         elif isinstance(event, TurnEnded):
             self.end = event
-
-
-def _refusal_card(end: TurnEnded, streamed: str) -> str:
-    """The refusal card; its Why line is left out when the streamed text already said it (Kiro streams
-    its explanation as ordinary text), the same rule as the chat document's."""
-    info = end.refusal or RefusalInfo()
-    said = _squash(info.explanation)
-    if said and (said in _squash(streamed) or said in _squash(person_text(streamed))):
-        info = replace(info, explanation="")
-    return refusal_card_text(info)
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
 
 
 async def _read_answer(fd: int) -> str:
@@ -193,7 +179,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
             await asyncio.wait({turn})
             printer.release()
             _newline(out, printer)
-            err.write("Stopped.\n")
+            err.write(wording.STOPPED + "\n")
             return EXIT_INTERRUPTED
         try:
             code = turn.result()
@@ -204,7 +190,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
             return 1
         _newline(out, printer)
         if printer.end is not None and printer.end.stop_reason == STOP_REASON_REFUSAL:
-            err.write(_refusal_card(printer.end, "".join(printer.text)) + "\n")
+            err.write(refusal_card_text(printer.end.refusal or RefusalInfo(), streamed="".join(printer.text)) + "\n")
             return 1
         return code
     finally:

@@ -1,4 +1,4 @@
-"""core.ask pieces that need no agent: the refusal card and the terminal answer reader."""
+"""Pieces that need no agent: the refusal card (as ask and the chat render it) and ask's answer reader."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import asyncio
 import os
 
 from core.acp._dispatch import refusal_from_error
-from core.acp.types import RefusalInfo, TurnEnded
-from core.ask import _read_answer, _refusal_card
+from core.acp.types import RefusalInfo
+from core.ask import _read_answer
+from core.engine.wording import refusal_card_text
 
 CLAUDE_023_REFUSAL = (
     "Internal error: API Error: Claude Code is unable to respond to this request, which appears to violate "
@@ -21,13 +22,13 @@ def test_a_refusal_sentence_streamed_with_its_commands_is_not_repeated_on_the_ca
     # described, so the two differ until the streamed text gets the same treatment.
     info = refusal_from_error(CLAUDE_023_REFUSAL)
     streamed = CLAUDE_023_REFUSAL.removeprefix("Internal error: ")
-    card = _refusal_card(TurnEnded("refusal", info), streamed)
+    card = refusal_card_text(info, streamed=streamed)
     assert "Why:" not in card and "Suggested model: claude-sonnet-4-20250514" in card
-    assert "Why:" in _refusal_card(TurnEnded("refusal", info), "something else entirely")
+    assert "Why:" in refusal_card_text(info, streamed="something else entirely")
 
 
 def test_a_bare_refusal_is_the_lead_line() -> None:
-    assert _refusal_card(TurnEnded("refusal", RefusalInfo()), "") == "The model declined to answer this request."
+    assert refusal_card_text(RefusalInfo()) == "The model declined to answer this request."
 
 
 async def test_reading_an_answer_can_be_cancelled_and_leaves_no_reader_behind() -> None:

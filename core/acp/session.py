@@ -50,7 +50,6 @@ __all__ = ["AcpSession", "EventSink", "prompt_blocks"]
 log = logging.getLogger("acp_relay.acp.session")
 
 EventSink = Callable[[AcpEvent], None]
-_TOOL_RAN = frozenset({"in_progress", "completed", "failed"})
 #: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
 _BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "dontAsk", "full-access"})
 #: Where to go instead, in order of preference (claude: default; codex: read-only).
@@ -188,7 +187,7 @@ class AcpSession:
                 return
             stats.text += event.text
             stats.chunks += 1
-        elif isinstance(event, ToolCall) and event.status in _TOOL_RAN:
+        elif isinstance(event, ToolCall) and event.ran:
             stats.tool_ran = True
         elif isinstance(event, KiroMetadata):
             stats.context_pct = event.context_pct if event.context_pct is not None else stats.context_pct

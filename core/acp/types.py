@@ -85,6 +85,11 @@ class ToolCall(AcpEvent):
     content: tuple[str, ...] = ()
     started: bool = False
 
+    @property
+    def ran(self) -> bool:
+        """The tool is running or has run (a retry could repeat what it did)."""
+        return self.status in ("in_progress", "completed", "failed")
+
     def merged(self, update: dict[str, Any]) -> ToolCall:
         """Apply a ``tool_call_update``: missing fields stay unchanged."""
         changes: dict[str, Any] = {"started": False}

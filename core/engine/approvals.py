@@ -5,17 +5,19 @@ from __future__ import annotations
 import asyncio
 import secrets
 from dataclasses import dataclass, field
+from typing import Literal
 
 from core.acp.types import PermissionRequest
+from core.engine import wording
 from core.engine.surface import Button
 
 __all__ = ["CHOICES", "Approvals", "PendingApproval"]
 
 #: (option kind, button label, style) in the order shown; numbered replies follow this order.
-CHOICES = (
-    ("allow_once", "Allow once", "primary"),
-    ("allow_always", "Allow for this session", "default"),
-    ("reject_once", "Deny", "danger"),
+CHOICES: tuple[tuple[str, str, Literal["primary", "danger", "default"]], ...] = (
+    ("allow_once", wording.ALLOW_ONCE_LABEL, "primary"),
+    ("allow_always", wording.ALLOW_SESSION_LABEL, "default"),
+    ("reject_once", wording.DENY_LABEL, "danger"),
 )
 
 
@@ -32,7 +34,7 @@ class PendingApproval:
     def buttons(self) -> tuple[Button, ...]:
         """One button per entry of ``CHOICES``, each carrying its one-time token."""
         by_kind = {kind: token for token, kind in self.tokens.items()}
-        return tuple(Button(label, by_kind[kind], style) for kind, label, style in CHOICES)  # type: ignore[arg-type]
+        return tuple(Button(label, by_kind[kind], style) for kind, label, style in CHOICES)
 
 
 class Approvals:

@@ -8,7 +8,6 @@ inside a section a single newline is a line break.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from core.acp.types import (
     STOP_REASON_CANCELLED,
@@ -27,7 +26,6 @@ from core.acp.types import (
     UsageUpdate,
 )
 from core.engine import wording
-from core.failures import person_text
 
 __all__ = ["Document"]
 
@@ -167,12 +165,7 @@ class Document:
         if self._partial_note:
             sections.append(self._partial_note)
         if self._refusal is not None:
-            info = self._refusal
-            # The explanation was made fit for a person at the parser; compare it with the streamed
-            # text made fit the same way, or a sentence with a command in it would show twice.
-            if info.explanation.strip() and _squash(info.explanation) in _squash(person_text(self.text)):
-                info = replace(info, explanation="")  # already on screen as streamed text
-            sections.append(wording.refusal_card_text(info))
+            sections.append(wording.refusal_card_text(self._refusal, streamed=self.text))
         if self._error:
             sections.append(self._error)
         if self._elapsed_s is not None:

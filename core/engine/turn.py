@@ -50,9 +50,6 @@ def prompt_content(message: InboundMessage, *, images_ok: bool = True) -> str | 
     return blocks
 
 
-_TOOL_RAN = frozenset({"in_progress", "completed", "failed"})
-
-
 class _AttemptOutput:
     """What one attempt produced: the ladder may retry only while this holds no answer."""
 
@@ -187,7 +184,7 @@ class _Turn:
         if isinstance(event, TextChunk):
             if event.text:
                 seen.text.append(event.text)
-        elif isinstance(event, ToolCall) and (event.status in _TOOL_RAN or (event.started and self._gate_allows_all())):
+        elif isinstance(event, ToolCall) and (event.ran or (event.started and self._gate_allows_all())):
             self._tool_may_run()
         elif isinstance(event, CompactionStatus) and event.status == "failed":
             self.compaction_failed = True

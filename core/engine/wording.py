@@ -107,14 +107,20 @@ _ACTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-def refusal_card_text(info: RefusalInfo) -> str:
+def refusal_card_text(info: RefusalInfo, streamed: str = "") -> str:
     """The refusal card: the lead line, then one line per non-empty field (nothing is guessed).
 
     The provider's words pass the same filter as all prose (no command but ``/compact``, no
     secret), whoever built ``info``; the suggested model is a bare model id and shown as it is.
+    Kiro streams its explanation as ordinary text too: when ``streamed`` (the turn's text) already
+    says it, the Why line is left out, so the same sentence is never shown twice.
     """
+    why = person_text(info.explanation)
+    said = _squash(why)
+    if said and (said in _squash(streamed) or said in _squash(person_text(streamed))):
+        why = ""
     lines = [REFUSAL_LEAD]
-    for label, value in (("Category", person_text(info.category)), ("Why", person_text(info.explanation)),
+    for label, value in (("Category", person_text(info.category)), ("Why", why),
                          ("Suggested model", info.recommended_model)):
         if value.strip():
             lines.append(f"{label}: {value.strip()}")
@@ -285,3 +291,7 @@ def agent_gone_text(old: str, new: str) -> str:
     """The conversation's agent was removed from the config; it continues on another one."""
     return (f"The agent this conversation used ({old}) is no longer configured, so it continues with {new} "
             "in a new conversation; it does not remember the earlier messages.")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
