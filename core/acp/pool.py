@@ -13,7 +13,7 @@ from core.acp.client import AcpProcessDied
 from core.acp.connection import DEFAULT_LINE_CAP
 from core.acp.runtime import AcpRuntime
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead
-from core.acp.spec import AgentSpec
+from core.acp.spec import AgentSpec, resolve_cwd
 
 __all__ = ["RuntimePool"]
 
@@ -48,8 +48,7 @@ class RuntimePool:
     @staticmethod
     def key(spec: AgentSpec, cwd: str | None = None) -> tuple[str, str]:
         """The pool key of an agent: its name and the resolved directory it runs in."""
-        target = spec.with_cwd(cwd) if cwd else spec
-        return spec.name, str(target.expanded_cwd())
+        return spec.name, str(resolve_cwd(cwd or spec.cwd))
 
     async def acquire(self, spec: AgentSpec, cwd: str | None = None) -> AcpRuntime:
         """A live runtime for (agent, cwd), spawning or respawning it as needed."""

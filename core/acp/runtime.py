@@ -14,7 +14,7 @@ from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
 from core.acp.process import AgentProcess, child_env
 from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeDead, AcpRuntimeError
-from core.acp.spec import AgentSpec, detect_backend
+from core.acp.spec import AgentSpec, detect_backend, resolve_cwd
 from core.acp.tool_gate import check_routable
 from core.failures import error_from_rpc, login_command
 
@@ -199,7 +199,7 @@ class AcpRuntime:
             raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
 
     def _check_cwd(self, cwd: str | None) -> None:
-        if cwd is not None and str(self.spec.with_cwd(cwd).expanded_cwd()) != self.cwd:
+        if cwd is not None and str(resolve_cwd(cwd)) != self.cwd:
             raise AcpWorkspaceBindingError(f"agent {self.spec.name} runs in {self.cwd}, not in {cwd}")
 
     async def new_session(self, cwd: str | None = None) -> AcpSession:

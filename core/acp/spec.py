@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["BACKENDS", "AgentSpec", "detect_backend"]
+__all__ = ["BACKENDS", "AgentSpec", "detect_backend", "resolve_cwd"]
 
 BACKENDS = ("kiro", "claude", "codex", "generic")
 
@@ -24,12 +24,18 @@ class AgentSpec:
     tool_gate: str = "ask"
 
     def expanded_cwd(self) -> Path:
-        """``cwd`` with ``~`` and environment variables expanded, made absolute."""
-        return Path(os.path.expandvars(os.path.expanduser(self.cwd))).resolve()
+        """``cwd`` resolved as the agent will run in it (see :func:`resolve_cwd`)."""
+        return resolve_cwd(self.cwd)
 
     def with_cwd(self, cwd: str) -> AgentSpec:
         """A copy of this spec that runs in ``cwd`` instead."""
-        return AgentSpec(self.name, self.command, self.args, dict(self.env), cwd, self.backend, self.tool_gate)
+        return replace(self, cwd=cwd, env=dict(self.env))
+
+
+def resolve_cwd(cwd: str) -> Path:
+    """A configured folder with ``~`` and environment variables expanded, made absolute: the one
+    spelling the pool keys runtimes by and the runtime compares against."""
+    return Path(os.path.expandvars(os.path.expanduser(cwd))).resolve()
 
 
 def detect_backend(command: str, args: tuple[str, ...] = (), agent_name: str = "") -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -54,7 +53,7 @@ class Conversation:
         """The stored record, or a blank one for a conversation not saved yet."""
         rec = self.engine.store.get_conversation(self.key)
         if rec is None:
-            rec = ConversationRecord(self.key, "", "", None, 0, None, time.time())
+            rec = ConversationRecord(self.key, agent="", cwd="")
         return rec
 
     # -- session binding -----------------------------------------------------------------
@@ -96,9 +95,9 @@ class Conversation:
         if rec.model and rec.model != session.current_model and rec.model in session.models:
             await session.set_model(rec.model)
         self.session = session
-        self.engine.store.save_conversation(ConversationRecord(
-            self.key, name, spec.cwd, session.session_id, rec.generation, rec.model, time.time(),
-            session.load_meta() or (rec.session_meta if session.session_id == rec.session_id else {})))
+        meta = session.load_meta() or (rec.session_meta if session.session_id == rec.session_id else {})
+        self.engine.store.save_conversation(
+            replace(rec, agent=name, cwd=spec.cwd, session_id=session.session_id, session_meta=meta))
         return session
 
     def drop_session(self) -> None:
@@ -107,8 +106,7 @@ class Conversation:
         if self.session is not None:
             self.session.runtime.forget(self.session.session_id)
         self.session = None
-        self.engine.store.save_conversation(ConversationRecord(
-            rec.key, rec.agent, rec.cwd, None, rec.generation, rec.model, time.time()))
+        self.engine.store.save_conversation(replace(rec, session_id=None, session_meta={}))
 
     def reset(self) -> int:
         """Start a new generation durably; the next message starts a new ACP session."""

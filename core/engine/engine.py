@@ -13,7 +13,7 @@ from core.acp.client import AcpError
 from core.acp.pool import RuntimePool
 from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeError
-from core.acp.spec import AgentSpec
+from core.acp.spec import resolve_cwd
 from core.acp.types import Notice, PermissionRequest
 from core.agents import choose_agent
 from core.config import RelayConfig
@@ -250,7 +250,7 @@ class Engine:
         """The folder the conversation's agent works in, resolved as the runtime will resolve it."""
         _, agent = choose_agent(self.config, rec.agent if rec is not None and rec.agent else None)
         cwd = rec.cwd if rec is not None and rec.cwd else agent.cwd
-        return str(AgentSpec("", "", cwd=cwd).expanded_cwd())
+        return str(resolve_cwd(cwd))
 
     # -- approvals -------------------------------------------------------------------------
 
