@@ -49,14 +49,17 @@ class _Printer:
         self.text: list[str] = []
         self.held = ""
         self.shown = False  # this attempt's text is on stdout
+        self.tool_ran = False
+        self.gate_allows_all = False  # tool_gate "allow": a tool call that starts may already be running
         self.end: TurnEnded | None = None
 
     def new_attempt(self) -> None:
-        self.held, self.shown, self.text = "", False, []
+        self.held, self.shown, self.text, self.tool_ran = "", False, [], False
 
     @property
     def produced(self) -> bool:
-        return self.shown or bool(self.held)
+        """This attempt showed text or ran a tool: retrying it could repeat what it did."""
+        return self.shown or bool(self.held) or self.tool_ran
 
     def _write(self, text: str) -> None:
         self.out.write(text)
@@ -86,7 +89,8 @@ class _Printer:
                 self._write(held + event.text)
             else:
                 self.held = event.text
-        elif isinstance(event, ToolCall) and (event.started or event.status in ("completed", "failed")):
+        elif isinstance(event, ToolCall) and (event.started or event.ran):
+            self.tool_ran = self.tool_ran or event.ran or (event.started and self.gate_allows_all)
             self.err.write(f"[tool] {event.title or event.kind} ({event.status})\n")
         elif isinstance(event, TurnEnded):
             self.end = event
@@ -115,7 +119,7 @@ async def _read_answer(fd: int) -> str:
         loop.remove_reader(fd)
 
 
-def _terminal_approver(err: TextIO, fd: int) -> Approver:
+def _terminal_approver(err: TextIO, fd: int, printer: _Printer) -> Approver:
     async def approve(request: PermissionRequest) -> str:
         """Ask on the terminal: y = allow once, a = allow for this session, anything else = deny."""
         err.write(f"Allow tool call: {request.tool_call.title or request.tool_call.kind}? [y/a/N] ")
@@ -126,7 +130,9 @@ def _terminal_approver(err: TextIO, fd: int) -> Approver:
             err.write("\n")
             err.flush()
             raise
-        return {"y": "allow_once", "a": "allow_always"}.get(answer.strip().lower()[:1], "reject_once")
+        kind = {"y": "allow_once", "a": "allow_always"}.get(answer.strip().lower()[:1], "reject_once")
+        printer.tool_ran = printer.tool_ran or kind.startswith("allow")  # never retried past this
+        return kind
 
     return approve
 
@@ -136,7 +142,8 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
                   err: TextIO = sys.stderr) -> int:
     """Send one prompt and stream the answer; returns the exit code (0, 1, or 130 after Ctrl-C)."""
     printer = _Printer(out, err)
-    approver = _terminal_approver(err, sys.stdin.fileno()) if sys.stdin.isatty() else None
+    printer.gate_allows_all = spec.tool_gate == "allow"
+    approver = _terminal_approver(err, sys.stdin.fileno(), printer) if sys.stdin.isatty() else None
     runtime: AcpRuntime | None = None
     session: AcpSession | None = None
     interrupted = asyncio.Event()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 from typing import Any
 
@@ -65,6 +66,13 @@ def dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+def _finite(value: Any) -> float | None:
+    """A number an agent sent, if it is one: JSON's 1e400 parses as infinity, and NaN is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def _log_unknown_once(kind: str) -> None:
     if kind not in _logged_unknown:
         _logged_unknown.add(kind)
@@ -101,7 +109,8 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
         return ConfigOptions(tuple(dicts(update.get("configOptions"))))
     if kind == "usage_update":
         used, size = update.get("used"), update.get("size")
-        return UsageUpdate(used if isinstance(used, int) else None, size if isinstance(size, int) else None)
+        ok = isinstance(used, int) and isinstance(size, int) and used >= 0 and size > 0
+        return UsageUpdate(used if ok else None, size if ok else None)
     if kind == "session_info_update":
         return SessionInfo(str(update.get("title") or ""))
     if kind == "compaction_update":
@@ -159,12 +168,12 @@ def refusal_from_error(message: str) -> RefusalInfo:
 def event_from_extension(method: str, params: dict[str, Any], backend: str) -> AcpEvent | None:
     """Kiro's ``_kiro.dev/*`` notifications -> events; other extensions -> UnknownUpdate."""
     if method == "_kiro.dev/metadata":
-        pct = params.get("contextUsagePercentage")
+        pct = _finite(params.get("contextUsagePercentage"))
         metering = dicts(params.get("meteringUsage"))
         credits = sum(float(m["value"]) for m in metering if isinstance(m.get("value"), int | float))
         turn = params.get("turnDurationMs")
         return KiroMetadata(
-            context_pct=float(pct) if isinstance(pct, int | float) else None,
+            context_pct=pct,
             credits=credits if metering else None,
             turn_ms=int(turn) if isinstance(turn, int | float) else None,
             refusal=parse_refusal(params, backend),

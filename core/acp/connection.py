@@ -157,7 +157,7 @@ class JsonRpcConnection:
             return
         try:
             frame = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             self._skip_non_json(stripped)
             return
         if not isinstance(frame, dict) or frame.get("jsonrpc") != "2.0":
@@ -170,7 +170,7 @@ class JsonRpcConnection:
     def _skip_non_json(self, line: bytes) -> None:
         try:
             json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.stats.non_json += 1
             log.debug("skipped non-JSON output: %.120r", line)
         else:

@@ -14,6 +14,7 @@ from collections import deque
 
 from core.acp.client import AcpError
 from core.acp.spec import AgentSpec
+from core.config import mask_args
 
 __all__ = ["AgentProcess", "StderrRing", "child_env"]
 
@@ -115,7 +116,7 @@ class AgentProcess:
             start_new_session=True,  # our own process group: a Ctrl-C in the terminal reaches us, not it
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
-        log.info("started agent %s (pid %d): %s", spec.name, proc.pid, " ".join(argv))
+        log.info("started agent %s (pid %d): %s", spec.name, proc.pid, " ".join(mask_args(argv)))
         return cls(proc, spec, argv)
 
     @property

@@ -53,6 +53,7 @@ class AcpRuntime:
             process.proc.stdout, process.proc.stdin, on_notification=self._on_notification,
             on_request=self._on_request, line_cap=line_cap, on_frame_sent=on_frame_sent)
         self.death: AcpRuntimeDead | None = None
+        self.closing = False
         self._reader_task = asyncio.create_task(self._supervise(), name=f"acp-reader-{spec.name}")
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -131,6 +132,7 @@ class AcpRuntime:
 
     async def close(self) -> None:
         """Stop the process (stdin EOF, SIGTERM, SIGKILL) and fail whatever still waits on it."""
+        self.closing = True  # from now on nobody picks this runtime up (the reaper may be closing it)
         for session in list(self.sessions.values()):
             await session.cancel(wait_s=1.0)
         await self.process.stop()
@@ -149,7 +151,7 @@ class AcpRuntime:
     @property
     def alive(self) -> bool:
         """No death recorded, the process still running and the connection open."""
-        return self.death is None and self.process.alive and not self.conn.closed
+        return self.death is None and not self.closing and self.process.alive and not self.conn.closed
 
     @property
     def pid(self) -> int:

@@ -278,6 +278,7 @@ class AcpSession:
             if not done:
                 self._send_cancel(turn)
                 await asyncio.wait({request, ender}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
+                self.unresponsive = not (request.done() or ender.done())  # it ignored the cancel too
                 finished = True
                 raise AcpTimeoutError(f"no answer within {timeout_s:g}s", partial_output=turn.stats.text)
             stop = turn.forced_stop

@@ -37,6 +37,11 @@ class PendingApproval:
         return tuple(Button(label, by_kind[kind], style) for kind, label, style in CHOICES)
 
 
+def _allow_key(conversation_key: str, request: PermissionRequest) -> tuple[str, str, str]:
+    call = request.tool_call
+    return conversation_key, request.session_id, call.kind or call.title
+
+
 class Approvals:
     """Open approvals by token and by conversation. A token works once; then it is "expired"."""
 
@@ -46,14 +51,13 @@ class Approvals:
         self._session_allows: set[tuple[str, str, str]] = set()
 
     def remembered(self, conversation_key: str, request: PermissionRequest) -> bool:
-        """True when the person chose "allow for this session" for this tool kind earlier."""
-        key = (conversation_key, request.session_id, request.tool_call.kind or request.tool_call.title)
-        return key in self._session_allows
+        """True when the person chose "allow for this session" for this tool kind earlier (the
+        issue's rule: remembered per tool kind; the approval's outcome line says so plainly)."""
+        return _allow_key(conversation_key, request) in self._session_allows
 
     def remember(self, conversation_key: str, request: PermissionRequest) -> None:
-        """Allow this tool kind without asking for the rest of this agent session."""
-        self._session_allows.add(
-            (conversation_key, request.session_id, request.tool_call.kind or request.tool_call.title))
+        """Allow this tool kind, without asking, for the rest of the session."""
+        self._session_allows.add(_allow_key(conversation_key, request))
 
     def open(self, conversation_key: str, request: PermissionRequest) -> PendingApproval:
         """Register a request and mint one one-time token per choice."""

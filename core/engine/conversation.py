@@ -45,6 +45,7 @@ class Conversation:
         self.worker: asyncio.Task[None] | None = None
         self.stopping = False
         self.cancellable = True  # False while the final answer is being delivered
+        self._binding = asyncio.Lock()
         self.context_pct: float | None = None
 
     # -- the store's view ----------------------------------------------------------------
@@ -63,6 +64,10 @@ class Conversation:
 
         A session that cannot be restored starts a new one WITH a notice, never silently.
         """
+        async with self._binding:  # two callers (a turn, a model switch) must not make two sessions
+            return await self._ensure_session(notify)
+
+    async def _ensure_session(self, notify: list[Notice]) -> AcpSession:
         live = self.session
         if live is not None and live.unresponsive:  # the agent never ended a turn on it
             self.drop_session()

@@ -15,7 +15,7 @@ from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeError
 from core.acp.spec import resolve_cwd
 from core.acp.types import Notice, PermissionRequest
-from core.agents import choose_agent
+from core.agents import BUILTIN_AGENTS, choose_agent
 from core.config import RelayConfig
 from core.engine import wording
 from core.engine.access import AccessControl
@@ -139,13 +139,19 @@ class Engine:
 
     async def _dispatch(self, conv: Conversation, msg: InboundMessage, *, replay: bool = False) -> None:
         reply = parse_approval_reply(msg.text)
-        if reply is not None and self.approvals.pending_in(conv.key):
-            self.approvals.resolve_reply(conv.key, reply)
+        if reply is not None:  # an answer to an approval, never a prompt (even when it came too late)
+            if self.approvals.resolve_reply(conv.key, reply) is None:
+                await self.say(conv.surface, conv.key, wording.APPROVAL_EXPIRED)
             self.store.complete_inbound(msg.surface, msg.message_id)
             return
         command = route(msg.text, conv.surface.commands)
-        if command is None or command.action == "compact":
-            await self._enqueue(conv, QueueItem(msg, compact=command is not None), replay=replay)
+        if command is not None and command.action == "compact":
+            # Whatever the surface's spelling (!compact, /compact@bot...), the agent gets "/compact".
+            text = f"/compact {command.argument}".rstrip()
+            await self._enqueue(conv, QueueItem(dataclasses.replace(msg, text=text), compact=True), replay=replay)
+            return
+        if command is None:
+            await self._enqueue(conv, QueueItem(msg), replay=replay)
             return
         try:
             await self._command(conv, command)
@@ -234,7 +240,7 @@ class Engine:
         conv = self.conversations.get(conversation_key)
         rec = self.store.get_conversation(conversation_key)
         session = conv.session if conv is not None else None
-        agent = rec.agent if rec is not None and rec.agent else ""
+        agent = rec.agent if rec is not None and rec.agent in (self.config.agents or BUILTIN_AGENTS) else ""
         return ConversationStatus(
             agent=agent or choose_agent(self.config)[0],
             model=(session.current_model if session else None) or (rec.model if rec else None),
@@ -248,7 +254,9 @@ class Engine:
 
     def _cwd_of(self, rec: ConversationRecord | None) -> str:
         """The folder the conversation's agent works in, resolved as the runtime will resolve it."""
-        _, agent = choose_agent(self.config, rec.agent if rec is not None and rec.agent else None)
+        known = self.config.agents or BUILTIN_AGENTS
+        wanted = rec.agent if rec is not None and rec.agent in known else None  # removed: the default
+        _, agent = choose_agent(self.config, wanted)
         cwd = rec.cwd if rec is not None and rec.cwd else agent.cwd
         return str(resolve_cwd(cwd))
 
@@ -272,8 +280,9 @@ class Engine:
             if kind == "allow_always":
                 self.approvals.remember(conv.key, request)
             return kind
-        except asyncio.CancelledError:
-            outcome = "cancelled" if conv.stopping else "timed_out"
+        except asyncio.CancelledError:  # a stop, the agent dying, or no answer within approval_s
+            ended = conv.stopping or conv.session is None or not conv.session.runtime.alive
+            outcome = "cancelled" if ended else "timed_out"
             raise
         finally:
             self.approvals.close(pending)
@@ -288,7 +297,8 @@ class Engine:
             await asyncio.wait_for(request.answered.wait(), self.cancel_wait_s)
         except TimeoutError:
             log.info("permission answer in %s was never written (turn ended first)", conv.key)
-        final = f"{text}\n\n{wording.approval_outcome_text(outcome, request.tool_call.title)}"
+        call = request.tool_call
+        final = f"{text}\n\n{wording.approval_outcome_text(outcome, call.title, call.kind)}"
         try:
             await Streamer(conv.surface, conv.key, sleep=self.sleep).edit_message(message_id, final)
         except DeliveryError as exc:

@@ -246,3 +246,5 @@ async def set_typing(conv: Conversation, active: bool) -> None:
         await conv.surface.typing(conv.key, active)
     except DeliveryError as exc:
         log.info("typing indicator failed in %s: %s", conv.key, exc)
+    except Exception:  # a surface bug must not cost the person their answer
+        log.exception("typing indicator failed in %s", conv.key)

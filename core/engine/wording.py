@@ -165,15 +165,19 @@ def approval_prompt_text(title: str, kind: str = "", details: str = "") -> str:
     return "\n".join(parts)
 
 
-def approval_outcome_text(outcome: str, title: str = "") -> str:
+def approval_outcome_text(outcome: str, title: str = "", kind: str = "") -> str:
     """The line added to the approval prompt once it is decided, expired, timed out or cancelled.
 
     ``outcome`` is the chosen option kind (``allow_once``, ``allow_always``, ``reject_once``...)
-    or ``expired`` / ``timed_out`` / ``cancelled``.
+    or ``expired`` / ``timed_out`` / ``cancelled``. "Allow for this session" covers every tool call
+    of the same ``kind``, and the line says so, so nobody reads it as covering one command only.
     """
     text = _OUTCOMES.get(outcome, outcome.replace("_", " ").capitalize() or "Closed")
     what = " ".join(title.split())
-    return f"{text}: {what}" if what else f"{text}."
+    line = f"{text}: {what}" if what else f"{text}."
+    if outcome == "allow_always" and kind:
+        line += f" (and every other {kind} tool call in this session)"
+    return line
 
 
 def status_text(status: ConversationStatus) -> str:

@@ -56,39 +56,46 @@ def permission_answers(r: Relay) -> list[Any]:
 # -- /compact ------------------------------------------------------------------------------------
 
 
-async def test_a_compaction_the_agent_reports_failed_is_not_reported_done(relay: RelayFactory) -> None:
-    r = await relay(surface=spell_compact(make_surface(), "update"))
-    # control: this spelling is routed as the compact command (a normal end is reported compacted)
-    ok = await r.ask('update {"sessionUpdate":"usage_update","used":1,"size":4}')
-    assert wording.COMPACTED in ok.text, "the extra spelling is the compact command"
+FAILED_UPDATE = '{"sessionUpdate":"compaction_update","status":"failed"}'
 
-    failed = await r.ask('update {"sessionUpdate":"compaction_update","status":"failed"}')
-    assert r.prompts()[-1].startswith("update "), "the compact command reached the agent as sent"
+
+async def test_a_compaction_the_agent_reports_failed_is_not_reported_done(relay: RelayFactory) -> None:
+    r = await relay("--on-compact", f"update {FAILED_UPDATE}")
+    failed = await r.ask("/compact")
+    assert r.prompts()[-1] == "/compact"
     assert COMPACTION_FAILED in failed.text, "the failure is shown"
     assert wording.COMPACTED not in failed.text, "a failed compaction is never reported done"
 
 
 async def test_a_kiro_compaction_failure_notification_is_not_reported_done(relay: RelayFactory) -> None:
-    r = await relay(surface=spell_compact(make_surface(), "ext"))
+    r = await relay("--on-compact", "text compacting\nstop end_turn")
     await r.ask("hello")  # the session exists; the extension notification names it
     sid = r.session_id()
     assert sid
     params = json.dumps({"sessionId": sid, "status": "failed"})
-    failed = await r.ask(f"ext _kiro.dev/compaction/status {params}")
+    await r.restart(flags=("--on-compact", f"ext _kiro.dev/compaction/status {params}"))
+    failed = await r.ask("/compact")
     assert COMPACTION_FAILED in failed.text
     assert wording.COMPACTED not in failed.text
     assert wording.COMPACTED not in all_text(r)
 
 
 async def test_a_compaction_stopped_while_it_runs_is_not_reported_done(relay: RelayFactory) -> None:
-    r = await relay(surface=spell_compact(make_surface(), "text"))
-    msg = await r.send("text compacting now\nhang")
+    r = await relay("--on-compact", "text compacting now\nhang")
+    msg = await r.send("/compact")
     await until(lambda: r.replies_to(msg) and "compacting now" in r.reply_to(msg).text, what="the compact runs")
     await r.send("/stop")
     await r.idle()
     reply = r.reply_to(msg)
     assert wording.STOPPED in reply.text
     assert wording.COMPACTED not in all_text(r), "a stopped compaction is never reported done"
+
+
+async def test_every_spelling_of_compact_reaches_the_agent_as_the_text_compact(relay: RelayFactory) -> None:
+    r = await relay(surface=spell_compact(make_surface(), "!compact"))
+    for spelling in ("!compact", "/COMPACT", "/compact@relay_bot"):
+        await r.ask(spelling)
+    assert r.prompts() == ["/compact", "/compact", "/compact"]
 
 
 async def test_a_normal_compact_is_reported_compacted_exactly_once(relay: RelayFactory) -> None:

@@ -49,6 +49,7 @@ Flags
 -----
 --no-load              agentCapabilities.loadSession false; session/load -> -32601.
 --no-images            promptCapabilities.image false (report_images still counts what arrives).
+--on-compact SCRIPT    run SCRIPT (lines separated by newlines) when the prompt is "/compact".
 --protocol-version N   answer initialize with protocolVersion N (default 1).
 --not-logged-in        after reading the first stdin line, write "error: You are not logged in,
                        please log in with kiro-cli login" to stderr and exit 1 (initialize is never
@@ -655,6 +656,8 @@ class Agent:
             self.respond(turn.req_id, result)
 
     def run_script(self, turn: Turn, text: str, images: int) -> dict | None:
+        if self.args.on_compact and text.strip().startswith("/compact"):
+            text = self.args.on_compact  # how this agent answers the relay's "/compact"
         lines = [ln for ln in text.splitlines() if ln.strip()]
         first = lines[0].split(None, 1)[0] if lines else ""
         if first not in VERBS:
@@ -840,6 +843,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Scripted fake ACP agent (see module docstring)")
     p.add_argument("--no-load", action="store_true")
     p.add_argument("--no-images", action="store_true")
+    p.add_argument("--on-compact", default="")
     p.add_argument("--protocol-version", type=int, default=PROTOCOL_VERSION)
     p.add_argument("--not-logged-in", action="store_true")
     p.add_argument("--noise", action="store_true")
