@@ -12,7 +12,12 @@ import binascii
 import re
 from collections.abc import Callable
 
-__all__ = ["REDACTED", "redact", "shorten_request_ids"]
+__all__ = [
+    "REDACTED",
+    "redact",
+    "shorten_request_ids",
+    "unfinished_secret_at",
+]
 
 REDACTED = "[redacted]"
 
@@ -90,6 +95,20 @@ _RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = (
     # A bare assignment: password=..., token=... (not max_tokens=, not input_tokens=).
     (re.compile(rf"""(?i)(?<![\w-])(password|passwd|secret|token|apikey)(\s*=\s*){_VALUE}"""), _keep_name),
 )
+
+#: How the secrets above begin. A streamed answer may end halfway through one, before the full
+#: pattern can match: ``unfinished_secret_at`` finds such a tail so a streaming flush can hold it back.
+_SECRET_START = re.compile(
+    r"(?:(?<![\w-])(?:sk-|gh[pousr]_|github_pat_|xox[a-z]|xapp-|AKIA|ASIA|AIza)|(?i:bearer\s+)|(?<![0-9])[0-9]{6,12}:)"
+    r"[^\s]*\Z"
+)
+
+
+def unfinished_secret_at(text: str) -> int | None:
+    """Where a secret that may still be arriving begins at the end of ``text`` (None if none does)."""
+    match = _SECRET_START.search(text[-256:])
+    return len(text) - len(text[-256:]) + match.start() if match else None
+
 
 _REQUEST_ID_AFTER_KEY = re.compile(
     r"""(?i)(\b(?:x-|aws_)?request[_ -]?id["']?\s*[:=]?\s*["']?)"""

@@ -325,11 +325,17 @@ class Engine:
         while pending := [r for r in self.store.pending_outbound() if r.payload.get("surface") in self.surfaces]:
             for rec in pending:
                 surface = self.surfaces[str(rec.payload["surface"])]
+                text = str(rec.payload.get("text", ""))
+                streamer = Streamer(surface, rec.conversation_key, sleep=self.sleep)
                 try:
-                    await Streamer(surface, rec.conversation_key, sleep=self.sleep).post(
-                        str(rec.payload.get("text", "")))
-                except Exception as exc:  # DeliveryError, or a surface bug: the row stays for later
+                    await streamer.finish(text)
+                except Exception as exc:  # DeliveryError, or a surface bug: what did not arrive stays
                     log.info("redelivery to %s failed again: %r", rec.conversation_key, exc)
+                    remainder = streamer.undelivered(text)
+                    if remainder != text:  # part of it arrived: keep only the rest, never send it twice
+                        self.store.ack_outbound(rec.id)
+                        if remainder:
+                            self.store.add_outbound(rec.conversation_key, {**rec.payload, "text": remainder})
                     continue
                 self.store.ack_outbound(rec.id)
             await self.sleep(delay)

@@ -36,7 +36,7 @@ from core.engine.surface import (
     RateLimited,
     Surface,
 )
-from core.redact import redact
+from core.redact import redact, unfinished_secret_at
 
 __all__ = ["Streamer"]
 
@@ -234,6 +234,9 @@ class Streamer:
         """
         if final:
             return redact(markdown)
+        cut = unfinished_secret_at(markdown)  # a token still arriving: shown once it is whole (redacted)
+        if cut is not None:
+            markdown = markdown[:cut]
         known, self._redacted = self._redacted, {}
         for block in markdown.split("\n\n"):
             self._redacted[block] = known.get(block) or redact(block)
