@@ -71,7 +71,8 @@ def _ask(args: argparse.Namespace, config: RelayConfig) -> int:
 
 
 def _surface_problems(config: RelayConfig) -> list[tuple[str, str]]:
-    """An enabled surface this version does not have: ``run`` would refuse to start (core/app.py)."""
+    """What would make ``run`` refuse to start a surface: one this version does not have, or a
+    surface's own check (each surface package may offer ``check(config) -> [(json path, problem)]``)."""
     problems: list[tuple[str, str]] = []
     for name in type(config.surfaces).model_fields:
         if not getattr(config.surfaces, name).enabled:
@@ -83,6 +84,8 @@ def _surface_problems(config: RelayConfig) -> list[tuple[str, str]]:
             continue
         if not hasattr(module, "launch"):
             problems.append((f"surfaces.{name}.enabled", f"this version has no {name} surface yet"))
+        elif hasattr(module, "check"):  # what the surface would refuse at start, found now
+            problems.extend(module.check(config))
     return problems
 
 

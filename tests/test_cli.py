@@ -401,3 +401,17 @@ def test_check_config_with_an_unknown_default_agent_and_no_agents_exits_2(
     assert proc.returncode == 2
     assert "default_agent" in proc.stderr and "kiro" in proc.stderr
     no_traceback(proc)
+
+
+def test_check_config_refuses_what_run_would_refuse_a_dashboard_off_loopback_without_a_token(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    config = fake_config(tmp_path)
+    config["surfaces"] = {"dashboard": {"enabled": True, "host": "0.0.0.0"}}
+    proc = run(env, "check-config", "--config", str(write_config(tmp_path, config)))
+    assert proc.returncode == 2
+    assert "surfaces.dashboard.host" in proc.stderr and "ACP_RELAY_DASHBOARD_TOKEN" in proc.stderr
+    no_traceback(proc)
+    strong = run({**env, "ACP_RELAY_DASHBOARD_TOKEN": "x" * 32}, "check-config", "--config",
+                 str(write_config(tmp_path, config)))
+    assert strong.returncode == 0, strong.stderr
+    assert "x" * 32 not in strong.stdout  # the token itself is never printed

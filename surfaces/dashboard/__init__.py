@@ -30,7 +30,7 @@ from surfaces.dashboard.transcript import Transcript
 if TYPE_CHECKING:
     from core.engine.engine import Engine
 
-__all__ = ["Dashboard", "DashboardSurface", "check_bind", "create_app", "launch", "transcript_path"]
+__all__ = ["Dashboard", "DashboardSurface", "check", "check_bind", "create_app", "launch", "transcript_path"]
 
 
 def transcript_path(store_path: str) -> str:
@@ -76,6 +76,16 @@ def _bind_failure(host: str, port: int, exc: OSError) -> str:
     reason = exc.strerror or type(exc).__name__
     return (f"cannot serve the dashboard on {where} ({reason}); check surfaces.dashboard.host and "
             "surfaces.dashboard.port")
+
+
+def check(config: RelayConfig) -> list[tuple[str, str]]:
+    """Problems ``launch`` would refuse to start with, as (JSON path, sentence), for check-config."""
+    settings = config.surfaces.dashboard
+    try:
+        check_bind(settings.host, secret(settings.access_token_env), token_env=settings.access_token_env)
+    except StartupError as exc:
+        return [("surfaces.dashboard.host", str(exc))]
+    return []
 
 
 async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) -> Dashboard:
