@@ -51,10 +51,11 @@ __all__ = [
 _log = logging.getLogger("acp_relay.config")
 
 # Agent env keys that look like credentials; their values are masked in effective_dump().
-_RE_SECRET_KEY = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_RE_SECRET_KEY = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|(?:^|_)PASS(?:_|$)", re.IGNORECASE)
 _MASK = "****"
 # An agent argument that names a credential: its value (next argument, or after "=") is masked.
-_RE_SECRET_FLAG = re.compile(r"^--?[\w-]*(?:api[-_]?key|token|secret|password|passwd|credentials?)$", re.IGNORECASE)
+_RE_SECRET_FLAG = re.compile(
+    r"^--?[\w-]*(?:api[-_]?key|token|secret|password|passwd|pass|credentials?|auth)$", re.IGNORECASE)
 
 #: The agents used when the config defines none, in the order they are looked for on PATH.
 #: ``core.agents.BUILTIN_AGENTS`` is built from these names, so the two cannot drift apart.

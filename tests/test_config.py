@@ -304,3 +304,11 @@ def test_secret_reads_the_named_environment_variable(monkeypatch: pytest.MonkeyP
     assert secret("ACP_RELAY_TEST_EMPTY") is None
     assert secret("ACP_RELAY_TEST_UNSET") is None
     assert secret(None) is None
+
+
+def test_more_credential_spellings_are_masked(tmp_path: Path) -> None:
+    data = {"agents": {"a": {"command": "x", "args": ["--auth", "s3cr3t-auth", "--pass=s3cr3t-pass", "--model", "m"],
+                             "env": {"MY_PASS": "s3cr3t-env", "GH_AUTH": "s3cr3t-gh", "BYPASS_CACHE": "1"}}}}
+    dumped = json.dumps(load_config_strict(write(tmp_path, data)).effective_dump())
+    assert "s3cr3t" not in dumped
+    assert '"BYPASS_CACHE": "1"' in dumped and '"m"' in dumped  # not everything is a secret
