@@ -66,6 +66,9 @@ def dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+_MAX_TOKENS = 10**15  # beyond any context window; larger numbers cannot even become a float
+
+
 def _finite(value: Any) -> float | None:
     """A number an agent sent, if it is one: JSON's 1e400 parses as infinity, and NaN is not a number."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -109,7 +112,8 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
         return ConfigOptions(tuple(dicts(update.get("configOptions"))))
     if kind == "usage_update":
         used, size = update.get("used"), update.get("size")
-        ok = isinstance(used, int) and isinstance(size, int) and used >= 0 and size > 0
+        ok = (isinstance(used, int) and isinstance(size, int)
+              and 0 <= used <= _MAX_TOKENS and 0 < size <= _MAX_TOKENS)
         return UsageUpdate(used if ok else None, size if ok else None)
     if kind == "session_info_update":
         return SessionInfo(str(update.get("title") or ""))

@@ -43,6 +43,7 @@ class RuntimePool:
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
+        self._closing: set[AcpRuntime] = set()  # taken out by the reaper, not yet stopped
         self.spawned = 0
 
     @staticmethod
@@ -117,7 +118,11 @@ class RuntimePool:
             if not runtime.busy and now - runtime.last_used >= self.idle_s:
                 log.info("closing idle agent %s (%s)", key[0], key[1])
                 del self._runtimes[key]
-                await runtime.close()
+                self._closing.add(runtime)  # if the pool closes meanwhile, it finishes this stop
+                try:
+                    await runtime.close()
+                finally:
+                    self._closing.discard(runtime)
                 reaped += 1
         return reaped
 
@@ -134,7 +139,7 @@ class RuntimePool:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
-        runtimes, self._runtimes = list(self._runtimes.values()), {}
+        runtimes, self._runtimes = [*self._runtimes.values(), *self._closing], {}
         await asyncio.gather(*(rt.close() for rt in runtimes), return_exceptions=True)
 
     async def __aenter__(self) -> RuntimePool:

@@ -63,3 +63,26 @@ async def test_a_closed_pool_refuses_to_start_agents(agent) -> None:
     with pytest.raises(AcpRuntimeDead, match="shutting down"):
         await pool.acquire(agent())
     assert pool.runtimes() == []
+
+
+async def test_closing_the_pool_while_the_reaper_stops_an_agent_still_stops_it(agent) -> None:
+    import os
+
+    spec = agent("--ignore-eof")  # slow to stop: stdin EOF is ignored, SIGTERM comes after a grace
+    pool = RuntimePool(idle_s=3600)
+    runtime = await pool.acquire(spec)
+    pid = runtime.pid
+    reaping = asyncio.create_task(pool.reap(now=float("inf")))
+    await asyncio.sleep(0.05)  # the reaper has taken it out and is stopping it
+    await pool.close()  # cancels the reaper mid-stop; the pool must finish the stop itself
+    reaping.cancel()
+    async with asyncio.timeout(10):
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            if not runtime.process.alive:
+                break
+            await asyncio.sleep(0.05)
+    assert not runtime.process.alive
