@@ -6,10 +6,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["BACKENDS", "AgentSpec", "detect_backend", "resolve_cwd"]
-
-BACKENDS = ("kiro", "claude", "codex", "generic")
-
+__all__ = ["AgentSpec", "detect_backend", "resolve_cwd"]
 
 @dataclass(frozen=True, slots=True)
 class AgentSpec:

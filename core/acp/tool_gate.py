@@ -11,11 +11,10 @@ from core.acp.client import AcpPermissionNeeded, AcpToolGateUnroutable
 from core.acp.spec import AgentSpec, detect_backend
 from core.acp.types import PermissionRequest
 
-__all__ = ["GATES", "Approver", "ToolGateUnroutable", "check_routable", "decide"]
+__all__ = ["Approver", "ToolGateUnroutable", "check_routable", "decide"]
 
 log = logging.getLogger("acp_relay.acp.gate")
 
-GATES = ("ask", "allow", "deny")
 #: Kiro flags that make tool calls run without a permission request.
 _TRUST_FLAGS = ("-a", "--trust-all-tools", "--trust-tools")
 

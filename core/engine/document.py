@@ -72,11 +72,6 @@ class Document:
         """The last context usage the agent reported, in percent."""
         return self._context_pct
 
-    @property
-    def finished(self) -> bool:
-        """True once ``finish`` was called."""
-        return self._elapsed_s is not None
-
     def apply(self, event: AcpEvent) -> None:
         """Fold one event into the document. Events it does not show are ignored."""
         if isinstance(event, TextChunk):
