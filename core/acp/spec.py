@@ -8,6 +8,7 @@ from pathlib import Path
 
 __all__ = ["AgentSpec", "detect_backend", "resolve_cwd"]
 
+
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
     """One agent from ``agents.<name>`` in the config. ``backend`` empty means detect."""
