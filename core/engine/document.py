@@ -1,7 +1,7 @@
 """The neutral rendering of one turn, folded from the turn's events. Pure: no I/O, no clock.
 
 ``to_markdown`` emits neutral Markdown in a fixed order: notices, plan, tool lines, answer text,
-partial-answer note, refusal card, error prose, footer. Sections are separated by a blank line;
+partial-answer note, stop mark, refusal card, error prose, footer. Sections are separated by a blank line;
 inside a section a single newline is a line break.
 """
 
@@ -54,6 +54,7 @@ class Document:
         self._refusal: RefusalInfo | None = None
         self._error = ""
         self._partial_note = ""
+        self._stopped = False  # the stop mark comes after the partial answer it stopped
         self._context_pct: float | None = None
         self._elapsed_s: float | None = None
 
@@ -99,7 +100,7 @@ class Document:
             if event.stop_reason == STOP_REASON_REFUSAL:
                 self._refusal = event.refusal or RefusalInfo()
             elif event.stop_reason == STOP_REASON_CANCELLED:
-                self.set_notice("stop", wording.STOPPED)
+                self._stopped = True
 
     def set_notice(self, key: str, text: str) -> None:
         """Set (or, with empty ``text``, remove) the notice line under ``key``, keeping its place."""
@@ -159,6 +160,8 @@ class Document:
             sections.append(answer)
         if self._partial_note:
             sections.append(self._partial_note)
+        if self._stopped:
+            sections.append(wording.STOPPED)
         if self._refusal is not None:
             sections.append(wording.refusal_card_text(self._refusal, streamed=self.text))
         if self._error:

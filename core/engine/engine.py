@@ -215,14 +215,23 @@ class Engine:
         if conv is not None:
             await self._command(conv, Command("stop"))
 
-    async def set_model(self, conversation_key: str, model: str) -> None:
-        """Switch the conversation's model (its first message need not have been sent yet)."""
+    def _conversation_by_key(self, conversation_key: str) -> Conversation:
         conv = self.conversations.get(conversation_key)
         if conv is None:
             surface = self.surfaces.get(conversation_key.split(":", 1)[0])
             if surface is None:
                 raise KeyError(conversation_key)
             conv = self.conversation(conversation_key, surface)
+        return conv
+
+    async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
+        """The current model and the models the agent offers (binds a session, so the agent starts)."""
+        session = await self._session_for(self._conversation_by_key(conversation_key))
+        return session.current_model, session.models
+
+    async def set_model(self, conversation_key: str, model: str) -> None:
+        """Switch the conversation's model (its first message need not have been sent yet)."""
+        conv = self._conversation_by_key(conversation_key)
         session = await self._session_for(conv)
         await session.set_model(model)
         self.store.save_conversation(dataclasses.replace(conv.record(), model=model))  # keeps session_meta

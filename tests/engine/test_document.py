@@ -122,9 +122,9 @@ def test_rate_limit_notice_is_one_line_replaced_in_place() -> None:
     assert doc.to_markdown() == "slow down 2"
 
 
-def test_cancelled_turn_says_stopped() -> None:
-    doc = doc_of(TextChunk("partial"), TurnEnded("cancelled"))
-    assert doc.to_markdown() == f"{wording.STOPPED}\n\npartial"
+def test_cancelled_turn_says_stopped_after_the_partial_answer() -> None:
+    doc = doc_of(Notice("a notice"), TextChunk("partial"), TurnEnded("cancelled"))
+    assert doc.to_markdown() == f"a notice\n\npartial\n\n{wording.STOPPED}"
 
 
 def test_refusal_card_lists_only_fields_the_provider_gave() -> None:

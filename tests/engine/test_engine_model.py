@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .conftest import RelayFactory, until
+from .conftest import KEY, RelayFactory, until
 
 
 async def test_switching_model_keeps_the_session_file_a_restart_needs(relay: RelayFactory) -> None:
@@ -22,3 +22,13 @@ async def test_switching_model_keeps_the_session_file_a_restart_needs(relay: Rel
     reply = await r.ask("text still the same conversation")
     assert "still the same conversation" in reply.text
     assert r.session_id() == before.session_id  # resumed, because the load carried the session file
+
+
+async def test_models_are_listed_before_the_first_message(relay: RelayFactory) -> None:
+    r = await relay("--models", "model-a,model-b")
+    current, models = await r.engine.models(KEY)
+    assert models == ("model-a", "model-b")
+    assert current == "model-a"
+    assert r.methods().count("session/new") == 1, "listing binds the conversation's session once"
+    await r.ask("hello")
+    assert r.methods().count("session/new") == 1, "the first message reuses that session"
