@@ -13,6 +13,7 @@ of ``core.engine.document``); the same words anywhere else are plain agent text.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import socket
 import sys
@@ -50,6 +51,14 @@ class Dashboard:
         self.surface = surface
         self.url = url
         self.login_url = login_url
+
+    async def stop_receiving(self) -> None:
+        """Nothing to stop: what a browser posts while the relay shuts down is journaled by the engine
+        and answered after the next start, and the event streams stay open for the final answers."""
+
+    async def fatal(self) -> StartupError:
+        """The dashboard has no connection that can fail for good once it is serving."""
+        return await asyncio.get_running_loop().create_future()
 
     async def close(self) -> None:
         """End the event streams, stop serving, close the transcript."""
