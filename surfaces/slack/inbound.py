@@ -1,0 +1,103 @@
+"""What a Slack message means for the relay: which thread (conversation) it belongs to, and its text.
+
+Slack sends a message's text in its own markup: ``&amp;``/``&lt;``/``&gt;`` escapes, ``<@U123>``
+mentions, ``<#C1|general>`` channels, ``<https://x|label>`` links. The agent gets what the person
+typed (``person_text``), with the app's own mention removed.
+
+Which messages are the relay's (``heard``):
+
+* a mention of the app in a channel starts a thread under that message, or continues the thread it
+  was written in (``app_mention``);
+* in a thread the app is part of, every reply continues it, without a mention;
+* in a direct message with the app every message is for it: a message starts a thread under it,
+  replies in that thread continue it;
+* nothing from a bot (the app itself included), and no edits, deletions or joins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from surfaces.slack.keys import Thread
+
+__all__ = ["EMPTY_MENTION", "Heard", "heard", "message_id", "person_text", "strip_mention"]
+
+#: What a mention with nothing after it means: the command list.
+EMPTY_MENTION = "!help"
+#: Message subtypes that are a person writing (a reply also sent to the channel, a file with a comment).
+_PERSON_SUBTYPES = frozenset({"", "thread_broadcast", "file_share"})
+_ANGLE = re.compile(r"<([^<>]*)>")
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """One message the relay answers: its thread, who wrote it, what they typed, and its ts."""
+
+    thread: Thread
+    user: str
+    text: str
+    ts: str
+
+
+def message_id(team: str, channel: str, ts: str) -> str:
+    """A message's id, unique in the Slack surface (a mention arrives twice: as ``app_mention``
+    and as ``message``; both carry the same id, so it is answered once)."""
+    return f"{team}:{channel}:{ts}"
+
+
+def strip_mention(text: str, bot_user_id: str) -> str:
+    """``text`` without the app's own mentions (``<@UBOT>``, ``<@UBOT|name>``)."""
+    if not bot_user_id:
+        return text.strip()
+    return re.sub(rf"[ \t]*<@{re.escape(bot_user_id)}(?:\|[^>]*)?>[ \t]*", " ", text).strip()
+
+
+def _link(inner: str) -> str:
+    target, _, label = inner.partition("|")
+    if target.startswith("@"):
+        return f"@{label or target[1:]}"
+    if target.startswith("#"):
+        return f"#{label or target[1:]}"
+    if target.startswith("!"):
+        word = target[1:].split("^", 1)[0]
+        return label or f"@{word}"
+    if target.startswith("mailto:"):
+        return label or target.removeprefix("mailto:")
+    if not label or label == target or target.split("://", 1)[-1] == label:
+        return target
+    return f"{label} ({target})"
+
+
+def person_text(text: str) -> str:
+    """Slack's markup -> what the person typed: links, mentions and channels as words, escapes undone."""
+    text = _ANGLE.sub(lambda m: _link(m.group(1)), text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _mentions(text: str, bot_user_id: str) -> bool:
+    return bool(bot_user_id) and re.search(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", text) is not None
+
+
+def heard(event: Mapping[str, Any], *, team: str, bot_user_id: str, joined: Callable[[Thread], bool],
+          mention_event: bool) -> Heard | None:
+    """The relay's reading of one ``message`` or ``app_mention`` event; None: not for the relay."""
+    user = str(event.get("user") or "")
+    channel = str(event.get("channel") or "")
+    ts = str(event.get("ts") or "")
+    if (not user or not channel or not ts or event.get("bot_id") or event.get("bot_profile")
+            or str(event.get("subtype") or "") not in _PERSON_SUBTYPES or user == bot_user_id):
+        return None
+    raw = str(event.get("text") or "")
+    thread_ts = str(event.get("thread_ts") or "")
+    thread = Thread(team, channel, thread_ts or ts)
+    if mention_event:
+        pass  # a mention starts a thread, or joins the one it was written in
+    elif event.get("channel_type") == "im" or channel.startswith("D"):
+        pass  # everything in a DM with the app is for it
+    elif _mentions(raw, bot_user_id) or not thread_ts or not joined(thread):
+        return None  # a mention arrives as app_mention as well; other channel messages are not ours
+    text = person_text(strip_mention(raw, bot_user_id)).strip() or EMPTY_MENTION
+    return Heard(thread, user, text, ts)

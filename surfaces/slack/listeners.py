@@ -1,0 +1,149 @@
+"""The Bolt listeners: Slack's events, the ``/compact`` command and button presses, handed to the core.
+
+Each listener only translates: a message becomes one ``InboundMessage`` (``inbound.heard`` decides
+whether it is the relay's), a press one ``ButtonPress``; the engine de-duplicates, checks the
+allow-list and routes. Slack may deliver an interaction twice (a Socket Mode envelope redelivered,
+an HTTP request retried); a press is applied once, so a repeat never answers "expired" for a tap
+that worked.
+
+``/compact`` cannot be sent in a thread (Slack's rule), so in a channel it applies to the person's
+latest conversation there; it is acknowledged at once (Slack wants an answer within 3 seconds) with
+a line saying where the answer will appear, or how to start a conversation when there is none.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
+
+from core.engine.messages import ButtonPress, InboundMessage
+from core.engine.surface import Inbound
+from surfaces.slack import wording
+from surfaces.slack.inbound import Heard, heard, message_id, person_text
+from surfaces.slack.keys import Thread
+from surfaces.slack.render import ACTION_PREFIX
+from surfaces.slack.surface import SURFACE_NAME, SlackSurface
+from surfaces.slack.threads import Threads
+
+__all__ = ["Listeners"]
+
+log = logging.getLogger("acp_relay.slack.listeners")
+
+Ack = Callable[..., Awaitable[Any]]
+
+
+class _Seen:
+    """The last ``size`` interaction ids (a redelivery carries the same one)."""
+
+    def __init__(self, size: int = 2000) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._size = size
+
+    def first(self, ident: str) -> bool:
+        if not ident:
+            return True
+        if ident in self._ids:
+            return False
+        self._ids[ident] = None
+        while len(self._ids) > self._size:
+            self._ids.popitem(last=False)
+        return True
+
+
+def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
+    team = body.get("team")
+    return str(context.team_id or body.get("team_id") or (team.get("id") if isinstance(team, dict) else "") or "")
+
+
+class Listeners:
+    """Translate Slack's requests for ``engine``; ``surface`` learns who asked in each thread."""
+
+    def __init__(self, engine: Inbound, surface: SlackSurface, threads: Threads) -> None:
+        self.engine = engine
+        self.surface = surface
+        self.threads = threads
+        self._seen = _Seen()
+
+    def register(self, app: AsyncApp) -> None:
+        """Attach every listener to ``app``."""
+        app.event("app_mention")(self.on_mention)
+        app.event("message")(self.on_message)
+        app.command("/compact")(self.on_compact)
+        app.action(re.compile(rf"^{re.escape(ACTION_PREFIX)}"))(self.on_button)
+
+    # -- messages ----------------------------------------------------------------------------
+
+    async def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """``@app …`` in a channel: starts a thread under the message, or continues its thread."""
+        await self._message(body, event, context, mention_event=True)
+
+    async def on_message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """Any message the app can see: a DM, or a reply in a thread the app is part of."""
+        await self._message(body, event, context, mention_event=False)
+
+    async def _message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, *,
+                       mention_event: bool) -> None:
+        team = _team(body, context)
+        got = heard(event, team=team, bot_user_id=str(context.bot_user_id or ""), joined=self.threads.joined,
+                    mention_event=mention_event)
+        if got is not None:
+            await self._hand_over(got)
+
+    async def _hand_over(self, got: Heard) -> None:
+        thread = got.thread
+        if not thread.is_dm:
+            self.threads.join(thread)
+        self.threads.note_latest(thread, got.user)
+        self.surface.heard(thread, got.user, got.ts)
+        await self.engine.handle_message(InboundMessage(
+            SURFACE_NAME, thread.key, got.user, got.text, message_id(thread.team, thread.channel, got.ts)))
+
+    # -- the slash command -------------------------------------------------------------------
+
+    async def on_compact(self, ack: Ack, command: dict[str, Any], context: AsyncBoltContext) -> None:
+        """``/compact [words]``: acknowledged at once, then sent to the person's latest conversation."""
+        team = _team(command, context)
+        channel, user = str(command.get("channel_id", "")), str(command.get("user_id", ""))
+        trigger = str(command.get("trigger_id", ""))
+        if not self._seen.first(f"command:{trigger}"):
+            await ack()
+            return
+        thread_ts = str(command.get("thread_ts") or "")
+        thread = Thread(team, channel, thread_ts) if thread_ts else self.threads.latest(team, channel, user)
+        if thread is None:
+            await ack(text=wording.COMPACT_NO_THREAD)
+            return
+        await ack(text=wording.COMPACT_SENT)
+        text = f"/compact {person_text(str(command.get('text') or ''))}".rstrip()
+        self.surface.heard(thread, user, None)
+        await self.engine.handle_message(InboundMessage(SURFACE_NAME, thread.key, user, text,
+                                                        f"{team}:command:{trigger or channel}"))
+
+    # -- buttons -----------------------------------------------------------------------------
+
+    async def on_button(self, ack: Ack, body: dict[str, Any], context: AsyncBoltContext) -> None:
+        """A press on an approval or model button: applied once; a stale press answers "expired"."""
+        await ack()
+        actions = body.get("actions") or [{}]
+        action = actions[0]
+        user = str((body.get("user") or {}).get("id", ""))
+        press_id = str(body.get("trigger_id") or action.get("action_ts") or "")
+        if not self._seen.first(f"press:{user}:{press_id}"):
+            log.info("ignoring a redelivered button press")
+            return
+        container = body.get("container") or {}
+        message = body.get("message") or {}
+        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+        ts = str(message.get("ts") or container.get("message_ts") or "")
+        thread = Thread(_team(body, context), channel, str(message.get("thread_ts") or container.get("thread_ts")
+                                                          or ts))
+        result = await self.engine.handle_button(ButtonPress(SURFACE_NAME, thread.key, user,
+                                                             str(action.get("value") or ""), ts))
+        if result.outcome != "resolved":  # a resolved press shows in the prompt's own update
+            await self.surface.tell(thread, user, result.text)

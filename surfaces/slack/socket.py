@@ -1,0 +1,105 @@
+"""Socket Mode: slack-sdk's aiohttp client, supervised by the core's ``Receiver``.
+
+The SDK pings the socket every ``ping_interval_s`` and notices when no pong came back for four
+intervals (a socket that is open but receives nothing); it also follows Slack's ``disconnect``
+message (``refresh_requested``) to a new connection by itself. Its own reconnect loop is switched
+off, because it retries a failed connection forever with the same URL and logs a traceback each
+time: here, a connection that closed or went quiet ends ``connect_once``, and the ``Receiver``
+opens a new one after a capped, growing delay, with one log line per failure. An app-level token
+Slack refuses ends receiving for good (``StartupError``): ``acp-relay run`` then exits 2 saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core.engine.receiving import Receiver
+from core.engine.surface import StartupError
+from surfaces.slack.errors import AUTH_ERRORS, error_code
+from surfaces.slack.options import Timings
+
+__all__ = ["ConnectionLost", "SocketReceiver"]
+
+log = logging.getLogger("acp_relay.slack.socket")
+
+#: Slack's answers to apps.connections.open that no reconnect can fix.
+_TOKEN_REFUSED = AUTH_ERRORS | {"not_allowed_token_type", "invalid_app_token"}
+
+
+class ConnectionLost(Exception):
+    """The Socket Mode connection closed, or stopped answering pings."""
+
+
+class SocketReceiver:
+    """One Socket Mode connection at a time for ``app``, replaced whenever it fails."""
+
+    def __init__(self, app: AsyncApp, client: AsyncWebClient, app_token: str, *, timings: Timings,
+                 token_env: str) -> None:
+        self.handler = AsyncSocketModeHandler(app, app_token=app_token, web_client=client,
+                                              ping_interval=timings.ping_interval_s,
+                                              logger=logging.getLogger("acp_relay.slack.sdk"))
+        sdk = self.handler.client
+        sdk.default_auto_reconnect_enabled = False  # the Receiver reconnects (see the module docstring)
+        sdk.auto_reconnect_enabled = False
+        self._timings = timings
+        self._token_env = token_env
+        self.receiver = Receiver("slack", self.connect_once, first_delay_s=timings.reconnect_first_delay_s,
+                                 max_delay_s=timings.reconnect_max_delay_s,
+                                 healthy_after_s=max(60.0, 6 * timings.ping_interval_s))
+        #: Connections opened so far.
+        self.connections = 0
+        self._closed = False
+
+    def start(self) -> None:
+        """Start receiving (the first connection is opened in the background)."""
+        self.receiver.start()
+
+    async def fatal(self) -> StartupError:
+        """Returns only when Slack refuses the app-level token."""
+        return await self.receiver.fatal()
+
+    async def _url(self) -> str:
+        try:
+            return await self.handler.client.issue_new_wss_url()
+        except SlackApiError as exc:
+            code = error_code(exc)
+            if code in _TOKEN_REFUSED:
+                raise StartupError(f"Slack refused the app-level token in ${self._token_env} ({code}); check "
+                                   "surfaces.slack.app_token_env (an xapp- token with connections:write)") from None
+            raise
+
+    async def connect_once(self) -> None:
+        """Open a connection and watch it; returns (raises) when it is gone."""
+        sdk = self.handler.client
+        sdk.wss_uri = await self._url()
+        async with asyncio.timeout(self._timings.connect_timeout_s):
+            await sdk.connect()  # the SDK retries a refused connection itself: bounded by the timeout
+        self.connections += 1
+        log.info("slack: Socket Mode connected")
+        interval = self._timings.ping_interval_s
+        while True:
+            await asyncio.sleep(interval / 2)
+            if sdk.connect_operation_lock.locked():
+                continue  # the SDK is following Slack's disconnect message to a new connection
+            session = sdk.current_session
+            if session is None or session.closed:
+                raise ConnectionLost("the Socket Mode connection closed")
+            if await sdk.is_ping_pong_failing():
+                quiet = time.time() - (sdk.last_ping_pong_time or time.time())
+                sdk.last_ping_pong_time = None
+                raise ConnectionLost(f"Slack answered no ping for {quiet:.0f} s")
+
+    async def stop(self) -> None:
+        """Stop receiving and close the socket (the Web API client stays open for final answers)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.receiver.stop()
+        await self.handler.close_async()

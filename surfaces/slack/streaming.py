@@ -1,0 +1,117 @@
+"""Slack's native streaming (``chat.startStream`` / ``appendStream`` / ``stopStream``), whole-text.
+
+The core hands the WHOLE text of the piece being written on every flush; Slack only appends, so
+this module remembers what each stream shows and appends the difference. A text that does not
+extend it (a tool line changed above the answer) raises ``DeliveryFailed``: the core then ends the
+stream and edits the message with ``chat.update`` for the rest of the reply.
+
+slack-sdk's ``chat_stream()`` helper is not used: it buffers what it could not send and sends it
+again with the next append, while the core re-sends the whole text after a failure (a 429, a
+network error), so the helper would show that part twice. The three Web API methods it wraps are
+called directly instead.
+
+A stream Slack has ended (about five minutes after it started, ``message_not_in_streaming_state``)
+is finished with ``chat.update``: the message then shows the final text as an ordinary message.
+A channel where Slack refuses to start a stream (the workspace does not allow it, a channel type it
+does not support) is remembered: later replies there are sent and edited instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core.engine.surface import DeliveryFailed, RateLimited
+from surfaces.slack.errors import SDK_FAILURES, delivery_error, error_code, translated
+from surfaces.slack.keys import Thread
+from surfaces.slack.render import render, streamable
+
+__all__ = ["NativeStreams"]
+
+log = logging.getLogger("acp_relay.slack.streaming")
+
+#: chat.update for a message: (thread, ts, neutral Markdown).
+Update = Callable[[Thread, str, str], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Live:
+    thread: Thread
+    shown: str  # the Markdown the stream shows so far
+
+
+class NativeStreams:
+    """The open native streams of one app, by message ts."""
+
+    def __init__(self, client: AsyncWebClient, update: Update) -> None:
+        self._client = client
+        self._update = update
+        self._live: dict[str, _Live] = {}
+        self._refused: set[str] = set()
+
+    def available(self, channel: str) -> bool:
+        """False where Slack has refused to start a stream."""
+        return channel not in self._refused
+
+    async def start(self, thread: Thread, markdown: str, recipient: str | None) -> str:
+        """Start a stream in ``thread`` showing ``markdown``; returns its message ts.
+
+        In a channel Slack needs the person the stream is for (``recipient``, a member id).
+        """
+        if not thread.is_dm and not recipient:
+            raise DeliveryFailed("slack: a stream in a channel needs its recipient")
+        text = streamable(render(markdown))
+        extra = {} if thread.is_dm else {"recipient_user_id": recipient, "recipient_team_id": thread.team}
+        try:
+            response = await self._client.chat_startStream(channel=thread.channel, thread_ts=thread.thread_ts,
+                                                           markdown_text=text or None, **extra)
+        except SlackApiError as exc:
+            error = delivery_error(exc)
+            if type(error) is DeliveryFailed and error_code(exc) and exc.response.status_code < 500:
+                log.info("Slack does not stream in %s (%s); sending and editing there instead",
+                         thread.channel, error_code(exc))
+                self._refused.add(thread.channel)
+            raise error from exc
+        except SDK_FAILURES as exc:
+            raise delivery_error(exc) from exc
+        ts = str(response["ts"])
+        self._live[ts] = _Live(thread, text)
+        return ts
+
+    async def append(self, ts: str, markdown: str) -> None:
+        """Show ``markdown`` (the whole text so far) in the stream ``ts``."""
+        live = self._live.get(ts)
+        if live is None:
+            raise DeliveryFailed("slack: no such stream")
+        text = streamable(render(markdown))
+        if not text.startswith(live.shown):
+            raise DeliveryFailed("slack: the text no longer extends what was streamed")
+        delta = text[len(live.shown):]
+        if delta:
+            await translated(self._client.chat_appendStream(channel=live.thread.channel, ts=ts, markdown_text=delta))
+            live.shown = text
+
+    async def stop(self, thread: Thread, ts: str, markdown: str) -> str:
+        """End the stream ``ts`` so that its message shows ``markdown``; returns the message ts."""
+        live = self._live.pop(ts, None)
+        text = render(markdown)
+        if live is not None:
+            extends = text.startswith(live.shown)
+            delta = text[len(live.shown):] if extends else ""
+            try:
+                await translated(self._client.chat_stopStream(channel=thread.channel, ts=ts,
+                                                              markdown_text=delta or None))
+            except RateLimited:
+                self._live[ts] = live  # the core waits, then ends it again
+                raise
+            except DeliveryFailed as exc:  # Slack ended it already (it expired): the message stays
+                log.info("the stream in %s had ended (%s); updating its message instead", thread.channel, exc)
+            else:
+                if extends:
+                    return ts
+        await self._update(thread, ts, markdown)
+        return ts

@@ -1,0 +1,483 @@
+"""A fake Slack: the Web API methods the relay calls, and the Socket Mode websocket, on 127.0.0.1.
+
+The real slack-bolt / slack-sdk talk to it unmodified (``api_base_url`` points the Web API here;
+``apps.connections.open`` hands out a ``ws://`` URL of this server). It keeps what a person in the
+workspace would see (messages per thread, streams, ephemeral messages, reactions, the assistant
+status) and can read a thread back as that person would (``transcript``).
+
+Behaviour modelled on Slack's documented rules and errors:
+
+* requests are merged from the query string, a form body and a JSON body (the SDK uses all three);
+  ``Authorization: Bearer`` must carry the bot token (the app token for ``apps.connections.open``);
+* ``chat.postMessage`` / ``chat.update``: ``markdown`` blocks over 12,000 characters in total ->
+  ``msg_blocks_too_long``; ``text`` over 40,000 -> ``msg_too_long``; a malformed block ->
+  ``invalid_blocks``; a channel the app was removed from -> ``not_in_channel`` (``removed``);
+* native streams (``chat.startStream`` / ``appendStream`` / ``stopStream``): thread replies only,
+  channels need ``recipient_user_id`` and ``recipient_team_id``; ``markdown_text`` over 12,000 ->
+  ``msg_too_long``; a stream older than ``stream_expiry_s`` stops taking appends
+  (``message_not_in_streaming_state``); a streaming message cannot be updated (``streaming`` off:
+  ``not_allowed`` for every stream call);
+* ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
+  ``Retry-After``), checked before anything else.
+
+Socket Mode: ``push`` sends an envelope and waits for its ack; ``disconnect`` sends Slack's
+``disconnect`` message (``refresh_requested``), ``kill_socket`` drops the connection, ``go_silent``
+keeps it open but stops reading (pings go unanswered, nothing arrives: a "connected but deaf"
+socket). HTTP mode: ``post_http`` signs and POSTs to the relay's ``/slack/events``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import urllib.parse
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+__all__ = ["APP_TOKEN", "BOT_ID", "BOT_TOKEN", "BOT_USER", "SIGNING_SECRET", "TEAM", "SlackFake", "SlackMessage"]
+
+BOT_TOKEN = "xoxb-fake-bot-token"
+APP_TOKEN = "xapp-fake-app-token"
+SIGNING_SECRET = "fake-signing-secret"
+TEAM = "T0FAKE"
+BOT_USER = "U0BOT"
+BOT_ID = "B0BOT"
+MARKDOWN_LIMIT = 12_000
+TEXT_LIMIT = 40_000
+Params = dict[str, Any]
+
+
+@dataclass
+class SlackMessage:
+    """One message as the workspace shows it."""
+
+    channel: str
+    ts: str
+    user: str
+    text: str = ""
+    thread_ts: str | None = None
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    stream: str = ""  # "", "streaming", "stopped", "expired"
+    started_at: float = 0.0
+    edits: int = 0
+    deleted: bool = False
+    ephemeral_to: str | None = None
+    reactions: set[str] = field(default_factory=set)
+
+    @property
+    def shown(self) -> str:
+        """The text a person reads: the markdown blocks, else the text."""
+        markdown = [b["text"] for b in self.blocks if b.get("type") == "markdown"]
+        return "\n\n".join(markdown) if markdown else self.text
+
+    @property
+    def buttons(self) -> list[dict[str, Any]]:
+        """The button elements of the message's actions blocks."""
+        return [e for b in self.blocks if b.get("type") == "actions" for e in b.get("elements", [])]
+
+
+@dataclass
+class _Conn:
+    ws: web.WebSocketResponse
+    request: web.Request
+    reader: asyncio.Task[None] | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Failure(Exception):
+    def __init__(self, error: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        super().__init__(error)
+        self.error, self.status, self.headers = error, status, headers or {}
+
+
+class SlackFake:
+    """``async with SlackFake() as slack:``; ``slack.api_url`` is the Web API base."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Params]] = []
+        self.messages: list[SlackMessage] = []
+        self.statuses: list[tuple[str, str, str]] = []  # (channel, thread_ts, status)
+        self.acks: dict[str, Any] = {}
+        self.removed: set[str] = set()
+        self.streaming = True
+        self.assistant_status = True
+        self.stream_expiry_s = 300.0
+        self.connections = 0
+        self.http_target: str | None = None
+        self._failures: dict[str, list[_Failure]] = {}
+        self._ts = itertools.count(1)
+        self._envelopes = itertools.count(1)
+        self._conn: _Conn | None = None
+        self._ack_waiters: dict[str, asyncio.Future[Any]] = {}
+        self._connected = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> SlackFake:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_get("/link/", self._socket)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._conn is not None:
+            self._conn.done.set()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base, in the ``https://slack.com/api/`` form."""
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def fail_next(self, method: str, error: str, *, status: int = 200, retry_after: float | None = None,
+                  times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` fail with ``error`` (a 429 says ``Retry-After``)."""
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        self._failures.setdefault(method, []).extend(_Failure(error, status, headers) for _ in range(times))
+
+    def next_ts(self) -> str:
+        """A fresh message timestamp, later than every earlier one."""
+        n = next(self._ts)
+        return f"{1700000000 + n}.{n:06d}"
+
+    # -- the Web API -----------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params: Params = dict(request.query)
+        if request.can_read_body:
+            if request.content_type == "application/json":
+                params.update(await request.json())
+            else:
+                params.update(dict(await request.post()))
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ") or str(params.get("token", ""))
+        self.calls.append((method, params))
+        try:
+            if queued := self._failures.get(method):
+                raise queued.pop(0)
+            wanted = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
+            if token != wanted:
+                raise _Failure("invalid_auth")
+            handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+            if handler is None:
+                raise _Failure("unknown_method")
+            result: Params = handler(params)
+        except _Failure as failure:
+            body = json.dumps({"ok": False, "error": failure.error})
+            return web.Response(status=failure.status, body=body, headers={**failure.headers,
+                                                                          "Content-Type": "application/json"})
+        return web.json_response({"ok": True, **result})
+
+    def _m_auth_test(self, p: Params) -> Params:
+        return {"url": "https://fake.slack.com/", "team": "Fake", "user": "relay", "team_id": TEAM,
+                "user_id": BOT_USER, "bot_id": BOT_ID, "is_enterprise_install": False}
+
+    def _m_apps_connections_open(self, p: Params) -> Params:
+        return {"url": f"ws://127.0.0.1:{self.port}/link/?ticket={next(self._envelopes)}"}
+
+    def _channel(self, p: Params, key: str = "channel") -> str:
+        channel = str(p.get(key) or "")
+        if not channel:
+            raise _Failure("channel_not_found")
+        if channel in self.removed:
+            raise _Failure("not_in_channel")
+        return channel
+
+    def _check_content(self, p: Params) -> tuple[str, list[dict[str, Any]]]:
+        text = str(p.get("text") or "")
+        blocks = p.get("blocks") or []
+        if isinstance(blocks, str):
+            blocks = json.loads(blocks)
+        if not text and not blocks:
+            raise _Failure("no_text")
+        if len(text) > TEXT_LIMIT:
+            raise _Failure("msg_too_long")
+        for block in blocks:
+            kind = block.get("type")
+            if kind == "markdown" and not isinstance(block.get("text"), str):
+                raise _Failure("invalid_blocks")
+            if kind == "actions":
+                for e in block.get("elements", []):
+                    if e.get("type") != "button" or not 0 < len(e["text"]["text"]) <= 75 or len(e["value"]) > 2000:
+                        raise _Failure("invalid_blocks")
+            elif kind != "markdown":
+                raise _Failure("invalid_blocks")
+        if sum(len(b["text"]) for b in blocks if b["type"] == "markdown") > MARKDOWN_LIMIT:
+            raise _Failure("msg_blocks_too_long")
+        return text, blocks
+
+    def _m_chat_postMessage(self, p: Params) -> Params:
+        channel = self._channel(p)
+        text, blocks = self._check_content(p)
+        msg = SlackMessage(channel, self.next_ts(), BOT_USER, text, p.get("thread_ts"), blocks)
+        self.messages.append(msg)
+        return {"channel": channel, "ts": msg.ts, "message": {"text": text, "ts": msg.ts}}
+
+    def _m_chat_postEphemeral(self, p: Params) -> Params:
+        channel = self._channel(p)
+        text, blocks = self._check_content(p)
+        msg = SlackMessage(channel, self.next_ts(), BOT_USER, text, p.get("thread_ts"), blocks,
+                           ephemeral_to=str(p["user"]))
+        self.messages.append(msg)
+        return {"message_ts": msg.ts}
+
+    def find(self, channel: str, ts: str) -> SlackMessage:
+        """The message ``ts`` in ``channel`` (``message_not_found`` otherwise)."""
+        for msg in self.messages:
+            if msg.channel == channel and msg.ts == ts and not msg.deleted and msg.ephemeral_to is None:
+                return msg
+        raise _Failure("message_not_found")
+
+    def _mine(self, p: Params) -> SlackMessage:
+        msg = self.find(self._channel(p), str(p.get("ts")))
+        if msg.user != BOT_USER:
+            raise _Failure("cant_update_message")
+        return msg
+
+    def _m_chat_update(self, p: Params) -> Params:
+        msg = self._mine(p)
+        self._expire(msg)
+        if msg.stream == "streaming":
+            raise _Failure("message_is_streaming")
+        msg.text, msg.blocks = self._check_content(p)
+        msg.edits += 1
+        return {"channel": msg.channel, "ts": msg.ts, "text": msg.text}
+
+    def _m_chat_delete(self, p: Params) -> Params:
+        msg = self._mine(p)
+        msg.deleted = True
+        return {"channel": msg.channel, "ts": msg.ts}
+
+    # -- native streams ----------------------------------------------------------------------
+
+    def _expire(self, msg: SlackMessage) -> None:
+        if msg.stream == "streaming" and time.monotonic() - msg.started_at > self.stream_expiry_s:
+            msg.stream = "expired"
+
+    def expire_streams(self) -> None:
+        """Every open stream ends now, as Slack ends one after about five minutes."""
+        for msg in self.messages:
+            if msg.stream == "streaming":
+                msg.stream = "expired"
+
+    def _stream_text(self, p: Params) -> str:
+        text = str(p.get("markdown_text") or "")
+        for chunk in p.get("chunks") or []:
+            if chunk.get("type") == "markdown_text":
+                text += chunk.get("text", "")
+        if len(text) > MARKDOWN_LIMIT:
+            raise _Failure("msg_too_long")
+        return text
+
+    def _m_chat_startStream(self, p: Params) -> Params:
+        channel = self._channel(p)
+        if not self.streaming:
+            raise _Failure("not_allowed")
+        if not p.get("thread_ts"):
+            raise _Failure("invalid_arguments")
+        if not channel.startswith("D") and not (p.get("recipient_user_id") and p.get("recipient_team_id")):
+            raise _Failure("invalid_arguments")
+        msg = SlackMessage(channel, self.next_ts(), BOT_USER, self._stream_text(p), str(p["thread_ts"]),
+                           stream="streaming", started_at=time.monotonic())
+        self.messages.append(msg)
+        return {"channel": channel, "ts": msg.ts}
+
+    def _streaming(self, p: Params) -> SlackMessage:
+        if not self.streaming:
+            raise _Failure("not_allowed")
+        msg = self._mine(p)
+        self._expire(msg)
+        if msg.stream != "streaming":
+            raise _Failure("message_not_in_streaming_state")
+        return msg
+
+    def _m_chat_appendStream(self, p: Params) -> Params:
+        msg = self._streaming(p)
+        msg.text += self._stream_text(p)
+        msg.edits += 1
+        return {"channel": msg.channel, "ts": msg.ts}
+
+    def _m_chat_stopStream(self, p: Params) -> Params:
+        msg = self._streaming(p)
+        msg.text += self._stream_text(p)
+        msg.stream = "stopped"
+        return {"channel": msg.channel, "ts": msg.ts, "message": {"text": msg.text}}
+
+    # -- indicators --------------------------------------------------------------------------
+
+    def _m_assistant_threads_setStatus(self, p: Params) -> Params:
+        if not self.assistant_status:
+            raise _Failure("not_allowed")
+        self.statuses.append((self._channel(p, "channel_id"), str(p["thread_ts"]), str(p.get("status", ""))))
+        return {}
+
+    def _m_reactions_add(self, p: Params) -> Params:
+        msg = self._any(p)
+        if p["name"] in msg.reactions:
+            raise _Failure("already_reacted")
+        msg.reactions.add(str(p["name"]))
+        return {}
+
+    def _m_reactions_remove(self, p: Params) -> Params:
+        msg = self._any(p)
+        if p["name"] not in msg.reactions:
+            raise _Failure("no_reaction")
+        msg.reactions.discard(str(p["name"]))
+        return {}
+
+    def _any(self, p: Params) -> SlackMessage:
+        return self.find(self._channel(p), str(p.get("timestamp")))
+
+    def status_of(self, channel: str, thread_ts: str) -> str:
+        """The assistant status a thread shows now ("" once cleared)."""
+        shown = [s for c, t, s in self.statuses if (c, t) == (channel, thread_ts)]
+        return shown[-1] if shown else ""
+
+    # -- what people write -------------------------------------------------------------------
+
+    def user_message(self, user: str, channel: str, text: str, thread_ts: str | None = None) -> SlackMessage:
+        """Record a person's message (it is in the channel whether or not the relay hears of it)."""
+        msg = SlackMessage(channel, self.next_ts(), user, text, thread_ts)
+        self.messages.append(msg)
+        return msg
+
+    def event_envelope(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
+        """The Events API body Slack wraps an event in."""
+        return {"token": "legacy", "team_id": TEAM, "api_app_id": "A0FAKE", "type": "event_callback",
+                "event_id": event_id or f"Ev{next(self._envelopes):06d}", "event_time": int(time.time()),
+                "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True,
+                                    "enterprise_id": None, "is_enterprise_install": False}],
+                "event": event}
+
+    def thread(self, channel: str, thread_ts: str) -> list[SlackMessage]:
+        """The thread's messages in order (the parent first), ephemeral ones included."""
+        return [m for m in self.messages if m.channel == channel and not m.deleted
+                and (m.ts == thread_ts or m.thread_ts == thread_ts)]
+
+    def bot_messages(self, channel: str, thread_ts: str) -> list[SlackMessage]:
+        """What the app posted in the thread that everyone sees."""
+        return [m for m in self.thread(channel, thread_ts) if m.user == BOT_USER and m.ephemeral_to is None]
+
+    def ephemerals(self, user: str) -> list[SlackMessage]:
+        """Messages only ``user`` saw."""
+        return [m for m in self.messages if m.ephemeral_to == user]
+
+    def transcript(self, channel: str, thread_ts: str) -> str:
+        """The thread as a person in it reads it: who wrote what, buttons, streams, reactions."""
+        lines = []
+        for m in self.thread(channel, thread_ts):
+            who = "relay" if m.user == BOT_USER else m.user
+            if m.ephemeral_to:
+                who += f" (only {m.ephemeral_to} sees this)"
+            extra = [f"[{m.stream} stream]"] if m.stream in ("streaming", "expired") else []
+            extra += [f"[button {b['text']['text']}]" for b in m.buttons]
+            extra += [f":{r}:" for r in sorted(m.reactions)]
+            lines.append(f"--- {who} {m.ts} {' '.join(extra)}".rstrip())
+            lines.append(m.shown)
+        if status := self.status_of(channel, thread_ts):
+            lines.append(f"--- (status: relay {status})")
+        return "\n".join(lines)
+
+    # -- Socket Mode -------------------------------------------------------------------------
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        conn = _Conn(ws, request)
+        self._conn = conn
+        await ws.send_json({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A0FAKE"},
+                            "debug_info": {"host": "fake", "approximate_connection_time": 3600}})
+        conn.reader = asyncio.create_task(self._read(conn))
+        async with self._connected:
+            self.connections += 1
+            self._connected.notify_all()
+        await conn.done.wait()
+        conn.reader.cancel()
+        if not ws.closed:
+            await ws.close()
+        return ws
+
+    async def _read(self, conn: _Conn) -> None:
+        async for msg in conn.ws:  # reading also answers the SDK's pings (autoping)
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                data = json.loads(msg.data)
+                eid = data.get("envelope_id")
+                self.acks[eid] = data.get("payload")
+                if (waiter := self._ack_waiters.pop(eid, None)) is not None and not waiter.done():
+                    waiter.set_result(data.get("payload"))
+        conn.done.set()  # the client closed it (a cancelled reader is a silent socket: not done)
+
+    async def wait_connected(self, count: int = 1, timeout: float = 15.0) -> None:
+        """Wait until ``count`` Socket Mode connections have been opened in all."""
+        async with asyncio.timeout(timeout), self._connected:
+            await self._connected.wait_for(lambda: self.connections >= count)
+
+    async def push(self, payload: dict[str, Any], kind: str = "events_api", *, retry_attempt: int = 0,
+                   timeout: float = 15.0) -> Any:
+        """Send an envelope over the current socket; returns the ack's payload (None when empty)."""
+        conn = self._conn
+        assert conn is not None and not conn.ws.closed, "no Socket Mode connection"
+        eid = f"env-{next(self._envelopes)}"
+        waiter = self._ack_waiters[eid] = asyncio.get_running_loop().create_future()
+        await conn.ws.send_json({"envelope_id": eid, "type": kind, "payload": payload,
+                                 "accepts_response_payload": kind != "events_api",
+                                 "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else ""})
+        async with asyncio.timeout(timeout):
+            return await waiter
+
+    async def disconnect(self, reason: str = "refresh_requested") -> None:
+        """Slack's ``disconnect`` message: the client must open a new connection."""
+        assert self._conn is not None
+        await self._conn.ws.send_json({"type": "disconnect", "reason": reason,
+                                       "debug_info": {"host": "fake"}})
+
+    async def kill_socket(self) -> None:
+        """The connection drops (no close handshake)."""
+        assert self._conn is not None
+        conn = self._conn
+        if conn.request.transport is not None:
+            conn.request.transport.abort()
+        conn.done.set()
+
+    def go_silent(self) -> None:
+        """The connection stays open but nothing is read or sent any more (pings go unanswered)."""
+        assert self._conn is not None and self._conn.reader is not None
+        self._conn.reader.cancel()
+
+    # -- HTTP mode ---------------------------------------------------------------------------
+
+    def signed_headers(self, body: bytes, *, secret: str = SIGNING_SECRET, timestamp: str | None = None,
+                       content_type: str = "application/json") -> dict[str, str]:
+        """Headers Slack sends with ``body``: a timestamp and its HMAC signature."""
+        ts = str(int(time.time())) if timestamp is None else timestamp
+        digest = hmac.new(secret.encode(), b"v0:" + ts.encode() + b":" + body, hashlib.sha256).hexdigest()
+        return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}",
+                "Content-Type": content_type}
+
+    async def post_http(self, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+        """POST ``body`` to the relay's ``/slack/events``; returns (status, response text)."""
+        assert self.http_target is not None
+        async with aiohttp.ClientSession() as session, session.post(self.http_target, data=body,
+                                                                   headers=headers) as resp:
+            return resp.status, await resp.text()
+
+    @staticmethod
+    def form(fields: Iterable[tuple[str, str]]) -> bytes:
+        """A form-urlencoded body (slash commands, and interactivity as ``payload=<json>``)."""
+        return urllib.parse.urlencode(list(fields)).encode()

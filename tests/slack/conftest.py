@@ -1,0 +1,236 @@
+"""Fixtures of the Slack tier: the fake Slack (Web API + Socket Mode) and a whole relay around it.
+
+``slack(...)`` starts a real Engine (``build_engine`` on a file-backed store, the scripted fake agent
+as a subprocess) and the real Slack surface (``surfaces.slack.launch``: slack-bolt and slack-sdk,
+unmodified) pointed at the fake. People write through the fake (``mention``, ``reply``, ``dm``,
+``slash``, ``press``); what they see is read back from the fake's state (``transcript``).
+
+Nothing here measures time: tests wait for a condition, with hang guards only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.app import build_engine
+from core.config import RelayConfig
+from core.engine.engine import Engine
+from core.store import Store
+from surfaces.slack import SlackRelay, Timings, launch
+from surfaces.slack.keys import Thread
+from tests.conftest import FAKE_AGENT_PATH
+from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, BOT_USER, SIGNING_SECRET, TEAM, SlackFake, SlackMessage
+
+HANG_GUARD_S = 20.0
+USER = "U0ALICE"
+STRANGER = "U0MALLORY"
+CHANNEL = "C0GENERAL"
+DM = "D0ALICE"
+
+#: Small intervals so the whole tier stays fast; pacing is the core's and tested there.
+FAST = Timings(rate_limit=None, typing_refresh_s=None, ping_interval_s=0.2, connect_timeout_s=5.0,
+               reconnect_first_delay_s=0.05, reconnect_max_delay_s=0.2)
+
+
+async def until(pred: Callable[[], object], timeout: float = HANG_GUARD_S, what: str = "") -> None:
+    """Poll ``pred`` until it is true; fail (naming ``what``) if that never happens."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not pred():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"condition never became true: {what or pred}") from None
+
+
+async def fast_sleep(delay: float) -> None:
+    await asyncio.sleep(min(delay, 0.02))
+
+
+@dataclass
+class SlackRelayUnderTest:
+    """One relay with the Slack surface, talking to ``fake``."""
+
+    fake: SlackFake
+    tmp: Path
+    mode: str = "socket"
+    timings: Timings = FAST
+    flags: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = (USER,)
+    engine: Engine = field(init=False)
+    store: Store = field(init=False)
+    running: SlackRelay = field(init=False)
+
+    def config(self) -> RelayConfig:
+        record = self.tmp / "record.jsonl"
+        args = [str(FAKE_AGENT_PATH), "--record", str(record), "--state-dir", str(self.tmp / "agent"), *self.flags]
+        (self.tmp / "work").mkdir(exist_ok=True)
+        return RelayConfig.model_validate({
+            "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.tmp / "work")}},
+            "store": {"path": str(self.tmp / "relay.db")},
+            "retry": {"attempts": 2, "budget_s": 0.2, "base_delay_s": 0.05},
+            "timeouts": {"prompt_s": 60, "request_s": 10, "approval_s": 30},
+            "engine": {"edit_interval_s": 0.02},
+            "surfaces": {"dashboard": {"enabled": False},
+                         "slack": {"enabled": True, "mode": self.mode, "api_base_url": self.fake.api_url,
+                                   "allowed_user_ids": list(self.allowed), "http_port": 0}},
+        })
+
+    async def start(self) -> SlackRelayUnderTest:
+        config = self.config()
+        self.store = Store.open(config.store.path)
+        self.engine = build_engine(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
+        self.running = await launch(self.engine, config, timings=self.timings)
+        if self.running.http is not None:
+            self.fake.http_target = f"http://127.0.0.1:{self.running.http.port}/slack/events"
+        else:
+            await self.fake.wait_connected()
+        await self.engine.start()
+        return self
+
+    async def close(self) -> None:
+        await self.running.stop_receiving()
+        await self.engine.close()
+        await self.running.close()
+        await self.engine.pool.close()
+        self.store.close()
+
+    # -- people writing ----------------------------------------------------------------------
+
+    async def deliver(self, event: dict[str, Any], *, event_id: str | None = None, retry: int = 0) -> None:
+        """Deliver one event as Slack would in this mode (an envelope, or a signed POST)."""
+        body = self.fake.event_envelope(event, event_id)
+        if self.mode == "socket":
+            await self.fake.push(body, retry_attempt=retry)
+            return
+        raw = json.dumps(body).encode()
+        headers = self.fake.signed_headers(raw)
+        if retry:
+            headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
+        status, text = await self.fake.post_http(raw, headers)
+        assert status == 200, (status, text)
+
+    async def mention(self, text: str, *, user: str = USER, channel: str = CHANNEL,
+                      thread_ts: str | None = None) -> SlackMessage:
+        """``@relay <text>`` in a channel (Slack sends it as app_mention AND as message)."""
+        msg = self.fake.user_message(user, channel, f"<@{BOT_USER}> {text}", thread_ts)
+        base = {"user": user, "text": msg.text, "ts": msg.ts, "channel": channel, "team": TEAM, "event_ts": msg.ts,
+                **({"thread_ts": thread_ts} if thread_ts else {})}
+        await self.deliver({"type": "app_mention", **base})
+        await self.deliver({"type": "message", "channel_type": "channel", **base})
+        return msg
+
+    async def reply(self, thread_ts: str, text: str, *, user: str = USER, channel: str = CHANNEL) -> SlackMessage:
+        """A reply in a thread, without a mention."""
+        msg = self.fake.user_message(user, channel, text, thread_ts)
+        kind = "im" if channel.startswith("D") else "channel"
+        await self.deliver({"type": "message", "channel_type": kind, "user": user, "text": text, "ts": msg.ts,
+                            "thread_ts": thread_ts, "channel": channel, "team": TEAM, "event_ts": msg.ts})
+        return msg
+
+    async def dm(self, text: str, *, user: str = USER, channel: str = DM) -> SlackMessage:
+        """A direct message to the app (not in a thread)."""
+        msg = self.fake.user_message(user, channel, text)
+        await self.deliver({"type": "message", "channel_type": "im", "user": user, "text": text, "ts": msg.ts,
+                            "channel": channel, "team": TEAM, "event_ts": msg.ts})
+        return msg
+
+    async def slash(self, text: str = "", *, user: str = USER, channel: str = CHANNEL,
+                    trigger_id: str = "trig-1") -> Any:
+        """``/compact <text>`` in a channel; returns the ack's payload (what only the sender sees)."""
+        payload = {"token": "legacy", "team_id": TEAM, "team_domain": "fake", "channel_id": channel,
+                   "channel_name": "general", "user_id": user, "user_name": user.lower(), "command": "/compact",
+                   "text": text, "api_app_id": "A0FAKE", "response_url": f"{self.fake.api_url}response",
+                   "trigger_id": trigger_id}
+        if self.mode == "socket":
+            return await self.fake.push(payload, "slash_commands")
+        raw = self.fake.form(payload.items())
+        status, body = await self.fake.post_http(raw, self.fake.signed_headers(
+            raw, content_type="application/x-www-form-urlencoded"))
+        assert status == 200, (status, body)
+        return json.loads(body) if body.startswith("{") else (body or None)
+
+    async def press(self, message: SlackMessage, label: str, *, user: str = USER, trigger_id: str = "") -> None:
+        """Press the button labelled ``label`` under ``message``."""
+        button = next(b for b in message.buttons if b["text"]["text"] == label)
+        payload = {"type": "block_actions", "team": {"id": TEAM, "domain": "fake"},
+                   "user": {"id": user, "team_id": TEAM}, "api_app_id": "A0FAKE", "token": "legacy",
+                   "trigger_id": trigger_id or f"trig-{message.ts}-{label}",
+                   "container": {"type": "message", "message_ts": message.ts, "channel_id": message.channel,
+                                 "is_ephemeral": False, "thread_ts": message.thread_ts},
+                   "channel": {"id": message.channel, "name": "general"},
+                   "message": {"type": "message", "ts": message.ts, "thread_ts": message.thread_ts,
+                               "text": message.text, "blocks": message.blocks},
+                   "actions": [{"action_id": button["action_id"], "block_id": "b", "value": button["value"],
+                                "type": "button", "action_ts": "1.1", "text": button["text"]}]}
+        if self.mode == "socket":
+            await self.fake.push(payload, "interactive")
+            return
+        raw = self.fake.form([("payload", json.dumps(payload))])
+        status, body = await self.fake.post_http(raw, self.fake.signed_headers(
+            raw, content_type="application/x-www-form-urlencoded"))
+        assert status == 200, (status, body)
+
+    # -- looking -----------------------------------------------------------------------------
+
+    def key(self, thread_ts: str, channel: str = CHANNEL) -> str:
+        return Thread(TEAM, channel, thread_ts).key
+
+    def idle(self, key: str) -> bool:
+        conv = self.engine.conversations.get(key)
+        return conv is None or (not conv.busy and not conv.queue and (conv.worker is None or conv.worker.done()))
+
+    async def settled(self, thread_ts: str, channel: str = CHANNEL) -> None:
+        """Wait until the thread's conversation is idle and its indicator cleared."""
+        key = self.key(thread_ts, channel)
+        await until(lambda: key in self.engine.conversations and self.idle(key), what=f"{key} idle")
+        await until(lambda: not self.fake.status_of(channel, thread_ts), what="the status cleared")
+
+    def bot_texts(self, thread_ts: str, channel: str = CHANNEL) -> list[str]:
+        return [m.shown for m in self.fake.bot_messages(channel, thread_ts)]
+
+    def transcript(self, thread_ts: str, channel: str = CHANNEL) -> str:
+        return self.fake.transcript(channel, thread_ts)
+
+    def prompts(self) -> list[str]:
+        path = self.tmp / "record.jsonl"
+        frames = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+        return ["\n".join(b.get("text", "") for b in f["params"]["prompt"] if b.get("type") == "text")
+                for f in frames if f.get("method") == "session/prompt"]
+
+
+SlackFactory = Callable[..., Awaitable[SlackRelayUnderTest]]
+
+
+@pytest.fixture
+async def fake_slack() -> AsyncIterator[SlackFake]:
+    async with SlackFake() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def slack(fake_slack: SlackFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[SlackFactory]:
+    """``await slack(mode="http", flags=("--models", "a,b"), timings=...)``: a started relay."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+    made: list[SlackRelayUnderTest] = []
+
+    async def build(**kw: Any) -> SlackRelayUnderTest:
+        base = tmp_path / f"relay{len(made)}"
+        base.mkdir()
+        relay = SlackRelayUnderTest(fake_slack, base, **kw)
+        await relay.start()
+        made.append(relay)
+        return relay
+
+    yield build
+    for relay in made:
+        await relay.close()
