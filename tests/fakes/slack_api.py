@@ -145,10 +145,10 @@ class SlackFake:
         """The Web API base, in the ``https://slack.com/api/`` form."""
         return f"http://127.0.0.1:{self.port}/api/"
 
-    def fail_next(self, method: str, error: str, *, status: int = 200, retry_after: float | None = None,
+    def fail_next(self, method: str, error: str, *, status: int = 200, retry_after: int | None = None,
                   times: int = 1) -> None:
         """The next ``times`` calls of ``method`` fail with ``error`` (a 429 says ``Retry-After``)."""
-        headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        headers = {"Retry-After": str(int(retry_after))} if retry_after is not None else {}
         self._failures.setdefault(method, []).extend(_Failure(error, status, headers) for _ in range(times))
 
     def next_ts(self) -> str:
@@ -385,7 +385,7 @@ class SlackFake:
             who = "relay" if m.user == BOT_USER else m.user
             if m.ephemeral_to:
                 who += f" (only {m.ephemeral_to} sees this)"
-            extra = [f"[{m.stream} stream]"] if m.stream in ("streaming", "expired") else []
+            extra = ["[still streaming]"] if m.stream == "streaming" else []
             extra += [f"[button {b['text']['text']}]" for b in m.buttons]
             extra += [f":{r}:" for r in sorted(m.reactions)]
             lines.append(f"--- {who} {m.ts} {' '.join(extra)}".rstrip())

@@ -1,0 +1,147 @@
+"""Whole turns through the real slack-bolt app and the fake Slack: threads, streaming, long replies."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+from core.engine import wording
+from tests.fakes.slack_api import SlackMessage
+
+from .conftest import CHANNEL, DM, FAST, SlackFactory, until
+
+FENCE = re.compile(r"(?m)^ {0,3}```")
+
+
+def methods(relay_calls: list[tuple[str, dict[str, object]]]) -> list[str]:
+    return [m for m, _ in relay_calls]
+
+
+async def test_a_mention_streams_its_answer_natively_in_a_thread_under_it(slack: SlackFactory) -> None:
+    relay = await slack()
+    asked = await relay.mention("text hello\nsleep 0.2\ntext  world")
+    await relay.settled(asked.ts)
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert answer.thread_ts == asked.ts  # the reply is in a thread under the mention
+    assert answer.stream == "stopped" and answer.shown.startswith("hello world\n\n⏱ ")
+    called = methods(relay.fake.calls)
+    assert called.index("chat.startStream") < called.index("chat.appendStream") < called.index("chat.stopStream")
+    assert "chat.postMessage" not in called and "chat.update" not in called
+    start = next(p for m, p in relay.fake.calls if m == "chat.startStream")
+    assert (start["recipient_user_id"], start["recipient_team_id"]) == ("U0ALICE", "T0FAKE")
+    statuses = [s for _, _, s in relay.fake.statuses]
+    assert statuses[0] == "is working…" and statuses[-1] == ""
+    assert relay.prompts() == ["text hello\nsleep 0.2\ntext  world"]  # the mention was stripped
+
+
+async def test_where_the_workspace_does_not_stream_the_answer_is_posted_and_edited(slack: SlackFactory) -> None:
+    relay = await slack()
+    relay.fake.streaming = False
+    asked = await relay.mention("text one\nsleep 0.2\ntext  two")
+    await relay.settled(asked.ts)
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert answer.shown.startswith("one two\n\n⏱ ") and answer.edits >= 1
+    assert answer.blocks[0]["type"] == "markdown" and answer.text.startswith("one two")
+    second = await relay.mention("text again")
+    await relay.settled(second.ts)
+    # The channel's refusal is remembered: the next reply is not tried as a stream at all.
+    assert methods(relay.fake.calls).count("chat.startStream") == 1
+    assert relay.bot_texts(second.ts)[0].startswith("again")
+
+
+async def test_replies_in_the_thread_continue_the_conversation_without_a_mention(slack: SlackFactory) -> None:
+    relay = await slack()
+    asked = await relay.mention("text first")
+    await relay.settled(asked.ts)
+    await relay.reply(asked.ts, "text second")
+    await until(lambda: len(relay.fake.bot_messages(CHANNEL, asked.ts)) == 2)
+    await relay.settled(asked.ts)
+    assert relay.prompts() == ["text first", "text second"]
+    assert len(relay.engine.conversations) == 1  # one thread, one conversation
+
+
+async def test_messages_outside_the_apps_threads_never_reach_the_agent(slack: SlackFactory) -> None:
+    relay = await slack()
+    stranger_thread = relay.fake.user_message("U0BOB", CHANNEL, "a thread between people")
+    await relay.reply(stranger_thread.ts, "text not for the agent")
+    plain = relay.fake.user_message("U0ALICE", CHANNEL, "text not for the agent either")
+    await relay.deliver({"type": "message", "channel_type": "channel", "user": "U0ALICE", "text": plain.text,
+                         "ts": plain.ts, "channel": CHANNEL, "team": "T0FAKE"})
+    asked = await relay.mention("text for the agent")
+    await relay.settled(asked.ts)
+    assert relay.prompts() == ["text for the agent"]
+    assert relay.fake.bot_messages(CHANNEL, stranger_thread.ts) == []
+
+
+async def test_a_dm_starts_a_thread_and_a_new_dm_starts_a_new_conversation(slack: SlackFactory) -> None:
+    relay = await slack()
+    first = await relay.dm("text hi")
+    await relay.settled(first.ts, DM)
+    [answer] = relay.fake.bot_messages(DM, first.ts)
+    assert answer.thread_ts == first.ts
+    start = next(p for m, p in relay.fake.calls if m == "chat.startStream")
+    assert "recipient_user_id" not in start  # a DM stream needs no recipient
+    await relay.reply(first.ts, "text again", channel=DM)
+    await until(lambda: len(relay.fake.bot_messages(DM, first.ts)) == 2)
+    await relay.settled(first.ts, DM)
+    later = await relay.dm("text fresh")
+    await relay.settled(later.ts, DM)
+    first_session = relay.store.get_conversation(relay.key(first.ts, DM))
+    later_session = relay.store.get_conversation(relay.key(later.ts, DM))
+    assert first_session is not None and later_session is not None
+    assert first_session.session_id != later_session.session_id  # a new thread is a new conversation
+
+
+def long_script(blocks: int, lines: int) -> str:
+    """An answer of ``blocks`` paragraphs each followed by a Python code block of ``lines`` lines."""
+    steps = []
+    for b in range(blocks):
+        code = "\n".join(f"value_{b}_{i} = {i} * {i}  # a line of code that is long enough" for i in range(lines))
+        chunk = f"Paragraph {b} explains the code below.\n\n```python\n{code}\n```\n\n"
+        steps.append("update " + json.dumps({"sessionUpdate": "agent_message_chunk",
+                                             "content": {"type": "text", "text": chunk}}))
+    return "\n".join(steps)
+
+
+def fences_balanced(message: SlackMessage) -> bool:
+    return len(FENCE.findall(message.shown)) % 2 == 0
+
+
+async def test_a_long_reply_is_split_into_messages_with_every_code_block_intact(slack: SlackFactory) -> None:
+    relay = await slack()
+    asked = await relay.mention(long_script(4, 120))  # about 29,000 characters
+    await relay.settled(asked.ts)
+    answer = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert len(answer) >= 3
+    assert all(len(m.shown) <= 12_000 for m in answer)
+    assert all(fences_balanced(m) for m in answer)
+    whole = "\n".join(m.shown for m in answer)
+    for b in range(4):
+        assert f"value_{b}_119 = 119 * 119" in whole and f"Paragraph {b} explains" in whole
+    assert answer[-1].shown.rstrip().splitlines()[-1].startswith("⏱ ")
+    assert all(m.stream in ("", "stopped") for m in answer)  # no stream left open
+
+
+async def test_a_stream_rolls_over_to_a_new_message_before_slack_would_end_it(slack: SlackFactory) -> None:
+    relay = await slack(timings=dataclasses.replace(FAST, rollover_after_s=0.25))
+    asked = await relay.mention("text part one\nsleep 0.5\ntext  part two\nsleep 0.5\ntext  part three")
+    await relay.settled(asked.ts)
+    answer = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert len(answer) >= 2
+    assert all(m.stream == "stopped" for m in answer)
+    whole = " ".join(m.shown for m in answer)
+    assert "part one" in whole and "part three" in whole
+    assert whole.count("part one") == 1  # nothing repeated across the messages
+
+
+async def test_a_stream_slack_ends_mid_turn_is_finished_as_an_ordinary_message(slack: SlackFactory) -> None:
+    relay = await slack()
+    relay.fake.stream_expiry_s = 0.3
+    asked = await relay.mention("text before\nsleep 0.6\ntext  after")
+    await relay.settled(asked.ts)
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert answer.shown.startswith("before after\n\n⏱ ")
+    assert answer.stream == "expired" and answer.edits >= 1  # Slack ended it; chat.update finished it
+    assert "message_not_in_streaming_state" not in answer.shown
+    assert wording.delivery_failure_text() not in relay.transcript(asked.ts)
