@@ -47,6 +47,17 @@ log = logging.getLogger("acp_relay.slack")
 _DEFAULT_API = "https://slack.com/api/"
 
 
+class _UnusedTokenWarning(logging.Filter):
+    """Bolt warns that $SLACK_BOT_TOKEN goes unused when it is given a client: the relay's client
+    already holds the token the config names, so the warning would only mislead an operator."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+logging.getLogger("acp_relay.slack.bolt").addFilter(_UnusedTokenWarning())
+
+
 def _client(settings: SlackConfig, token: str, session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
     # One 429 is retried by slack-sdk after its Retry-After; a second reaches the core, which holds the chat.
     return AsyncWebClient(token=token, base_url=settings.api_base_url or _DEFAULT_API, session=session,

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 
+import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
@@ -90,6 +91,9 @@ class SocketReceiver:
                 continue  # the SDK is following Slack's disconnect message to a new connection
             session = sdk.current_session
             if session is None or session.closed:
+                failure = session.exception() if session is not None else None
+                if isinstance(failure, aiohttp.ServerTimeoutError):  # aiohttp's heartbeat: the SDK's ping
+                    raise ConnectionLost("Slack stopped answering pings on the Socket Mode connection")
                 raise ConnectionLost("the Socket Mode connection closed")
             if await sdk.is_ping_pong_failing():
                 quiet = time.time() - (sdk.last_ping_pong_time or time.time())

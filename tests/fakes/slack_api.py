@@ -116,6 +116,7 @@ class SlackFake:
         self._ts = itertools.count(1)
         self._envelopes = itertools.count(1)
         self._conn: _Conn | None = None
+        self._conns: list[_Conn] = []
         self._ack_waiters: dict[str, asyncio.Future[Any]] = {}
         self._connected = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -127,7 +128,7 @@ class SlackFake:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link/", self._socket)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -135,8 +136,8 @@ class SlackFake:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._conn is not None:
-            self._conn.done.set()
+        for conn in self._conns:
+            conn.done.set()
         assert self._runner is not None
         await self._runner.cleanup()
 
@@ -401,6 +402,7 @@ class SlackFake:
         await ws.prepare(request)
         conn = _Conn(ws, request)
         self._conn = conn
+        self._conns.append(conn)
         await ws.send_json({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A0FAKE"},
                             "debug_info": {"host": "fake", "approximate_connection_time": 3600}})
         conn.reader = asyncio.create_task(self._read(conn))
