@@ -118,10 +118,10 @@ def _doctor(config: RelayConfig) -> int:
                       if surfaces.slack.mode == "socket" else surfaces.slack.signing_secret_env]}
     for surface, names in envs.items():
         if getattr(surfaces, surface).enabled:
+            missing = [env for env in names if secret(env) is None]
             for env in names:
-                present = secret(env) is not None
-                problems += not present
-                print(f"surface {surface}: ${env} {'present' if present else 'MISSING'}")
+                print(f"surface {surface}: ${env} {'MISSING' if env in missing else 'present'}")
+            problems += len(missing) or _probe_surface(surface, config)
     try:
         with Store.open(config.store.path) as store:
             store.set_offset("doctor", "probe", "ok")
@@ -130,6 +130,23 @@ def _doctor(config: RelayConfig) -> int:
         problems += 1
         print(f"store: {exc}")
     return 1 if problems else 0
+
+
+def _probe_surface(name: str, config: RelayConfig) -> int:
+    """A surface package may offer ``async doctor(config) -> [(line, ok)]``: it asks the platform
+    whether the tokens work. Returns the number of problems it found (check-config reports a surface
+    that cannot be loaded)."""
+    try:
+        module = load_surface(name)
+    except StartupError:
+        return 0
+    probe = getattr(module, "doctor", None)
+    if probe is None:
+        return 0
+    results: list[tuple[str, bool]] = asyncio.run(probe(config))
+    for line, _ in results:
+        print(f"surface {name}: {line}")
+    return sum(not ok for _, ok in results)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

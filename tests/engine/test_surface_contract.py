@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 from fakes.memory_surface import MemorySurface
+from slack_sdk.web.async_client import AsyncWebClient
 
 from core.engine.router import ACTIONS
 from core.engine.surface import (
@@ -25,6 +26,8 @@ from core.engine.surface import (
 )
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
+from surfaces.slack.surface import SlackSurface
+from tests.fakes.slack_api import BOT_TOKEN, SlackFake
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,18 @@ async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
     yield SurfaceUnderTest(surface, "dashboard:contract", lambda mid: surface.transcript.get("contract", mid).text)
 
 
+@asynccontextmanager
+async def slack_surface() -> AsyncIterator[SurfaceUnderTest]:
+    async with SlackFake() as fake:
+        surface = SlackSurface(AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url))
+        yield SurfaceUnderTest(surface, "slack:T0FAKE:C0CONTRACT:1700000000.000000",
+                               lambda mid: fake.find("C0CONTRACT", mid).shown)
+
+
 SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [
     memory_surface,
     dashboard_surface,
+    slack_surface,
 ]
 
 

@@ -155,7 +155,9 @@ class SlackRelayUnderTest:
         status, body = await self.fake.post_http(raw, self.fake.signed_headers(
             raw, content_type="application/x-www-form-urlencoded"))
         assert status == 200, (status, body)
-        return json.loads(body) if body.startswith("{") else (body or None)
+        if body.startswith("{"):
+            return json.loads(body)
+        return {"text": body} if body else None  # Bolt answers ack(text=...) as plain text over HTTP
 
     async def press(self, message: SlackMessage, label: str, *, user: str = USER, trigger_id: str = "") -> None:
         """Press the button labelled ``label`` under ``message``."""
