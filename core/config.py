@@ -118,7 +118,13 @@ class DiscordConfig(_Model):
 
 
 class SlackConfig(_Model):
-    """Slack surface, Socket Mode or HTTP mode (127.0.0.1:``http_port``/slack/events)."""
+    """Slack surface, Socket Mode or HTTP mode (127.0.0.1:``http_port``/slack/events).
+
+    ``bot_token_env`` names the variable holding the bot token (``xoxb-``); ``app_token_env`` the
+    app-level token (``xapp-``, Socket Mode); ``signing_secret_env`` the signing secret (HTTP mode).
+    ``allowed_user_ids`` are Slack member ids (``U0123ABCD``); ``api_base_url`` is the Web API base
+    in the ``https://slack.com/api/`` form.
+    """
 
     enabled: bool = False
     mode: Literal["socket", "http"] = "socket"

@@ -40,7 +40,7 @@ from surfaces.slack.threads import Threads
 if TYPE_CHECKING:
     from core.engine.engine import Engine
 
-__all__ = ["SlackRelay", "SlackSurface", "Timings", "check", "doctor", "launch"]
+__all__ = ["SlackRelay", "SlackSurface", "Timings", "check", "doctor", "launch", "web_client"]
 
 log = logging.getLogger("acp_relay.slack")
 
@@ -58,8 +58,9 @@ class _UnusedTokenWarning(logging.Filter):
 logging.getLogger("acp_relay.slack.bolt").addFilter(_UnusedTokenWarning())
 
 
-def _client(settings: SlackConfig, token: str, session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
-    # One 429 is retried by slack-sdk after its Retry-After; a second reaches the core, which holds the chat.
+def web_client(settings: SlackConfig, token: str, session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
+    """The Web API client: a 429 is retried once by slack-sdk after its ``Retry-After``; a second one
+    reaches the core, which holds the chat and sends again."""
     return AsyncWebClient(token=token, base_url=settings.api_base_url or _DEFAULT_API, session=session,
                           logger=logging.getLogger("acp_relay.slack.sdk"),
                           retry_handlers=[AsyncConnectionErrorRetryHandler(),
@@ -129,7 +130,7 @@ async def launch(engine: Engine, config: RelayConfig, *, timings: Timings | None
     tokens: Tokens = read_tokens(settings)
     session = aiohttp.ClientSession()
     try:
-        client = _client(settings, tokens.bot, session)
+        client = web_client(settings, tokens.bot, session)
         await _identity(client, settings)
         surface = SlackSurface(client, timings=timings, token_env=settings.bot_token_env)
         app = AsyncApp(client=client, signing_secret=tokens.signing_secret or "unused-in-socket-mode",
@@ -159,7 +160,7 @@ async def doctor(config: RelayConfig) -> list[tuple[str, bool]]:
         return [(str(exc), False)]
     lines: list[tuple[str, bool]] = []
     async with aiohttp.ClientSession() as session:
-        client = _client(settings, tokens.bot, session)
+        client = web_client(settings, tokens.bot, session)
         checks = [("auth.test", settings.bot_token_env, client.auth_test())]
         if tokens.app is not None and settings.mode == "socket":
             checks.append(("apps.connections.open", settings.app_token_env,

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import pytest
+from slack_sdk.errors import SlackApiError
+
+from core.config import SlackConfig
 from core.engine import wording
+from surfaces.slack import web_client
+from tests.fakes.slack_api import BOT_TOKEN, SlackFake
 
 from .conftest import CHANNEL, SlackFactory, until
+
+
+async def test_the_web_client_waits_out_one_429_itself_and_reports_the_second(fake_slack: SlackFake) -> None:
+    client = web_client(SlackConfig(api_base_url=fake_slack.api_url), BOT_TOKEN)
+    fake_slack.fail_next("chat.postMessage", "ratelimited", status=429, retry_after=0)
+    sent = await client.chat_postMessage(channel=CHANNEL, text="after one 429")
+    assert sent["ok"] and [m for m, _ in fake_slack.calls] == ["chat.postMessage", "chat.postMessage"]
+    fake_slack.fail_next("chat.postMessage", "ratelimited", status=429, retry_after=0, times=2)
+    with pytest.raises(SlackApiError):
+        await client.chat_postMessage(channel=CHANNEL, text="after two")
 
 
 async def test_a_429_on_the_final_answer_is_waited_out_and_the_answer_arrives(slack: SlackFactory) -> None:
