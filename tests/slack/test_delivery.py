@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from slack_sdk.errors import SlackApiError
 
@@ -84,3 +86,15 @@ async def test_a_channel_the_app_was_removed_from_is_a_permanent_failure(slack: 
     again = await relay.mention("text back in")
     await relay.settled(again.ts)
     assert relay.bot_texts(again.ts)[0].startswith("back in")
+
+
+async def test_a_bot_token_revoked_mid_run_ends_the_run_with_one_sentence(slack: SlackFactory) -> None:
+    relay = await slack()
+    relay.fake.streaming = False
+    relay.fake.fail_next("chat.postMessage", "token_revoked", times=20)
+    asked = await relay.mention("text into the void")
+    async with asyncio.timeout(20):
+        problem = await relay.running.fatal()
+    assert str(problem) == ("Slack no longer accepts the bot token in $SLACK_BOT_TOKEN (token_revoked); check "
+                            "surfaces.slack.bot_token_env")
+    await until(lambda: relay.idle(relay.key(asked.ts)))

@@ -145,3 +145,14 @@ async def test_a_stream_slack_ends_mid_turn_is_finished_as_an_ordinary_message(s
     assert answer.stream == "expired" and answer.edits >= 1  # Slack ended it; chat.update finished it
     assert "message_not_in_streaming_state" not in answer.shown
     assert wording.delivery_failure_text() not in relay.transcript(asked.ts)
+
+
+async def test_a_stream_slack_ends_just_before_it_is_stopped_still_shows_the_final_answer(slack: SlackFactory) -> None:
+    relay = await slack()
+    relay.fake.stream_expiry_s = 0.2
+    asked = await relay.mention("text the whole answer\nsleep 0.4")  # nothing is appended after it expires
+    await relay.settled(asked.ts)
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert answer.shown.startswith("the whole answer\n\n⏱ ") and answer.edits >= 1
+    called = methods(relay.fake.calls)
+    assert called.index("chat.stopStream") < called.index("chat.update")  # stop refused, then updated
