@@ -2,6 +2,10 @@
 
 The ``markdown`` block takes standard Markdown (12,000 characters per payload), so the agent's text
 is sent as it is; Slack's own syntax (``<!channel>``, ``<@U…>``) is literal there and pings nobody.
+In the core's Markdown a single newline is a line break (status lines, an approval prompt), while
+standard Markdown joins such lines into one: outside code blocks a line followed by another gets
+Markdown's hard break (two trailing spaces). A text that grows only ever gains breaks at its end, so
+a native stream of it still only appends.
 The ``text`` fallback (notifications, clients without blocks) is the plain text with Slack's three
 control characters escaped, so it cannot ping either. Where the core's prose suggests starting a
 new conversation, Slack's way of doing that is added (``wording.RESET_HINT``).
@@ -41,12 +45,24 @@ def _outside_fences(markdown: str) -> list[tuple[str, bool]]:
     return out
 
 
+def _hard_breaks(markdown: str) -> str:
+    lines = markdown.split("\n")
+    code = False
+    for i, line in enumerate(lines[:-1]):
+        if _FENCE_LINE.fullmatch(line):
+            code = not code
+        elif not code and line.strip() and lines[i + 1].strip() and not line.endswith("  "):
+            lines[i] = line + "  "
+    return "\n".join(lines)
+
+
 def render(markdown: str) -> str:
-    """The ``markdown`` block's text: the agent's Markdown, with Slack's reset hint where one is due."""
-    if "new conversation" not in markdown:
-        return markdown
-    return "".join(seg if code else _RESET.sub(lambda m: f"{m.group(0)} {wording.RESET_HINT}", seg)
-                   for seg, code in _outside_fences(markdown))
+    """The ``markdown`` block's text: the core's Markdown with its line breaks kept, and Slack's reset
+    hint where the core suggests starting a new conversation."""
+    if "new conversation" in markdown:
+        markdown = "".join(seg if code else _RESET.sub(lambda m: f"{m.group(0)} {wording.RESET_HINT}", seg)
+                           for seg, code in _outside_fences(markdown))
+    return _hard_breaks(markdown) if "\n" in markdown else markdown
 
 
 def _button(i: int, button: Button) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -41,6 +43,18 @@ def test_the_reset_hint_follows_the_cores_suggestion_and_never_lands_in_code() -
     code = "```\nstart a new conversation.\n```"
     assert render(code) == code
     assert render("Started a new conversation.") == "Started a new conversation."
+
+
+def test_single_newlines_stay_line_breaks_outside_code() -> None:
+    assert render("Agent: fake\nModel: default\n\nNext paragraph") == "Agent: fake  \nModel: default\n\nNext paragraph"
+    code = "```py\nx = 1\ny = 2\n```"
+    assert render(f"Intro\n{code}\nAfter") == f"Intro  \n{code}\nAfter"
+
+
+def test_a_growing_text_renders_to_a_growing_text() -> None:
+    text = "Agent: fake\nModel: default\n\n```py\nx = 1\ny = 2\n```\nAfter the code\nand more"
+    renders = [render(text[:n].rstrip()) for n in range(1, len(text) + 1)]
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(renders))
 
 
 @pytest.mark.parametrize(("growing", "streamed"), [
