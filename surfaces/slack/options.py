@@ -3,6 +3,7 @@ config names), its timings, and the problems ``launch`` would refuse to start wi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from core.config import SlackConfig, secret
@@ -11,6 +12,7 @@ from core.engine.surface import RateLimit, StartupError
 __all__ = ["SLACK_PACE", "Timings", "Tokens", "problems", "read_tokens"]
 
 _PATH = "surfaces.slack"
+_MEMBER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
 #: chat.postMessage takes about one message per second per channel.
 SLACK_PACE = RateLimit(1, 1.0)
 
@@ -54,6 +56,10 @@ def problems(settings: SlackConfig) -> list[tuple[str, str]]:
             found.append((f"{_PATH}.{key}", f"${env} is not set (it must hold {what})"))
         elif prefix and value.startswith(("xoxb-", "xapp-", "xoxp-")) and not value.startswith(prefix):
             found.append((f"{_PATH}.{key}", f"${env} holds a {value[:5]} token, but it must hold {what}"))
+    for i, user in enumerate(settings.allowed_user_ids):
+        if not _MEMBER_ID.fullmatch(user):
+            found.append((f"{_PATH}.allowed_user_ids[{i}]", f"{user!r} is not a Slack member id (like U0123ABCD: "
+                          "a profile's ⋮ menu, Copy member ID)"))
     url = settings.api_base_url
     if url is not None and not url.startswith(("https://", "http://")):
         found.append((f"{_PATH}.api_base_url", "must be the Web API base URL, like https://slack.com/api/"))

@@ -123,3 +123,12 @@ async def test_check_config_names_a_missing_token_by_its_json_path(tmp_path: Pat
     assert code == 2
     assert ("surfaces.slack.signing_secret_env: $SLACK_SIGNING_SECRET is not set (it must hold the app's "
             "signing secret)") in err
+
+
+async def test_check_config_names_an_allowed_user_that_is_not_a_member_id(tmp_path: Path) -> None:
+    async with SlackFake() as fake:
+        config = str(write_config(tmp_path, fake, allowed_user_ids=[USER, "@alice"]))
+        code, _, err = await finished(await acp_relay(tmp_path, "check-config", "--config", config))
+    assert code == 2
+    assert ("surfaces.slack.allowed_user_ids[1]: '@alice' is not a Slack member id (like U0123ABCD: a profile's "
+            "⋮ menu, Copy member ID)") in err
