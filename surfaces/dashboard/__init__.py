@@ -96,7 +96,8 @@ async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) 
     """
     settings = config.surfaces.dashboard
     token = check_bind(settings.host, secret(settings.access_token_env), token_env=settings.access_token_env)
-    surface = DashboardSurface(Transcript.open(transcript_path(config.store.path)))
+    surface = DashboardSurface(Transcript.open(transcript_path(config.store.path),
+                                                    max_tabs=settings.max_tabs))
     engine.attach(surface, settings.allowed_user_ids)
     app = create_app(surface, engine, access_token=token)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)

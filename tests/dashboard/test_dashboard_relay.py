@@ -201,3 +201,14 @@ async def test_a_tab_whose_agent_was_removed_from_the_config_continues_on_the_de
     await stream.until(lambda s: s.with_text("is no longer configured"), "the person is told why")
     await say(relay, "hello")
     await stream.until(answered("demo agent"), "the answer from the default agent")
+
+
+async def test_the_configured_max_tabs_bounds_the_transcripts(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay(max_tabs=1)
+    for tab in ("first", "second"):
+        stream = await relay.events(tab)
+        assert (await relay.post(tab, "messages", {"text": "/help", "id": f"h-{tab}"})).status == 202
+        await stream.until(lambda s: s.has("Commands:"), "the help text")
+        stream.response.close()
+    assert (await relay.events("first")).view == {}
+    assert len((await relay.events("second")).view) == 2
