@@ -62,7 +62,16 @@ async def test_tabs_are_separate_conversations(surface: DashboardSurface) -> Non
         await surface.send(KEY, "only for tab1")
         assert other.queue.empty()
     assert surface.snapshot("tab2")["messages"] == []
-    assert surface.subscribers("tab2") == 0
+
+
+async def test_a_subscriber_hears_nothing_once_its_block_ended(surface: DashboardSurface) -> None:
+    with surface.subscribe("tab1") as gone:
+        pass
+    with surface.subscribe("tab1") as still:
+        await surface.send(KEY, "after the first left")
+        surface.close()
+    assert gone.queue.empty()
+    assert [e["type"] if e else e for e in drain(still.queue)] == ["message", None]
 
 
 async def test_delivery_failures_are_the_core_errors(surface: DashboardSurface) -> None:
