@@ -29,8 +29,10 @@ from aiohttp.typedefs import Handler
 
 from core.acp.client import AcpError
 from core.acp.session_handle import AcpRuntimeError
-from core.engine.surface import ButtonPress, Inbound, InboundMessage, StartupError
+from core.engine.surface import ButtonPress, Inbound, InboundMessage
 from core.failures import _format_acp_error
+from surfaces.dashboard import wording
+from surfaces.dashboard.errors import TokenMissing, WeakToken
 from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
 
 __all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "MIN_TOKEN_LENGTH", "SURFACE", "USER_ID", "Auth", "DashboardEngine",
@@ -46,8 +48,6 @@ KEEPALIVE_S = 15.0
 MAX_TEXT = 100_000
 #: An access token shorter than this (after stripping whitespace) is refused: it could be guessed.
 MIN_TOKEN_LENGTH = 16
-#: What the browser is told when a handler fails unexpectedly (the details go to the log).
-INTERNAL_ERROR = "The dashboard hit an unexpected problem; the relay's log has the details."
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none';"
@@ -56,9 +56,6 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-_LOGIN_NEEDED = """<!doctype html><meta charset="utf-8"><title>acp-relay: log in</title><p>This dashboard
-needs its access token. Open the one-time login link that <code>acp-relay</code> printed when it started
-(restart the relay for a new link), or send the token as an <code>Authorization: Bearer</code> header."""
 
 
 class DashboardEngine(Inbound, Protocol):
@@ -88,25 +85,17 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> str | None:
     """The access token to use (stripped of whitespace), or None for none.
 
-    Raises ``StartupError`` (the relay does not start) when the bind is not loopback and no token is
-    set, or when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while bound to
-    loopback is used too, so it must be as strong.
+    Raises ``TokenMissing`` (the relay does not start) when the bind is not loopback and no token is
+    set, or ``WeakToken`` when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while
+    bound to loopback is used too, so it must be as strong. Both are ``StartupError``.
     """
     if access_token is None:
         if not is_loopback(host):
-            raise StartupError(
-                f"refusing to serve the dashboard on {host or 'every interface'!r} without an access token: "
-                f"anyone who can reach it could run the agent. Set the environment variable {token_env}, "
-                "or bind to 127.0.0.1.")
+            raise TokenMissing(host, token_env)
         return None
     token = access_token.strip()
     if len(token) < MIN_TOKEN_LENGTH:
-        what = f"an access token of only {len(token)} characters" if token else "a blank access token"
-        alternative = f", or unset {token_env} to serve 127.0.0.1 without one" if is_loopback(host) else ""
-        raise StartupError(
-            f"refusing to start the dashboard: {token_env} holds {what}, which could be guessed. Use at least "
-            f"{MIN_TOKEN_LENGTH} random characters (python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
-            f"{alternative}.")
+        raise WeakToken(token_env, len(token), MIN_TOKEN_LENGTH, loopback=is_loopback(host))
     return token
 
 
@@ -174,7 +163,7 @@ async def handle_errors(request: web.Request, handler: Handler) -> web.StreamRes
         raise  # aiohttp's own answers (404, 405, the handlers' 400s)
     except Exception:
         log.exception("dashboard: %s %s failed unexpectedly", request.method, request.path)
-        return _error(500, INTERNAL_ERROR)
+        return _error(500, wording.INTERNAL_FAILURE)
 
 
 @web.middleware
@@ -182,16 +171,16 @@ async def check_request(request: web.Request, handler: Handler) -> web.StreamRes
     """Host, authentication, Origin and Content-Type checks, before any handler runs."""
     auth = request.app[AUTH]
     if auth.access_token is None and not _loopback_host(request):
-        return _error(403, "this dashboard only answers to localhost")
+        return _error(403, wording.ONLY_LOCALHOST)
     if request.path != "/login" and not auth.permits(request):
         if request.path.startswith("/api/"):
-            return _error(401, "the access token is missing or wrong")
-        return web.Response(status=401, text=_LOGIN_NEEDED, content_type="text/html")
+            return _error(401, wording.TOKEN_WRONG)
+        return web.Response(status=401, text=wording.LOGIN_NEEDED_PAGE, content_type="text/html")
     if request.method in _UNSAFE:
         if _forbidden_origin(request):
-            return _error(403, "cross-site request refused")
+            return _error(403, wording.CROSS_SITE)
         if request.content_type != "application/json":
-            return _error(415, "send JSON (Content-Type: application/json)")
+            return _error(415, wording.SEND_JSON)
     return await handler(request)
 
 
@@ -203,7 +192,7 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
 def _tab(request: web.Request) -> str:
     tab = request.match_info["tab"]
     if not valid_tab(tab):
-        raise _bad_request("bad tab id")
+        raise _bad_request(wording.BAD_TAB)
     return tab
 
 
@@ -220,7 +209,7 @@ async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
     value = body.get(field) if isinstance(body, dict) else None
     ident = body.get("id") if isinstance(body, dict) else None
     if not isinstance(value, str) or not isinstance(ident, str | None):
-        raise _bad_request(f"expected a JSON object with a string {field!r}")
+        raise _bad_request(wording.expected_json_text(field))
     return value, ident
 
 
@@ -235,8 +224,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     if auth.access_token is None:
         raise web.HTTPSeeOther("/")
     if not auth.redeem(request.query.get("token", "")):
-        used = _LOGIN_NEEDED.replace("needs its access token", "login link was already used")
-        return web.Response(status=403, content_type="text/html", text=used)
+        return web.Response(status=403, content_type="text/html", text=wording.LOGIN_USED_PAGE)
     response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(COOKIE_NAME, auth.cookie, httponly=True, samesite="Strict", path="/",
                         secure=request.secure, max_age=30 * 24 * 3600)
@@ -277,9 +265,9 @@ async def post_message(request: web.Request) -> web.StreamResponse:
     text, message_id = await _body(request, "text")
     message_id = message_id or secrets.token_hex(16)
     if not text.strip() or not valid_tab(message_id):
-        return _error(400, "empty message or bad message id")
+        return _error(400, wording.EMPTY_MESSAGE)
     if len(text) > MAX_TEXT:
-        return _error(413, f"the message is longer than {MAX_TEXT} characters")
+        return _error(413, wording.too_long_text(MAX_TEXT))
     request.app[SURFACE].post_user(tab, text, message_id)
     await request.app[ENGINE].handle_message(InboundMessage(
         surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -17,10 +18,10 @@ from aiohttp.test_utils import TestClient, TestServer
 from core.config import RelayConfig
 from core.engine.surface import StartupError
 from surfaces.dashboard import launch
+from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
 from surfaces.dashboard.server import (
     AUTH,
     COOKIE_NAME,
-    INTERNAL_ERROR,
     MIN_TOKEN_LENGTH,
     check_bind,
     create_app,
@@ -28,6 +29,7 @@ from surfaces.dashboard.server import (
 )
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
+from surfaces.dashboard.wording import INTERNAL_FAILURE
 
 from .conftest import EventStream, StandInEngine
 
@@ -78,16 +80,22 @@ def test_loopback_binds_need_no_token(host: str) -> None:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "", "192.168.1.10", "example.com"])
 def test_other_binds_are_refused_without_a_token(host: str) -> None:
-    with pytest.raises(StartupError, match="ACP_RELAY_DASHBOARD_TOKEN"):
+    with pytest.raises(StartupError, match="ACP_RELAY_DASHBOARD_TOKEN") as caught:
         check_bind(host, None)
+    assert isinstance(caught.value, TokenMissing)
+    assert (caught.value.host, caught.value.token_env) == (host, "ACP_RELAY_DASHBOARD_TOKEN")
     assert check_bind(host, TOKEN) == TOKEN
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "127.0.0.1", "localhost"])
 @pytest.mark.parametrize("token", ["   ", "1", "short-token\n", " " * 20 + "x" * (MIN_TOKEN_LENGTH - 1)])
 def test_a_blank_or_short_token_is_refused_on_any_bind(host: str, token: str) -> None:
-    with pytest.raises(StartupError, match=f"ACP_RELAY_DASHBOARD_TOKEN holds .*at least {MIN_TOKEN_LENGTH} random"):
+    weak = f"ACP_RELAY_DASHBOARD_TOKEN holds .*at least {MIN_TOKEN_LENGTH} random"
+    with pytest.raises(StartupError, match=weak) as caught:
         check_bind(host, token)
+    assert isinstance(caught.value, WeakToken)
+    assert (caught.value.length, caught.value.minimum, caught.value.loopback) == (
+        len(token.strip()), MIN_TOKEN_LENGTH, is_loopback(host))
 
 
 def test_a_token_is_stripped_and_a_loopback_bind_uses_it_too() -> None:
@@ -121,6 +129,8 @@ async def test_a_port_in_use_is_one_sentence_not_a_crash(tmp_path: Path, monkeyp
             await launch(StandInEngine(), config)  # type: ignore[arg-type]
     assert str(caught.value) == (f"127.0.0.1:{port} is already in use (another acp-relay?); "
                                  "change surfaces.dashboard.port")
+    assert isinstance(caught.value, BindFailed)
+    assert (caught.value.host, caught.value.port, caught.value.os_errno) == ("127.0.0.1", port, errno.EADDRINUSE)
 
 
 async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
@@ -284,11 +294,11 @@ async def test_an_unexpected_exception_is_a_plain_json_500_logged_once(
                 assert r.status == 500 and r.content_type == "application/json"
                 text = await r.text()
             async with s.client.get(f"{API}/status") as r:
-                assert r.status == 500 and (await r.json()) == {"error": INTERNAL_ERROR}
+                assert r.status == 500 and (await r.json()) == {"error": INTERNAL_FAILURE}
     finally:
         await s.client.close()
     assert "secret" not in text and "Traceback" not in text and "RuntimeError" not in text
-    assert INTERNAL_ERROR.count(".") == 1 and INTERNAL_ERROR.endswith(".")
+    assert INTERNAL_FAILURE.count(".") == 1 and INTERNAL_FAILURE.endswith(".")
     failures = [r for r in caplog.records if r.exc_info]
     assert len(failures) == 2  # one traceback per failed request
     assert {type(r.exc_info[1]) for r in failures if r.exc_info} == {RuntimeError, KeyError}
