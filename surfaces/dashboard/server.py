@@ -67,6 +67,9 @@ class DashboardEngine(Inbound, Protocol):
     def status(self, conversation_key: str) -> Any:
         """The conversation's status snapshot (a dataclass, sent to the browser as JSON)."""
 
+    async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
+        """The current model and the models the agent offers, binding a session first if needed."""
+
     async def set_model(self, conversation_key: str, model: str) -> None:
         """Switch the conversation's model, binding a session first if needed."""
 
@@ -296,18 +299,32 @@ async def status(request: web.Request) -> web.StreamResponse:
     return web.json_response(dataclasses.asdict(value))
 
 
+async def models(request: web.Request) -> web.StreamResponse:
+    """The model picker's choices, asked for when the tab opens (the agent starts, if it had not)."""
+    tab = _tab(request)
+    try:
+        current, choices = await request.app[ENGINE].models(conversation_key(tab))
+    except Exception as exc:  # the agent could not start: the sentence says why, as a turn would
+        return _agent_failed(tab, "listing the models", exc)
+    return web.json_response({"model": current, "models": list(choices)})
+
+
 async def set_model(request: web.Request) -> web.StreamResponse:
-    """The model picker."""
+    """The model picker: works before the tab's first message too."""
     tab = _tab(request)
     model, _ = await _body(request, "model")
     try:
         await request.app[ENGINE].set_model(conversation_key(tab), model)
-    except (AcpError, AcpRuntimeError) as exc:
-        return _error(400, _format_acp_error(exc))
     except Exception as exc:  # e.g. the stored agent is no longer configured: say so, do not 500
-        log.warning("dashboard: switching the model of tab %s failed", tab, exc_info=True)
-        return _error(400, _format_acp_error(exc))
+        return _agent_failed(tab, "switching the model", exc)
     return web.json_response({"model": model})
+
+
+def _agent_failed(tab: str, doing: str, exc: Exception) -> web.Response:
+    """The agent refused or could not start: a 400 with the core's sentence for it (the same as in chat)."""
+    if not isinstance(exc, AcpError | AcpRuntimeError):
+        log.warning("dashboard: %s of tab %s failed", doing, tab, exc_info=True)
+    return _error(400, _format_acp_error(exc))
 
 
 def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_token: str | None = None,
@@ -330,5 +347,6 @@ def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_tok
     app.router.add_post(f"{api}/buttons", press_button)
     app.router.add_post(f"{api}/stop", stop)
     app.router.add_get(f"{api}/status", status)
+    app.router.add_get(f"{api}/models", models)
     app.router.add_post(f"{api}/model", set_model)
     return app

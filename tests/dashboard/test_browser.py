@@ -3,6 +3,7 @@ the demo agent. Each state is screenshotted into the test's ``tmp_path``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -175,6 +176,27 @@ async def test_a_reload_keeps_the_conversation_and_a_new_tab_starts_a_new_one(
     await fresh.page.locator("#conn[data-state=open]").wait_for()
     assert await fresh.page.locator("#messages .msg").count() == 0
     await fresh.shot("12-new-tab")
+
+
+async def test_the_model_picker_lists_the_models_before_the_first_message(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.page.locator("#model:enabled option[value=demo-careful]").wait_for(state="attached")
+    assert await tab.page.locator("#messages .msg").count() == 0
+    assert await tab.page.eval_on_selector_all("#model option", "os => os.map(o => o.value)") == [
+        "demo-fast", "demo-careful"]
+    assert await tab.page.input_value("#model") == "demo-fast"
+    no_session = re.compile(r"^(\u2013|none yet)$")  # the page's placeholders
+    await playwright_api.expect(tab.page.locator(".status-session")).not_to_have_text(no_session)
+    await tab.shot("13a-picker-before-first-message")
+    async with tab.page.expect_response(lambda r: r.url.endswith("/model")) as switched:
+        await tab.page.select_option("#model", "demo-careful")
+    assert (await switched.value).status == 200
+    await tab.send("hi")
+    await tab.answer("model demo-careful")
+    assert await tab.page.input_value("#model") == "demo-careful"
+    await tab.shot("13b-first-answer-from-the-chosen-model")
+    assert tab.errors == []
 
 
 async def test_the_model_picker_switches_models(

@@ -246,8 +246,9 @@ async def test_cross_site_requests_are_refused(served: Served) -> None:
     assert len(served.engine.messages) == 1
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", "events"), ("GET", "status"), ("POST", "messages"),
-                                              ("POST", "buttons"), ("POST", "stop"), ("POST", "model")])
+@pytest.mark.parametrize(("method", "path"), [("GET", "events"), ("GET", "status"), ("GET", "models"),
+                                              ("POST", "messages"), ("POST", "buttons"), ("POST", "stop"),
+                                              ("POST", "model")])
 async def test_bad_tab_ids_are_refused(served: Served, method: str, path: str) -> None:
     for tab in ("a%20b", "x" * 65, "..%2Fx", "%C3%A9"):
         async with served.client.request(method, f"/api/conversations/{tab}/{path}", json={}) as r:
@@ -271,7 +272,7 @@ async def test_a_deeply_nested_body_is_a_bad_request(served: Served) -> None:
                                       headers={"Content-Type": "application/json"}) as r:
             assert r.status == 400, path
             assert (await r.json()) == {"error": f"expected a JSON object with a string {field!r}"}
-    assert served.engine.messages == [] and served.engine.presses == [] and served.engine.models == []
+    assert served.engine.messages == [] and served.engine.presses == [] and served.engine.switched == []
 
 
 class BrokenEngine(StandInEngine):
@@ -344,7 +345,10 @@ async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) ->
                       "cwd": "/tmp", "session_id": None, "context_pct": 12.5, "queue_length": 0, "busy": False}
     async with served.client.post(f"{API}/model", json={"model": "demo-careful"}) as r:
         assert r.status == 200
-    assert served.engine.models == [("dashboard:tab1", "demo-careful")]
+    assert served.engine.switched == [("dashboard:tab1", "demo-careful")]
+    async with served.client.get(f"{API}/models") as r:
+        assert r.status == 200 and (await r.json()) == {"model": "demo-fast", "models": ["demo-fast", "demo-careful"]}
+    assert served.engine.listed == ["dashboard:tab1"]
 
 
 async def test_the_event_stream_sends_a_snapshot_then_live_changes(served: Served) -> None:

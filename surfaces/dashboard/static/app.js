@@ -292,20 +292,40 @@
     $(".status-queue").textContent = String(s.queue_length);
     $(".status-state").textContent = s.busy ? "answering" : "idle";
     stopButton.classList.toggle("active", s.busy || !$("#typing").hidden);
-    if (document.activeElement !== modelSelect) fillModels(s.model, s.models || []);
+    // A status without a live session lists no models (e.g. the idle agent was stopped): keep the list.
+    if (document.activeElement !== modelSelect) fillModels(s.model, s.models && s.models.length ? s.models : knownModels);
     if (s.busy) {  // follow a running turn closely; idle tabs only poll every few seconds
       clearTimeout(statusTimer);
       statusTimer = setTimeout(refreshStatus, 1000);
     }
   }
 
+  // The picker's choices come from the agent itself, asked for as soon as the tab opens (this starts
+  // the agent), so a model can be chosen before the first message.
+  let knownModels = [];
   function fillModels(current, models) {
+    knownModels = models;
     const names = models.length ? models : [current || "default"];
     const signature = JSON.stringify([current, names]);
     if (modelSelect.dataset.signature === signature) return;
     modelSelect.dataset.signature = signature;
     modelSelect.replaceChildren(...names.map((name) => new Option(name, name, false, name === current)));
     modelSelect.disabled = models.length === 0;
+  }
+
+  async function loadModels() {
+    modelSelect.replaceChildren(new Option("loading…", ""));
+    try {
+      const response = await fetch(api("models"), { credentials: "same-origin" });
+      let data = {};
+      try { data = await response.json(); } catch (_) { /* not JSON */ }
+      if (!response.ok) throw new Error(data.error || `The relay answered ${response.status}.`);
+      fillModels(data.model, data.models || []);
+      scheduleStatus();  // the agent has a session now
+    } catch (e) {
+      fillModels(null, knownModels);
+      showError(e.message);
+    }
   }
 
   modelSelect.addEventListener("change", async () => {
@@ -378,6 +398,7 @@
   });
 
   connect();
+  loadModels();
   refreshStatus();
   setInterval(refreshStatus, 5000);
   textarea.focus();
