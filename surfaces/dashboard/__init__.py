@@ -9,6 +9,10 @@ class, id, style and data-* attributes, and only the buttons the page builds fro
 ``buttons`` are approval buttons. The core's footer and refusal card are styled by position only:
 the footer is the last top-level block of a message, the card the block just before it (the order
 of ``core.engine.document``); the same words anywhere else are plain agent text.
+
+The page draws its own icons (inline SVG) where the core's tool lines and footer have emoji, which
+a browser without an emoji font shows as empty boxes; the server puts the core's glyph table
+(``core.engine.wording.TOOL_GLYPHS``, ``FOOTER_GLYPH``) into the page, so the two never drift.
 """
 
 from __future__ import annotations

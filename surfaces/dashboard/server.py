@@ -30,6 +30,7 @@ from aiohttp.typedefs import Handler
 from core.acp.client import AcpError
 from core.acp.session_handle import AcpRuntimeError
 from core.engine.surface import ButtonPress, Inbound, InboundMessage
+from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
 from core.failures import _format_acp_error
 from surfaces.dashboard import wording
 from surfaces.dashboard.errors import TokenMissing, WeakToken
@@ -132,6 +133,7 @@ class Auth:
 SURFACE = web.AppKey("surface", DashboardSurface)
 ENGINE = web.AppKey("engine", DashboardEngine)
 AUTH = web.AppKey("auth", Auth)
+INDEX = web.AppKey("index", str)
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -216,9 +218,21 @@ async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
     return value, ident
 
 
+def _index_page() -> str:
+    """``index.html`` with the marks of the core's document that the page recognises, from the core itself.
+
+    The tool lines' and the footer's glyphs are emoji, which a browser without an emoji font shows
+    as empty boxes: the page draws its own icon in their place. The refusal card is found by its lead.
+    """
+    marks = {"tool_glyphs": {glyph: status for status, glyph in TOOL_GLYPHS.items()},
+             "footer_glyph": FOOTER_GLYPH, "refusal_lead": REFUSAL_LEAD}
+    data = json.dumps(marks).replace("<", "\\u003c")  # ASCII, and it cannot end the <script> it sits in
+    return (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace("{{core-marks}}", data)
+
+
 async def index(request: web.Request) -> web.StreamResponse:
     """The page."""
-    return web.FileResponse(STATIC_DIR / "index.html")
+    return web.Response(text=request.app[INDEX], content_type="text/html")
 
 
 async def login(request: web.Request) -> web.StreamResponse:
@@ -332,6 +346,7 @@ def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_tok
     """The dashboard application. With ``access_token``, ``app[AUTH].login_token`` is the one-time link's."""
     app = web.Application(middlewares=[handle_errors, check_request], client_max_size=4 * MAX_TEXT)
     app[SURFACE], app[ENGINE], app[AUTH] = surface, engine, Auth(access_token, login_token)
+    app[INDEX] = _index_page()
     app.on_response_prepare.append(_security_headers)
 
     async def close_streams(_app: web.Application) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import logging
+import re
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from aiohttp import ClientTimeout
 from aiohttp.test_utils import TestClient, TestServer
 
 from core.config import RelayConfig
+from core.engine import wording
 from core.engine.surface import StartupError
 from surfaces.dashboard import launch
 from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
@@ -172,6 +175,20 @@ async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
 
 
 # -- security --------------------------------------------------------------------------------
+
+async def test_the_page_carries_the_cores_marks_as_escaped_json(served: Served) -> None:
+    async with served.client.get("/") as r:
+        assert r.status == 200 and r.content_type == "text/html"
+        html = await r.text()
+    glyphs = (*wording.TOOL_GLYPHS.values(), wording.FOOTER_GLYPH)
+    assert not any(glyph in html for glyph in glyphs)  # JSON escapes: the page's source needs no emoji font
+    data = re.search(r'<script id="core-marks" type="application/json">(.*?)</script>', html)
+    assert data is not None and "<" not in data[1]
+    assert json.loads(data[1]) == {
+        "tool_glyphs": {glyph: status for status, glyph in wording.TOOL_GLYPHS.items()},
+        "footer_glyph": wording.FOOTER_GLYPH, "refusal_lead": wording.REFUSAL_LEAD}
+    assert set(json.loads(data[1])["tool_glyphs"]) == {"⏳", "🔄", "✅", "❌", "⏹"}
+
 
 async def test_the_page_and_its_files_are_served_with_strict_headers(served: Served) -> None:
     async with served.client.get("/") as r:
