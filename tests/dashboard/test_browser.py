@@ -145,8 +145,12 @@ async def test_the_stop_button_stops_a_slow_answer(
     await tab.shot("06-slow")
     await tab.page.click("#stop")
     answer = await tab.answer("Stopped.")
-    assert "arrives" in await answer.inner_text()
-    await tab.page.locator(".status-state", has_text="idle").wait_for()
+    blocks = await answer.locator(".markdown > *").all_inner_texts()
+    # The partial answer first, then the mark that stopped it, then the footer.
+    assert len(blocks) == 3 and "this answer arrives one word" in blocks[0], blocks
+    assert blocks[1] == wording.STOPPED
+    assert await answer.locator(".markdown > :last-child").get_attribute("class") == "footer"
+    await tab.settled()
     await tab.shot("07-stopped")
 
 
