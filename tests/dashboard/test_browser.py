@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.config import RelayConfig
 from core.engine import wording
 from core.engine.surface import Button
 from surfaces.dashboard.surface import conversation_key
@@ -209,6 +210,25 @@ async def test_the_model_picker_lists_the_models_before_the_first_message(
     assert await tab.page.input_value("#model") == "demo-careful"
     await tab.shot("13b-first-answer-from-the-chosen-model")
     assert tab.errors == []
+
+
+async def test_an_agent_that_cannot_start_is_explained_when_the_tab_opens(
+        browser: playwright_api.Browser, tmp_path: Path) -> None:
+    relay = DemoRelay(tmp_path, RelayConfig.model_validate({
+        "agents": {"demo": {"command": "no-such-agent-on-this-machine", "cwd": str(tmp_path)}},
+        "store": {"path": str(tmp_path / "relay.db")},
+        "surfaces": {"dashboard": {"host": "127.0.0.1", "port": 0}}}))
+    await relay.start()
+    try:
+        tab = await open_tab(browser, relay.url, tmp_path)
+        error = tab.page.locator("#error", has_text="was not found on PATH")
+        await error.wait_for()
+        assert "agents.demo.command" in await error.inner_text()
+        assert await tab.page.locator("#model").is_disabled()
+        await tab.shot("13c-agent-missing")
+    finally:
+        await relay.close()
+    assert [e for e in tab.errors if "400 (Bad Request)" not in e] == []  # the browser logs the failed fetch
 
 
 async def test_the_model_picker_switches_models(
