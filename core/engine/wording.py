@@ -27,6 +27,7 @@ __all__ = [
     "NEW_CONVERSATION",
     "NOTHING_TO_STOP",
     "PARTIAL_NOTE",
+    "PRESS_EXPIRED",
     "REFUSAL_LEAD",
     "RETRY_SUCCEEDED",
     "SESSION_LOST",
@@ -76,6 +77,8 @@ ALLOW_ONCE_LABEL = "Allow once"
 ALLOW_SESSION_LABEL = "Allow for this session"
 DENY_LABEL = "Deny"
 APPROVAL_EXPIRED = "This approval request has expired; the tap was not applied."
+#: Answers a press on a button that no longer does anything (used, replaced, or from before a restart).
+PRESS_EXPIRED = "This button has expired, so the tap changed nothing."
 #: For surfaces without buttons; the words are parsed by ``router.parse_approval_reply``.
 APPROVAL_NUMBERED_HINT = "Reply `approve 1` to allow once, `approve 2` to allow for this session, or `deny`."
 

@@ -17,6 +17,7 @@ a browser without an emoji font shows as empty boxes; the server puts the core's
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
 from pathlib import Path
@@ -55,6 +56,15 @@ class Dashboard:
         self.surface = surface
         self.url = url
         self.login_url = login_url
+
+    async def stop_receiving(self) -> None:
+        """Nothing to stop: what a browser posts while the relay shuts down is journaled by the engine
+        and answered after the next start, and the event streams stay open for the final answers."""
+
+    async def fatal(self) -> StartupError:
+        """The dashboard has no connection that can fail for good once it is serving."""
+        never: asyncio.Future[StartupError] = asyncio.get_running_loop().create_future()
+        return await never
 
     async def close(self) -> None:
         """End the event streams, stop serving, close the transcript."""

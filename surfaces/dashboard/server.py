@@ -296,9 +296,9 @@ async def press_button(request: web.Request) -> web.StreamResponse:
     """An approval button."""
     tab = _tab(request)
     token, message_id = await _body(request, "token")
-    await request.app[ENGINE].handle_button(ButtonPress(SURFACE_NAME, conversation_key(tab), USER_ID,
-                                                         token, message_id or ""))
-    return web.json_response({"ok": True}, status=202)
+    result = await request.app[ENGINE].handle_button(ButtonPress(SURFACE_NAME, conversation_key(tab), USER_ID,
+                                                                  token, message_id or ""))
+    return web.json_response({"outcome": result.outcome, "text": result.text})
 
 
 async def stop(request: web.Request) -> web.StreamResponse:

@@ -20,7 +20,7 @@ import pytest
 from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.engine import Engine
-from core.engine.surface import ButtonPress, InboundMessage
+from core.engine.surface import ButtonPress, InboundMessage, PressResult
 from core.store import Store
 from surfaces.dashboard import Dashboard, launch
 
@@ -102,8 +102,9 @@ class StandInEngine:
     async def handle_message(self, message: InboundMessage) -> None:
         self.messages.append(message)
 
-    async def handle_button(self, press: ButtonPress) -> None:
+    async def handle_button(self, press: ButtonPress) -> PressResult:
         self.presses.append(press)
+        return PressResult("resolved", "Allowed once.")
 
     async def stop(self, conversation_key: str) -> None:
         self.stopped.append(conversation_key)

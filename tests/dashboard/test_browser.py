@@ -127,12 +127,19 @@ async def test_a_tool_call_is_approved_with_a_button(
     await tab.page.locator(".status-state", has_text="answering").wait_for()
     await tab.shot("04-approval")
     await allow.click()
-    answer = await tab.answer("only pretended")
-    row = answer.locator(".tool-row[data-status=completed]")
+    await tab.answer("only pretended")
+    row = tab.page.locator(".tool-row[data-status=completed]")
     assert "echo hello > demo.txt" in await row.inner_text()
     await tab.page.locator(".msg", has_text="Allowed once").wait_for()
     assert await tab.page.locator("button.approval").count() == 0  # the core edited the buttons away
-    await tab.page.locator(".status-state", has_text="idle").wait_for()
+    # Read top to bottom: the tool line, the prompt the person answered, then the rest of the answer
+    # below it (never written into the message above the prompt), as the last message.
+    texts = await tab.page.locator("#messages .msg-agent").all_inner_texts()
+    tool = next(i for i, t in enumerate(texts) if "echo hello > demo.txt" in t and "Allowed once" not in t)
+    prompt = next(i for i, t in enumerate(texts) if "Allowed once" in t)
+    rest = next(i for i, t in enumerate(texts) if "only pretended" in t)
+    assert tool < prompt < rest == len(texts) - 1, texts
+    await tab.settled()
     await tab.shot("05-approved")
     assert tab.errors == []
 

@@ -57,12 +57,17 @@ async def test_a_tool_call_waits_for_the_approval_button(demo_relay: DemoRelayFa
     labels = [b["label"] for b in ask["buttons"]]
     assert labels == ["Allow once", "Allow for this session", "Deny"]
     response = await relay.post(TAB, "buttons", {"token": ask["buttons"][0]["token"], "id": ask["id"]})
-    assert response.status == 202
+    assert response.status == 200 and (await response.json())["outcome"] == "resolved"
     await stream.until(answered("allowed"), "the answer after the approval")
     await stream.until(lambda s: not s.view[ask["id"]]["buttons"], "the buttons go away")
     assert "Allowed once" in stream.view[ask["id"]]["text"]
+    order = list(stream.view)
+    (tool,) = [m for m in stream.view.values() if "✅ echo hello > demo.txt (execute): done" in m["text"]]
     (reply,) = stream.with_text("allowed")
-    assert "✅ echo hello > demo.txt (execute): done" in reply["text"]
+    assert order.index(tool["id"]) < order.index(ask["id"]) < order.index(reply["id"]), \
+        "the tool line above the prompt, the rest of the answer below it"
+    again = await relay.post(TAB, "buttons", {"token": ask["buttons"][0]["token"], "id": ask["id"]})
+    assert (await again.json())["outcome"] == "expired", "a second tap is answered expired, in place"
     assert not (relay.tmp / "work" / "demo.txt").exists()
 
 

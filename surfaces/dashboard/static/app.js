@@ -424,7 +424,8 @@
     all.forEach((b) => { b.disabled = true; });
     button.classList.add("chosen");
     try {
-      await post("buttons", { token: button.dataset.token, id: article.dataset.id });
+      const result = await post("buttons", { token: button.dataset.token, id: article.dataset.id });
+      if (result.outcome !== "resolved") showError(result.text);  // expired: the tap changed nothing
     } catch (err) {
       all.forEach((b) => { b.disabled = false; });
       button.classList.remove("chosen");
