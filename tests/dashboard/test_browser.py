@@ -169,14 +169,17 @@ async def test_the_refusal_card_and_the_plan_checklist(
     answer = await tab.answer("declined")
     card = answer.locator(".refusal-card")
     assert "Suggested model: demo-careful" in await card.inner_text()
+    await tab.settled()
     await tab.shot("08-refusal")
     await tab.send("make a plan")
     plan = await tab.answer("plan are done")
     assert await plan.locator("ul.plan li.done input[type=checkbox]:checked").count() == 3
+    await tab.settled()
     await tab.shot("09-plan")
     await tab.send("fail")
     error = await tab.answer("malformed")
     assert "/compact" in await error.inner_text()
+    await tab.settled()
     await tab.shot("10-error")
     assert tab.errors == []
 
