@@ -159,12 +159,6 @@ class AcpRuntime:
         return self.process.pid
 
     @property
-    def agent_info(self) -> dict[str, Any]:
-        """``agentInfo`` from the ``initialize`` answer (name, version...), or empty."""
-        info = self.init_result.get("agentInfo")
-        return info if isinstance(info, dict) else {}
-
-    @property
     def accepts_images(self) -> bool:
         """``agentCapabilities.promptCapabilities.image``: image blocks may be sent."""
         caps = self.init_result.get("agentCapabilities") or {}
