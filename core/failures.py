@@ -18,12 +18,12 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from core.acp import client as c
+from core.acp.client import AcpError
+from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
-
-if TYPE_CHECKING:
-    from core.acp.client import AcpError
 
 __all__ = [
     "INTERNAL_FAILURE",
@@ -358,11 +358,6 @@ def _setup_verdict(data: Mapping[str, Any]) -> Classification:
 
 
 def _exception_verdict(exc: BaseException, backend: str, advertised: Sequence[str]) -> Classification:
-    # Imported here: core.acp's package init imports the runtime, which imports this module.
-    from core.acp import client as c
-    from core.acp.runtime import AcpWorkspaceBindingError
-    from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError
-
     retry, transient = _retry(backend), bool(getattr(exc, "transient", False))
     if isinstance(exc, c.AcpPromptBusy):
         return _raw_verdict({"message": "Prompt already in progress"}, backend, advertised)
@@ -439,8 +434,6 @@ def _format_acp_error(error: _Failure, *, backend: str = "generic",
 
 def is_session_lost(exc: BaseException) -> bool:
     """True when the agent no longer knows the session (-32002, or its own "session not found")."""
-    from core.acp.client import AcpError  # see _exception_verdict
-
     return isinstance(exc, AcpError) and classify(exc).kind == "session_lost"
 
 
@@ -453,8 +446,6 @@ def error_from_rpc(raw: Mapping[str, Any], *, backend: str = "generic",
     The Classification is computed once, here, and stored on the exception (``exc.classification``):
     later callers of :func:`classify` / :func:`_format_acp_error` may not know the advertised models.
     """
-    from core.acp import client as c  # see _exception_verdict
-
     facts = _facts(raw, backend, advertised_models)
     rule, match = _match(facts)
     code, message, data = facts.code, str(raw.get("message") or ""), raw.get("data")
