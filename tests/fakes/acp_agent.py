@@ -101,6 +101,8 @@ permission <id>         session/request_permission {sessionId, toolCall: {toolCa
                         (outcome "selected" or "cancelled"; "error" with the error code in place of
                         the optionId if the client answered with an error), then tool_call_update
                         status "completed" if an allow_* option was selected, else "failed".
+permission <id> quiet   the same, but nothing at all is sent after the answer (an agent that fails
+                        right after asking).
 plan <a>|<b>|<c>        plan update; entry prefix "x:" = completed, ">:" = in_progress, else pending.
 usage <used> <size>     usage_update {used, size}.
 kiro_meta <json>        notification `_kiro.dev/metadata`, params = json object + sessionId.
@@ -713,7 +715,8 @@ class Agent:
                 upd["content"] = [{"type": "content", "content": {"type": "text", "text": bits[2]}}]
             self.update(sid, upd)
         elif verb == "permission":
-            self.permission(turn, rest.strip())
+            tid, _, quiet = rest.strip().partition(" ")
+            self.permission(turn, tid, quiet=quiet.strip() == "quiet")
         elif verb == "plan":
             entries = []
             for item in rest.split("|"):
@@ -793,7 +796,7 @@ class Agent:
             raise ValueError(f"unknown verb {verb!r}")
         return None
 
-    def permission(self, turn: Turn, tid: str) -> None:
+    def permission(self, turn: Turn, tid: str, *, quiet: bool = False) -> None:
         tool = turn.tools.get(tid, {"title": tid, "kind": "other"})
         params = {
             "sessionId": turn.session.id,
@@ -821,6 +824,8 @@ class Agent:
                 allowed = any(
                     o["optionId"] == opt and o["kind"].startswith("allow") for o in PERMISSION_OPTIONS
                 )
+        if quiet:
+            return
         self.chunk(turn, f"permission:{label}")
         self.update(
             turn.session.id,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.acp import AcpRuntime
 from core.acp.client import AcpAuthRequired, AcpError
+from core.acp.runtime import AcpRuntime
 from core.acp.types import AcpPromptStats
 from core.failures import classify
 from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer, within

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.acp import AcpRuntime
+from core.acp.runtime import AcpRuntime
 from core.acp.types import AcpEvent, AcpPromptStats, ToolCall
 from tests.fakes.model_api import TOOL_DONE_TEXT
 from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer, RecordingApprover, within

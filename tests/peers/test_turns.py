@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from core.acp import AcpRuntime
+from core.acp.runtime import AcpRuntime
 from core.acp.types import AcpEvent, AcpPromptStats, TextChunk, TurnEnded
 from tests.fakes.model_api import MOCK_TEXT, MOCK_TEXT_PARTS
 from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer, within
