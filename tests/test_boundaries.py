@@ -38,8 +38,6 @@ TYPE_ONLY_CIRCLES_ALLOWED = {
     # One concept: a session is a handle onto the runtime that serves it (the runtime routes
     # frames to its sessions; a session sends its requests through its runtime).
     frozenset({"core.acp.runtime", "core.acp.session"}),
-    # Being split up in the lead's branch (issue 14, "Structure"); drop this once it is merged.
-    frozenset({"core.engine.conversation", "core.engine.engine", "core.engine.turn"}),
 }
 
 
