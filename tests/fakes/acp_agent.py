@@ -123,6 +123,8 @@ system_error_times <key> <N> <words>
                         the first N times <key> is seen (like fail_times), fail as codex-acp 2.x does:
                         thread_status systemError, an agent_message_chunk "<words>\n\n", then
                         {"stopReason": "end_turn"} (no JSON-RPC error); afterwards continue.
+empty_times <key> <N>   the first N times <key> is seen (like fail_times) answer {"stopReason":
+                        "end_turn"} at once, with nothing streamed; afterwards continue.
 die <code>              write "fatal: dying as scripted" to stderr and exit with <code> immediately.
 stderr <words>          write the line to stderr.
 raw <text>              write <text> as a raw stdout line.
@@ -185,6 +187,7 @@ VERBS = {
     "fail_times",
     "thread_status",
     "system_error_times",
+    "empty_times",
     "die",
     "stderr",
     "raw",
@@ -774,6 +777,10 @@ class Agent:
             if self.bump_fail_count(key) <= int(n):
                 self.thread_status(sid, "systemError")
                 self.chunk(turn, f"{words}\n\n")
+                return {"result": {"stopReason": "end_turn"}}
+        elif verb == "empty_times":
+            key, n = rest.split()
+            if self.bump_fail_count(key) <= int(n):
                 return {"result": {"stopReason": "end_turn"}}
         elif verb == "die":
             self.end_turn(turn)
