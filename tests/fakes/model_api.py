@@ -1,23 +1,25 @@
-"""A loopback model-API mock: Anthropic Messages API and OpenAI Responses API on 127.0.0.1.
+"""A loopback model-API mock: Anthropic Messages, OpenAI Responses and Gemini APIs on 127.0.0.1.
 
-Real agents (claude-agent-acp, codex-acp) are pointed at it so the peer tier runs offline:
+Real agents (claude-agent-acp, codex-acp, gemini-cli) are pointed at it so the peer tier runs offline:
 
     async with ModelApiMock() as mock:
         mock.scenario = "text"            # or "401" "429" "400" "529" "refusal" "hang" "tool"
         env = {"ANTHROPIC_BASE_URL": mock.base_url}          # claude
         base = mock.openai_base_url                           # codex: ".../v1"
+        env = {"GOOGLE_GEMINI_BASE_URL": mock.base_url}      # gemini (model_api_gemini.py)
         ...
         await mock.wait_for_request("/v1/messages", timeout_s=10)
         mock.requests                      # every request received (RecordedRequest)
 
 Scenarios apply to the *conversation* requests, the ones an agent makes to run a turn: an
-Anthropic request that offers tools, every ``/v1/responses`` request. Housekeeping requests the
+Anthropic request that offers tools, every ``/v1/responses`` request, Gemini's streamed calls
+(gemini-cli knows text, the HTTP errors and "hang"; other scenarios answer text). Housekeeping requests the
 agent makes on the side (title generation, quota probes: Anthropic requests without tools) get a
 plain text answer except in the HTTP-error scenarios, where a real provider would fail them too.
 
 "tool" looks at the request itself: when the last user turn carries no tool result, the answer
 is a tool call running ``TOOL_COMMAND`` in the agent's cwd: Anthropic ``Bash``; on the Responses
-API whichever shell tool the agent offers (codex-acp 0.16 offers ``exec_command``, called with
+API whichever shell tool the agent offers (codex-acp 0.16 and 2.6 offer ``exec_command``, called with
 ``sandbox_permissions: "require_escalated"`` so that even its read-only default mode asks for
 approval). When the request carries the tool's result, the answer is the text ``"done"``.
 """
@@ -34,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.model_api_gemini import GEMINI_ERRORS, gemini_chunk, gemini_error, gemini_sse
 
 __all__ = [
     "ANTHROPIC_ERRORS",
@@ -84,7 +88,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any  # parsed JSON, the raw text when not JSON, None when empty
     t: float = field(default_factory=time.monotonic)
-    api: str = ""  # "anthropic" | "openai" | ""
+    api: str = ""  # "anthropic" | "openai" | "gemini" | ""
     conversation: bool = False  # a turn request the scenario applied to
     answered: str = ""  # what the mock did: "text", "tool_use", "error 429", "hang", ...
     disconnected: bool = False  # hang: the client went away
@@ -203,6 +207,7 @@ class ModelApiMock:
         app.router.add_post("/v1/messages", self._anthropic_messages)
         app.router.add_post("/v1/messages/count_tokens", self._anthropic_count_tokens)
         app.router.add_post("/v1/responses", self._openai_responses)
+        app.router.add_post("/v1beta/models/{call}", self._gemini)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/", self._root)
         app.router.add_route("*", "/{tail:.*}", self._fallback)
@@ -491,6 +496,33 @@ class ModelApiMock:
             )
         )
         await resp.write(_sse("message_stop", {"type": "message_stop"}))
+        await resp.write_eof()
+        return resp
+
+    # -- Gemini --------------------------------------------------------------------------------
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        rec = await self._record(request, "gemini")
+        model, _, method = request.match_info["call"].partition(":")
+        rec.conversation = method == "streamGenerateContent"
+        scenario = self.scenario
+        if scenario in GEMINI_ERRORS:
+            status, body = gemini_error(scenario)
+            rec.answered = f"error {status}"
+            await self._notify()
+            return web.json_response(body, status=status)
+        if not rec.conversation:  # a side call (router, loop check): one plain answer
+            rec.answered = "text"
+            await self._notify()
+            return web.json_response(gemini_chunk(MOCK_TEXT, model, finish=True))
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        if scenario == "hang":
+            await self._hang(request, resp, rec)
+            return resp
+        rec.answered = "text"
+        await self._notify()
+        for i, part in enumerate(MOCK_TEXT_PARTS):
+            await resp.write(gemini_sse(gemini_chunk(part, model, finish=i == len(MOCK_TEXT_PARTS) - 1)))
         await resp.write_eof()
         return resp
 
