@@ -80,7 +80,7 @@ class TimedRunner(TurnRunner):
     """The engine's turn runner, timing each turn and signalling its end to the sender."""
 
     def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
+        super().__init__(engine.runner.deps)
         self.done: dict[str, asyncio.Event] = {}
         self.turn_s: list[float] = []
         self.own_s: list[float] = []

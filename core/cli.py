@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import logging
 import sys
@@ -18,6 +17,8 @@ from pathlib import Path
 
 from core.agents import agent_spec, choose_agent, resolve_command
 from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret
+from core.engine.surface import StartupError
+from core.loading import load_surface
 from core.logs import log_path, setup_logging
 from core.retry import RetryPolicy
 
@@ -71,20 +72,19 @@ def _ask(args: argparse.Namespace, config: RelayConfig) -> int:
 
 
 def _surface_problems(config: RelayConfig) -> list[tuple[str, str]]:
-    """What would make ``run`` refuse to start a surface: one this version does not have, or a
-    surface's own check (each surface package may offer ``check(config) -> [(json path, problem)]``)."""
+    """What would make ``run`` refuse to start a surface: one it cannot load (the same sentence
+    ``run`` says), or a surface's own check (each surface package may offer
+    ``check(config) -> [(json path, problem)]``)."""
     problems: list[tuple[str, str]] = []
     for name in type(config.surfaces).model_fields:
         if not getattr(config.surfaces, name).enabled:
             continue
         try:
-            module = importlib.import_module(f"surfaces.{name}")
-        except ImportError as exc:
-            problems.append((f"surfaces.{name}.enabled", f"the {name} surface cannot be loaded: {exc}"))
+            module = load_surface(name)
+        except StartupError as exc:
+            problems.append((f"surfaces.{name}.enabled", str(exc)))
             continue
-        if not hasattr(module, "launch"):
-            problems.append((f"surfaces.{name}.enabled", f"this version has no {name} surface yet"))
-        elif hasattr(module, "check"):  # what the surface would refuse at start, found now
+        if hasattr(module, "check"):  # what the surface would refuse at start, found now
             problems.extend(module.check(config))
     return problems
 

@@ -44,10 +44,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE conversations ADD COLUMN session_meta TEXT NOT NULL DEFAULT '{}'",),
     # 3: how far an unfinished message got ("tool": a tool may have run, so it is not replayed).
     ("ALTER TABLE inbound ADD COLUMN progress TEXT NOT NULL DEFAULT ''",),
+    # 4: the context usage the agent last reported (a conversation evicted from memory keeps it).
+    ("ALTER TABLE conversations ADD COLUMN context_pct REAL",),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 # ConversationRecord order
-_CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at, session_meta"
+_CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at, session_meta, context_pct"
 
 
 class StoreError(Exception):
@@ -76,15 +78,18 @@ class ConversationRecord:
     updated_at: float = 0.0
     #: ``_meta`` to send with ``session/load`` (Kiro ignores a load without its session file).
     session_meta: dict[str, Any] = field(default_factory=dict)
+    #: The share of the context window in use when the agent last said (percent).
+    context_pct: float | None = None
 
     def _row(self) -> tuple[Any, ...]:
         return (self.key, self.agent, self.cwd, self.session_id, self.generation, self.model, time.time(),
-                json.dumps(self.session_meta))
+                json.dumps(self.session_meta), self.context_pct)
 
     @classmethod
     def _from_row(cls, row: tuple[Any, ...]) -> ConversationRecord:
-        key, agent, cwd, session_id, generation, model, updated_at, meta = row
-        return cls(key, agent, cwd, session_id, generation, model, updated_at, json.loads(meta) if meta else {})
+        key, agent, cwd, session_id, generation, model, updated_at, meta, context_pct = row
+        return cls(key, agent, cwd, session_id, generation, model, updated_at, json.loads(meta) if meta else {},
+                   context_pct)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,11 +184,11 @@ class Store:
         after a reset must not bring the forgotten session back.
         """
         cur, _ = self._run(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (key) DO UPDATE SET"
             " agent = excluded.agent, cwd = excluded.cwd, session_id = excluded.session_id,"
             " generation = excluded.generation, model = excluded.model, updated_at = excluded.updated_at,"
-            " session_meta = excluded.session_meta"
+            " session_meta = excluded.session_meta, context_pct = excluded.context_pct"
             " WHERE excluded.generation >= conversations.generation",
             rec._row(),
         )
@@ -196,9 +201,9 @@ class Store:
         agent and cwd, so a later stale save from generation 0 is still refused.
         """
         _, rows = self._run(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?, '{{}}')"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?, '{{}}', NULL)"
             " ON CONFLICT (key) DO UPDATE SET"
-            " session_id = NULL, session_meta = '{}', generation = conversations.generation + 1,"
+            " session_id = NULL, session_meta = '{}', context_pct = NULL, generation = conversations.generation + 1,"
             " updated_at = excluded.updated_at RETURNING generation",
             (key, time.time()),
         )

@@ -264,7 +264,7 @@ def test_run_refuses_to_start_a_surface_this_version_does_not_have(tmp_path: Pat
     config["surfaces"] = {"dashboard": {"enabled": False}, "telegram": {"enabled": True}}
     proc = run(env, "run", "--config", str(write_config(tmp_path, config)))
     assert proc.returncode == 2
-    assert "surfaces.telegram is enabled, but this version has no telegram surface yet" in proc.stderr
+    assert "telegram: this version has no telegram surface yet" in proc.stderr
     no_traceback(proc)
 
 

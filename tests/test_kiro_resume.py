@@ -52,6 +52,7 @@ async def test_a_restarted_relay_resumes_a_kiro_session_with_its_session_file(tm
     with Store.open(config.store.path) as store:
         engine = build_engine(config, store)
         engine.attach(surface, ["u1"])
+        await engine.start()
         await _turn(engine, surface, "text first answer", "m1")
         rec = store.get_conversation(KEY)
         assert rec is not None and rec.session_id

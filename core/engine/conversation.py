@@ -5,40 +5,53 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 from core.acp.client import AcpError
+from core.acp.pool import RuntimePool
 from core.acp.session import AcpSession
 from core.acp.types import Notice
 from core.agents import BUILTIN_AGENTS, agent_spec, choose_agent
+from core.config import RelayConfig
 from core.engine import wording
-from core.engine.surface import InboundMessage, Surface
+from core.engine.journal import Journal
+from core.engine.messages import QueueItem
+from core.engine.surface import Surface
+from core.engine.tasks import TaskSet
 from core.failures import is_session_lost
-from core.store import ConversationRecord
+from core.store import ConversationRecord, Store
 
-if TYPE_CHECKING:
-    from core.engine.engine import Engine
-
-__all__ = ["Conversation", "QueueItem"]
+__all__ = ["Conversation", "ConversationDeps"]
 
 log = logging.getLogger("acp_relay.engine.conversation")
 
-@dataclass(frozen=True, slots=True)
-class QueueItem:
-    """A message waiting for its turn; ``compact`` marks ``/compact``, whose success is reported."""
 
-    message: InboundMessage
-    compact: bool = False
+@dataclass(frozen=True, slots=True)
+class ConversationDeps:
+    """What a conversation needs from the relay around it."""
+
+    config: RelayConfig
+    store: Store
+    journal: Journal
+    pool: RuntimePool
+    tasks: TaskSet
+    run_turn: Callable[[Conversation, QueueItem], Coroutine[Any, Any, None]]
+    #: The conversation has nothing left to do (the engine may drop it from memory).
+    on_idle: Callable[[Conversation], None]
+    #: The conversation's session is gone: its "allow for this session" choices go with it.
+    forget_approvals: Callable[[str], None]
+    cancel_wait_s: float
 
 
 class Conversation:
     """Messages are handled one turn at a time, in arrival order; other conversations run alongside."""
 
-    def __init__(self, key: str, surface: Surface, engine: Engine) -> None:
+    def __init__(self, key: str, surface: Surface, deps: ConversationDeps) -> None:
         self.key = key
         self.surface = surface
-        self.engine = engine
+        self.deps = deps
         self.queue: deque[QueueItem] = deque()
         self.session: AcpSession | None = None
         self.turn_task: asyncio.Task[None] | None = None
@@ -46,13 +59,14 @@ class Conversation:
         self.stopping = False
         self.cancellable = True  # False while the final answer is being delivered
         self._binding = asyncio.Lock()
-        self.context_pct: float | None = None
+        rec = deps.store.get_conversation(key)
+        self.context_pct: float | None = rec.context_pct if rec is not None else None
 
     # -- the store's view ----------------------------------------------------------------
 
     def record(self) -> ConversationRecord:
         """The stored record, or a blank one for a conversation not saved yet."""
-        rec = self.engine.store.get_conversation(self.key)
+        rec = self.deps.store.get_conversation(self.key)
         if rec is None:
             rec = ConversationRecord(self.key, agent="", cwd="")
         return rec
@@ -76,14 +90,14 @@ class Conversation:
         if live is not None and live.runtime.alive and live.session_id in live.runtime.sessions:
             return live  # the steady state: no PATH lookup, no store read, no pool lock
         rec = self.record()
-        if rec.agent and rec.agent not in (self.engine.config.agents or BUILTIN_AGENTS):
+        if rec.agent and rec.agent not in (self.deps.config.agents or BUILTIN_AGENTS):
             # A config change removed this conversation's agent: its session belongs to that agent.
             gone = rec.agent
             rec = replace(rec, agent="", cwd="", session_id=None, session_meta={})
-            notify.append(Notice(wording.agent_gone_text(gone, choose_agent(self.engine.config)[0]), key="session"))
-        name, agent = choose_agent(self.engine.config, rec.agent or None)
+            notify.append(Notice(wording.agent_gone_text(gone, choose_agent(self.deps.config)[0]), key="session"))
+        name, agent = choose_agent(self.deps.config, rec.agent or None)
         spec = agent_spec(name, agent, rec.cwd or None)
-        runtime = await self.engine.pool.acquire(spec)
+        runtime = await self.deps.pool.acquire(spec)
         session = runtime.sessions.get(rec.session_id) if rec.session_id else None
         if rec.session_id and session is None:
             if runtime.load_supported:
@@ -101,7 +115,7 @@ class Conversation:
             await session.set_model(rec.model)
         self.session = session
         meta = session.load_meta() or (rec.session_meta if session.session_id == rec.session_id else {})
-        self.engine.store.save_conversation(
+        self.deps.store.save_conversation(
             replace(rec, agent=name, cwd=spec.cwd, session_id=session.session_id, session_meta=meta))
         return session
 
@@ -111,7 +125,7 @@ class Conversation:
         if self.session is not None:
             self.session.runtime.forget(self.session.session_id)
         self.session = None
-        self.engine.store.save_conversation(replace(rec, session_id=None, session_meta={}))
+        self.deps.store.save_conversation(replace(rec, session_id=None, session_meta={}))
 
     def reset(self) -> int:
         """Start a new generation durably; the next message starts a new ACP session."""
@@ -119,8 +133,8 @@ class Conversation:
             self.session.runtime.forget(self.session.session_id)
         self.session = None
         self.context_pct = None
-        self.engine.approvals.forget_session(self.key)
-        return self.engine.store.reset_conversation(self.key)
+        self.deps.forget_approvals(self.key)
+        return self.deps.store.reset_conversation(self.key)
 
     # -- queue and turns -----------------------------------------------------------------
 
@@ -134,7 +148,7 @@ class Conversation:
         self.queue.append(item)
         position = len(self.queue) - (0 if self.busy else 1)
         if self.worker is None or self.worker.done():
-            self.worker = self.engine.tasks.spawn(self._work(), name=f"conversation-{self.key}")
+            self.worker = self.deps.tasks.spawn(self._work(), name=f"conversation-{self.key}")
         return position
 
     async def _work(self) -> None:
@@ -142,7 +156,7 @@ class Conversation:
             item = self.queue.popleft()
             self.stopping = False
             self.cancellable = True
-            turn = asyncio.create_task(self.engine.runner.run(self, item), name=f"turn-{self.key}")
+            turn = asyncio.create_task(self.deps.run_turn(self, item), name=f"turn-{self.key}")
             self.turn_task = turn
             try:
                 await asyncio.shield(turn)
@@ -153,8 +167,19 @@ class Conversation:
                     raise
             except Exception:  # a bug past the turn's own funnel must not stall the queue behind it
                 log.exception("turn in %s failed unexpectedly", self.key)
-            msg = item.message
-            self.engine.store.complete_inbound(msg.surface, msg.message_id)
+            self.deps.journal.complete(item.message)
+            self._save_context()
+        self.deps.on_idle(self)
+
+    def _save_context(self) -> None:
+        rec = self.deps.store.get_conversation(self.key)
+        if rec is not None and rec.context_pct != self.context_pct:
+            self.deps.store.save_conversation(replace(rec, context_pct=self.context_pct))
+
+    @property
+    def idle(self) -> bool:
+        """Nothing runs and nothing waits."""
+        return not self.busy and not self.queue and (self.worker is None or self.worker.done())
 
     async def stop(self) -> str:
         """Cancel the running turn; return once it has really ended.
@@ -168,7 +193,7 @@ class Conversation:
         self.stopping = True
         session = self.session
         if session is not None and session.busy:
-            await session.cancel(wait_s=self.engine.cancel_wait_s)
+            await session.cancel(wait_s=self.deps.cancel_wait_s)
         if not turn.done() and self.cancellable:
             turn.cancel()  # waiting in the retry ladder or on start-up: nothing reached the agent
         await asyncio.wait({turn})

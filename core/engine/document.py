@@ -1,8 +1,14 @@
 """The neutral rendering of one turn, folded from the turn's events. Pure: no I/O, no clock.
 
 ``to_markdown`` emits neutral Markdown in a fixed order: notices, plan, tool lines, answer text,
-partial-answer note, stop mark, refusal card, error prose, footer. Sections are separated by a blank line;
-inside a section a single newline is a line break.
+partial-answer note, stop mark, refusal card, error prose, footer. Sections are separated by a blank
+line; inside a section a single newline is a line break.
+
+A reply can be in several PARTS (``parts``), each shown in its own messages below the one before:
+``break_here`` starts a new part, so after an approval prompt (or when a streamed message is too old
+to keep editing) the answer continues below instead of in a message far above. A tool line, a notice
+or the plan stays in the part where it first appeared (and is updated there); the text after a break,
+and the closing sections (partial note, stop mark, refusal card, error prose, footer), go in the last.
 """
 
 from __future__ import annotations
@@ -47,9 +53,12 @@ class Document:
     """
 
     def __init__(self) -> None:
-        self._notices: list[tuple[str, str]] = []
+        self._notices: list[tuple[str, str, int]] = []  # (key, text, part)
         self._plan: tuple[PlanEntry, ...] = ()
+        self._plan_part = 0
         self._tools: dict[str, ToolCall] = {}
+        self._tool_part: dict[str, int] = {}
+        self._breaks: list[int] = []  # offsets into the text where parts 1, 2... begin
         self._chunks: list[str] = []  # appended per chunk, joined only when read: linear, not quadratic
         self._refusal: RefusalInfo | None = None
         self._error = ""
@@ -78,8 +87,11 @@ class Document:
         if isinstance(event, TextChunk):
             self._chunks.append(event.text)
         elif isinstance(event, ToolCall):
+            self._tool_part.setdefault(event.tool_call_id, self._part)
             self._tools[event.tool_call_id] = event
         elif isinstance(event, PlanUpdate):
+            if not self._plan:
+                self._plan_part = self._part
             self._plan = event.entries
         elif isinstance(event, KiroMetadata):
             if event.context_pct is not None:
@@ -95,28 +107,48 @@ class Document:
             if event.key:
                 self.set_notice(event.key, event.text)
             elif event.text:
-                self._notices.append(("", event.text))
+                self._notices.append(("", event.text, self._part))
         elif isinstance(event, TurnEnded):
             if event.stop_reason == STOP_REASON_REFUSAL:
                 self._refusal = event.refusal or RefusalInfo()
             elif event.stop_reason == STOP_REASON_CANCELLED:
                 self._stopped = True
 
+    @property
+    def _part(self) -> int:
+        return len(self._breaks)
+
+    @property
+    def part_count(self) -> int:
+        """How many parts the reply has (see ``parts``)."""
+        return len(self._breaks) + 1
+
+    def break_here(self) -> None:
+        """Start a new part: what comes next is shown below everything shown so far."""
+        if self._breaks and self._breaks[-1] >= len(self.text) and not self._opened_since_break():
+            return  # the last part is still empty: one part is enough
+        self._breaks.append(len(self.text))
+
+    def _opened_since_break(self) -> bool:
+        part = self._part
+        return (any(p == part for p in self._tool_part.values()) or any(p == part for *_, p in self._notices)
+                or (bool(self._plan) and self._plan_part == part))
+
     def set_notice(self, key: str, text: str) -> None:
         """Set (or, with empty ``text``, remove) the notice line under ``key``, keeping its place."""
-        for i, (k, _) in enumerate(self._notices):
+        for i, (k, _, part) in enumerate(self._notices):
             if k == key:
                 if text:
-                    self._notices[i] = (key, text)
+                    self._notices[i] = (key, text, part)
                 else:
                     del self._notices[i]
                 return
         if text:
-            self._notices.append((key, text))
+            self._notices.append((key, text, self._part))
 
     def has_notice(self, key: str) -> bool:
         """True while a notice is shown under ``key``."""
-        return any(k == key for k, _ in self._notices)
+        return any(k == key for k, _, _ in self._notices)
 
     def set_error(self, prose: str, raw_message: str = "") -> None:
         """Show ``prose`` for a failed turn; streamed text that merely echoes the error is removed.
@@ -147,17 +179,38 @@ class Document:
 
     def to_markdown(self) -> str:
         """The whole reply as neutral Markdown (see the module docstring for the order)."""
+        return "\n\n".join(part for part in self.parts() if part)
+
+    def parts(self) -> list[str]:
+        """The reply as parts, each shown below the one before (an empty part shows nothing)."""
+        text = self.text
+        bounds = [0, *(min(b, len(text)) for b in self._breaks), len(text)]
+        last = len(self._breaks)
+        out = []
+        for part in range(last + 1):
+            sections: list[str] = []
+            notices = [t for _, t, p in self._notices if p == part]
+            if notices:
+                sections.append("\n".join(notices))
+            if self._plan and self._plan_part == part:
+                sections.append("\n".join(wording.plan_line(e.content, e.status) for e in self._plan))
+            tools = [t for tid, t in self._tools.items() if self._tool_part[tid] == part]
+            if tools:
+                sections.append("\n".join(wording.tool_status_line(t.title, t.kind, t.status) for t in tools))
+            answer = text[bounds[part]:bounds[part + 1]].strip("\n")
+            if answer.strip():
+                sections.append(answer)
+            out.append(sections)
+        closing = self._closing()
+        if self._elapsed_s is not None and not closing and not any(out):
+            closing.append(wording.EMPTY_ANSWER)
+        out[last] += closing
+        if self._elapsed_s is not None:
+            out[last].append(wording.footer_text(self._elapsed_s, self._context_pct))
+        return ["\n\n".join(sections) for sections in out]
+
+    def _closing(self) -> list[str]:
         sections: list[str] = []
-        if self._notices:
-            sections.append("\n".join(text for _, text in self._notices))
-        if self._plan:
-            sections.append("\n".join(wording.plan_line(e.content, e.status) for e in self._plan))
-        if self._tools:
-            sections.append("\n".join(wording.tool_status_line(t.title, t.kind, t.status)
-                                      for t in self._tools.values()))
-        answer = self.text.strip("\n")
-        if answer.strip():
-            sections.append(answer)
         if self._partial_note:
             sections.append(self._partial_note)
         if self._stopped:
@@ -166,11 +219,7 @@ class Document:
             sections.append(wording.refusal_card_text(self._refusal, streamed=self.text))
         if self._error:
             sections.append(self._error)
-        if self._elapsed_s is not None:
-            if not sections:
-                sections.append(wording.EMPTY_ANSWER)
-            sections.append(wording.footer_text(self._elapsed_s, self._context_pct))
-        return "\n\n".join(sections)
+        return sections
 
 
 def _strip_echo(text: str, needle: str) -> str:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-__all__ = ["ACTIONS", "Command", "parse_approval_reply", "route"]
+__all__ = ["ACTIONS", "IGNORED", "Command", "parse_approval_reply", "route"]
 
 #: The actions the core knows. Only "compact" has a spelling every surface shares (``/compact``).
 ACTIONS = ("reset", "compact", "stop", "status", "model", "help")
@@ -22,20 +22,28 @@ class Command:
     argument: str = ""
 
 
-def route(text: str, spelling: Mapping[str, str]) -> Command | None:
-    """The command ``text`` spells on this surface, or None for a prompt.
+#: A command addressed to another bot (``/stop@OtherBot``): neither a command here nor a prompt.
+IGNORED = Command("ignored")
 
-    ``/compact`` is understood everywhere even if a surface forgot to list it. A ``/cmd@botname``
-    suffix (Telegram groups) is ignored.
+
+def route(text: str, spelling: Mapping[str, str], bot_usernames: Collection[str] = ()) -> Command | None:
+    """The command ``text`` spells on this surface, ``IGNORED``, or None for a prompt.
+
+    ``/compact`` is understood everywhere even if a surface forgot to list it. ``/cmd@name``
+    (Telegram groups) is this bot's command when ``name`` is one of ``bot_usernames`` (any name, on
+    a surface that has none) and ``IGNORED`` when it names another bot.
     """
     stripped = text.strip()
     if not stripped:
         return None
     head, _, rest = stripped.partition(" ")
-    word = head.split("@", 1)[0].lower()
+    word, at, name = head.partition("@")
+    word = word.lower()
     action = spelling.get(word) or ("compact" if word == "/compact" else None)
     if action not in ACTIONS:
         return None
+    if at and bot_usernames and name.lower() not in {n.lower() for n in bot_usernames}:
+        return IGNORED
     return Command(action, rest.strip())
 
 

@@ -3,33 +3,47 @@
 One ``Streamer`` per reply. ``update`` is cheap and called on every event; a single owned
 background task (alive between ``start`` and ``aclose``, or inside ``async with``) flushes the
 latest state at most once per ``interval_s``. ``finish`` stops that task and ALWAYS delivers the
-final state, retrying until it is shown or raising ``DeliveryFailed``.
+final state, retrying until it is shown or raising a ``DeliveryError``.
 
-The rendered reply is split at the surface's limit (see ``core.engine.splitter``). Each piece is
-one message; a message is edited only when its piece changed, so earlier pieces stay as they are
-while the answer grows below them (they are corrected only if the text above changed, e.g. a tool
-status line). Delivery rules: ``RateLimited`` -> sleep ``retry_after`` then resend (while
-streaming, the next flush carries the newer state); ``MarkupRejected`` -> resend as plain text;
-``MessageTooLong`` -> re-split with a smaller limit; ``NotModified`` -> fine; ``DeliveryFailed``
--> skipped while streaming, retried with backoff on the final state.
+A reply is a list of PARTS (``Document.parts``); each part is shown in its own messages, below the
+part before it. Each part is split at the surface's limit (see ``core.engine.splitter``), one
+message per piece; a message is edited only when its piece changed, so earlier pieces stay as they
+are while the answer grows below them.
+
+Where the conversation can stream natively (``Capabilities.can_stream_natively``), the piece being
+written is a native stream (a Telegram draft, a Slack stream) instead of a message edited again and
+again; a stream that is complete is ended, and becomes an ordinary message. A failing stream call
+falls back to send + edit for the rest of the reply. A message (or stream) older than
+``rollover_after_s`` is left as it is: ``rollover_due`` tells the reply's owner to start a new part,
+so the reply continues in a new message.
+
+Every call goes through the chat's ``Pacer`` slot. Delivery rules: ``RateLimited`` -> the chat is
+held for ``retry_after`` then the call is made again (while streaming, the next flush carries the
+newer state); ``MarkupRejected`` -> resend as plain text; ``MessageTooLong`` -> re-split with a
+smaller limit; ``NotModified`` -> fine; ``DeliveryFailed`` -> skipped while streaming, retried with
+backoff on the final state; ``DeliveryRefused`` -> raised at once (the chat will never take it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from types import TracebackType
 from typing import TypeVar
 
 from core.engine import wording
+from core.engine.messages import InboundMessage
+from core.engine.pacing import Pacer
 from core.engine.splitter import plain_text, split_rendered
+from core.engine.streamed import Deferred, LiveStream, Sent, Thread
 from core.engine.surface import (
     Button,
     DeliveryError,
     DeliveryFailed,
+    DeliveryRefused,
     MarkupRejected,
     MessageTooLong,
     NotModified,
@@ -38,13 +52,15 @@ from core.engine.surface import (
 )
 from core.redact import redact, unfinished_secret_at
 
-__all__ = ["Streamer"]
+__all__ = ["Reply", "Streamer"]
 
 _DEFAULT_INTERVAL_S = 1.0  # a surface that names no interval, used outside an engine
 log = logging.getLogger("acp_relay.engine.streamer")
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
+#: One text, or the parts of a reply (each shown below the one before).
+Reply = str | Sequence[str]
 
 #: Consecutive 429s tolerated for one call before the delivery counts as failed.
 _MAX_RATE_LIMIT_WAITS = 20
@@ -53,57 +69,48 @@ _SHRINK = 0.8
 _MIN_LIMIT = 32
 
 
-@dataclass(slots=True)
-class _Sent:
-    message_id: str
-    text: str | None  # what the message shows; None = unknown (a message we were asked to edit)
-    plain: bool = False
-    buttons: tuple[Button, ...] = ()
-
-
-@dataclass(slots=True)
-class _Thread:
-    """The messages that together show one text (a streamed reply or a standalone message)."""
-
-    sent: list[_Sent] = field(default_factory=list)
-    plain: bool = False
-    reply_to: str | None = None
-
-
-class _Deferred(Exception):
-    """A streaming flush was rate limited; the next flush sends the newer state."""
+def _as_parts(reply: Reply) -> list[str]:
+    return [reply] if isinstance(reply, str) else list(reply)
 
 
 class Streamer:
     """Streams one reply into ``conversation_key`` on ``surface``. ``calls`` counts platform calls."""
 
     def __init__(self, surface: Surface, conversation_key: str, *, interval_s: float | None = None,
-                 reply_to: str | None = None, sleep: Sleep = asyncio.sleep, max_attempts: int = 5) -> None:
-        caps = surface.capabilities
+                 reply_to: str | None = None, sleep: Sleep = asyncio.sleep, max_attempts: int = 5,
+                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        caps = surface.capabilities_for(conversation_key)
         self.surface = surface
         self.conversation_key = conversation_key
+        self.capabilities = caps
         chosen = caps.edit_interval_s if interval_s is None else interval_s
         self.interval_s = _DEFAULT_INTERVAL_S if chosen is None else chosen
         self.calls = 0
         self._sleep = sleep
+        self._clock = clock
+        self._pacer = pacer if pacer is not None else Pacer(sleep=sleep, clock=clock)
+        self._rate_key = surface.rate_key(conversation_key)
         self._max_attempts = max(1, max_attempts)
         self._limit = caps.max_message_length
-        self._stream = _Thread(reply_to=reply_to)
-        self._latest: str | Callable[[], str] = ""
+        self._reply_to = reply_to
+        self._threads: list[Thread] = []
+        self._native = caps.can_stream_natively
+        self._latest: Reply | Callable[[], Reply] = ""
         self._redacted: dict[str, str] = {}  # paragraph -> redacted, for the streaming flushes
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._finished = False
+        self._refused: DeliveryRefused | None = None
 
     @property
     def message_ids(self) -> list[str]:
         """Ids of the messages the reply occupies so far, in order."""
-        return [s.message_id for s in self._stream.sent]
+        return [s.message_id for t in self._threads for s in t.sent]
 
     async def start(self) -> None:
         """Start the flusher (not needed, and not started, when the surface cannot edit)."""
-        if self._task is None and not self._finished and self.surface.capabilities.can_edit:
+        if self._task is None and not self._finished and (self.capabilities.can_edit or self._native):
             self._task = asyncio.create_task(self._run(), name=f"streamer:{self.conversation_key}")
 
     async def aclose(self) -> None:
@@ -118,34 +125,50 @@ class Streamer:
                         tb: TracebackType | None) -> None:
         await self.aclose()
 
-    def update(self, markdown: str | Callable[[], str]) -> None:
+    def update(self, reply: Reply | Callable[[], Reply]) -> None:
         """Record the reply's latest state; the flusher shows it at the next tick. Never blocks.
 
         A callable is rendered only when the flusher runs (about once per interval), not on every
         event that changed the reply.
         """
         if not self._finished:
-            self._latest = markdown
+            self._latest = reply
             self._wake.set()
 
-    async def finish(self, markdown: str, buttons: tuple[Button, ...] = ()) -> list[str]:
+    async def flush(self, reply: Reply) -> None:
+        """Show ``reply`` now as ordinary messages, native streams ended: something is about to be
+        posted below it (an approval prompt), and a stream would otherwise stay below that."""
+        async with self._lock:
+            try:
+                await self._sync(_as_parts(reply), (), final=False, settle=True)
+            except Deferred:
+                pass  # the chat is held for retry_after; what is posted next waits for it too
+            except DeliveryError as exc:  # the final state is delivered by ``finish`` all the same
+                log.warning("showing the reply so far in %s failed: %r", self.conversation_key, exc)
+
+    async def finish(self, reply: Reply, buttons: tuple[Button, ...] = ()) -> list[str]:
         """Deliver the final state (buttons on the last piece); returns the message ids.
 
-        Raises ``DeliveryFailed`` only when the final state could not be shown after
-        ``max_attempts`` attempts.
+        Raises ``DeliveryFailed`` when the final state could not be shown after ``max_attempts``
+        attempts, ``DeliveryRefused`` when the chat will never take it.
         """
         self._finished = True
-        self._latest = markdown
+        self._latest = reply
         await self._stop()
         async with self._lock:
-            self._stream.plain = False  # a markup rejected mid-stream may parse now (closed fences)
-            await self._deliver(self._stream, markdown, buttons)
+            for thread in self._threads:
+                thread.plain = False  # a markup rejected mid-stream may parse now (closed fences)
+            await self._deliver(_as_parts(reply), buttons)
         return self.message_ids
 
-    async def post(self, markdown: str, buttons: tuple[Button, ...] = ()) -> str:
-        """Send a standalone message (approval, notice); returns the id of its (last) message."""
-        thread = _Thread()
-        await self._deliver(thread, markdown, buttons)
+    async def post(self, markdown: str, buttons: tuple[Button, ...] = (), *,
+                   origin: InboundMessage | None = None, private: bool = False) -> str:
+        """Send a standalone message (approval, notice); returns the id of its (last) message.
+
+        With ``origin``, its first piece answers that inbound message (``Surface.reply``).
+        """
+        thread = Thread(origin=origin, private=private)
+        await self._deliver_thread(thread, markdown, buttons)
         return thread.sent[-1].message_id
 
     async def edit_message(self, message_id: str, markdown: str, buttons: tuple[Button, ...] = ()) -> str:
@@ -153,10 +176,27 @@ class Streamer:
 
         Where the surface cannot edit, the new content is posted as a new message instead.
         """
-        can_edit = self.surface.capabilities.can_edit
-        thread = _Thread(sent=[_Sent(message_id, None)] if can_edit else [])
-        await self._deliver(thread, markdown, buttons)
+        can_edit = self.capabilities.can_edit
+        thread = Thread(sent=[Sent(message_id, None)] if can_edit else [])
+        await self._deliver_thread(thread, markdown, buttons)
         return thread.sent[-1].message_id
+
+    def undelivered(self, reply: Reply) -> str:
+        """What of ``reply`` the platform does not show yet: in each part, the pieces from the first
+        one that is missing or stale. The outbound ledger keeps this, so a redelivery repeats nothing."""
+        missing: list[str] = []
+        for i, markdown in enumerate(_as_parts(reply)):
+            thread = self._threads[i] if i < len(self._threads) else Thread()
+            pieces = self._pieces(markdown, thread.plain)
+            shown = 0
+            for have, piece in zip(thread.sent, pieces, strict=False):
+                if have.text != piece:
+                    break
+                shown += 1
+            missing += pieces[shown:]
+        return "\n\n".join(missing)
+
+    # -- the flusher -----------------------------------------------------------------------
 
     async def _run(self) -> None:
         while True:
@@ -165,9 +205,10 @@ class Streamer:
             async with self._lock:
                 latest = self._latest() if callable(self._latest) else self._latest
                 try:
-                    await self._sync(self._stream, latest, (), final=False)
-                except _Deferred:
+                    await self._sync(_as_parts(latest), (), final=False)
+                except Deferred:
                     self._wake.set()
+                    continue  # the chat is held for retry_after: the next flush waits in the pacer
                 except DeliveryError as exc:
                     log.warning("streaming update to %s not delivered: %r", self.conversation_key, exc)
                     self._wake.set()
@@ -184,13 +225,32 @@ class Streamer:
         if error is not None:
             raise error  # the flusher died of a bug: surface it, never swallow it
 
-    async def _deliver(self, thread: _Thread, markdown: str, buttons: tuple[Button, ...]) -> None:
+    def rollover_due(self, parts: int) -> bool:
+        """True when the message being written (or its native stream) has been edited for
+        ``rollover_after_s``: what comes next belongs in a new part. ``parts`` is how many parts the
+        reply has now (a part not shown yet is not due)."""
+        after = self.capabilities.rollover_after_s
+        if after is None or not self._threads or parts > len(self._threads):
+            return False
+        last = self._threads[-1]
+        since = last.stream.started_at if last.stream else (last.sent[-1].at if last.sent else None)
+        return since is not None and self._clock() - since >= after
+
+    # -- delivering ------------------------------------------------------------------------
+
+    async def _deliver(self, parts: list[str], buttons: tuple[Button, ...]) -> None:
+        await self._with_attempts(partial(self._sync, parts, buttons, final=True))
+
+    async def _deliver_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...]) -> None:
+        await self._with_attempts(partial(self._sync_thread, thread, markdown, buttons, final=True))
+
+    async def _with_attempts(self, sync: Callable[[], Awaitable[None]]) -> None:
         failure: DeliveryError | None = None
         for attempt in range(self._max_attempts):
             if attempt:
                 await self._sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
             try:
-                await self._sync(thread, markdown, buttons, final=True)
+                await sync()
                 return
             except DeliveryFailed as exc:
                 failure = exc
@@ -198,11 +258,22 @@ class Streamer:
                             attempt + 1, self._max_attempts, exc)
         raise DeliveryFailed(f"not delivered after {self._max_attempts} attempts") from failure
 
-    async def _sync(self, thread: _Thread, markdown: str, buttons: tuple[Button, ...], *,
-                    final: bool) -> None:
+    async def _sync(self, parts: list[str], buttons: tuple[Button, ...], *, final: bool,
+                    settle: bool = False) -> None:
+        while len(self._threads) < len(parts):
+            self._threads.append(Thread(reply_to=None if self._threads else self._reply_to))
+        last = len(parts) - 1
+        for i, markdown in enumerate(parts):
+            live = self._native and not final and i == last and not settle
+            await self._sync_thread(self._threads[i], markdown, buttons if i == last else (), final=final,
+                                    live=live, may_be_empty=i < last)
+
+    async def _sync_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
+                           final: bool, live: bool = False, may_be_empty: bool = False) -> None:
         while True:
             try:
-                await self._sync_once(thread, markdown, buttons, final=final)
+                await self._sync_once(thread, markdown, buttons, final=final, live=live,
+                                      may_be_empty=may_be_empty)
                 return
             except MarkupRejected as exc:
                 if thread.plain:
@@ -213,17 +284,6 @@ class Streamer:
                 if smaller < _MIN_LIMIT:
                     raise DeliveryFailed("rejected as too long at every size") from exc
                 self._limit = smaller
-
-    def undelivered(self, markdown: str) -> str:
-        """What of ``markdown`` the platform does not show yet: the pieces from the first one that
-        is missing or stale. The outbound ledger keeps this, so a redelivery repeats nothing."""
-        pieces = self._pieces(markdown, self._stream.plain)
-        shown = 0
-        for have, piece in zip(self._stream.sent, pieces, strict=False):
-            if have.text != piece:
-                break
-            shown += 1
-        return "\n\n".join(pieces[shown:])
 
     def _redact(self, markdown: str, final: bool) -> str:
         """Every text bound for a platform passes here: no secret reaches a chat.
@@ -237,25 +297,43 @@ class Streamer:
         cut = unfinished_secret_at(markdown)  # a token still arriving: shown once it is whole (redacted)
         if cut is not None:
             markdown = markdown[:cut]
-        known, self._redacted = self._redacted, {}
-        for block in markdown.split("\n\n"):
-            self._redacted[block] = known.get(block) or redact(block)
-        return "\n\n".join(self._redacted[block] for block in markdown.split("\n\n"))
+        known = self._redacted
+        blocks = markdown.split("\n\n")
+        fresh = {block: known.get(block) or redact(block) for block in blocks}
+        if len(known) > 4 * len(fresh) + 64:  # parts that stopped changing keep theirs; the rest goes
+            self._redacted = fresh
+        else:
+            known.update(fresh)
+        return "\n\n".join(fresh[block] for block in blocks)
 
     def _pieces(self, markdown: str, plain: bool, final: bool = True) -> list[str]:
         markdown = self._redact(markdown, final)
-        unit = self.surface.capabilities.length_unit
+        unit = self.capabilities.length_unit
         if plain:
             return split_rendered(plain_text(markdown), lambda s: s, self._limit, unit)
         return split_rendered(markdown, self.surface.render, self._limit, unit)
 
-    async def _sync_once(self, thread: _Thread, markdown: str, buttons: tuple[Button, ...], *,
-                         final: bool) -> None:
+    async def _sync_once(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
+                         final: bool, live: bool, may_be_empty: bool) -> None:
         pieces = self._pieces(markdown, thread.plain, final)
         if not pieces:
-            if not final:
-                return
+            if not final or may_be_empty:
+                await self._end_stream(thread, None, final)
+                return  # an empty part shows nothing (the last one always has its footer)
             pieces = [wording.EMPTY_ANSWER]
+        if live and thread.stream is None and len(pieces) == len(thread.sent):
+            live = False  # the piece being written is already an ordinary message: keep editing it
+        ordinary = pieces[:-1] if live else pieces
+        if thread.stream is not None and (not live or len(thread.sent) < len(ordinary)):
+            # The streamed piece is complete (or streaming ends here): it becomes an ordinary message.
+            at = len(thread.sent)
+            await self._end_stream(thread, pieces[at] if at < len(pieces) else None, final)
+        await self._sync_ordinary(thread, ordinary, buttons, final)
+        if live:
+            await self._stream_piece(thread, pieces[-1], final)
+
+    async def _sync_ordinary(self, thread: Thread, pieces: list[str], buttons: tuple[Button, ...],
+                             final: bool) -> None:
         key, plain = self.conversation_key, thread.plain
         for i, piece in enumerate(pieces):
             btns = buttons if i == len(pieces) - 1 else ()
@@ -263,19 +341,58 @@ class Streamer:
                 have = thread.sent[i]
                 if (have.text, have.plain, have.buttons) != (piece, plain, btns):
                     await self._edit(have.message_id, piece, btns, plain, final)
-                    thread.sent[i] = _Sent(have.message_id, piece, plain, btns)
+                    thread.sent[i] = Sent(have.message_id, piece, plain, btns, have.at)
                 continue
-            reply_to = thread.reply_to if i == 0 else None
-            mid = await self._call(partial(self.surface.send, key, piece, buttons=btns, plain=plain,
-                                           reply_to=reply_to), final)
-            thread.sent.append(_Sent(mid, piece, plain, btns))
+            if i == 0 and thread.origin is not None:
+                op = partial(self.surface.reply, thread.origin, piece, buttons=btns, plain=plain,
+                             private=thread.private)
+            else:
+                op = partial(self.surface.send, key, piece, buttons=btns, plain=plain,
+                             reply_to=thread.reply_to if i == 0 else None)
+            mid = await self._call(op, final)
+            thread.sent.append(Sent(mid, piece, plain, btns, self._clock()))
         while len(thread.sent) > len(pieces):  # the reply got shorter (an echo was removed)
             extra = thread.sent[-1]
-            if self.surface.capabilities.can_delete:
+            if self.capabilities.can_delete:
                 await self._call(partial(self.surface.delete, key, extra.message_id), final)
             else:
                 await self._edit(extra.message_id, wording.MERGED_ABOVE, (), True, final)
             thread.sent.pop()
+
+    async def _stream_piece(self, thread: Thread, piece: str, final: bool) -> None:
+        stream = thread.stream
+        if stream is not None and stream.text == piece:
+            return
+        reply_to = thread.reply_to if not thread.sent else None
+        try:
+            stream_id = await self._call(partial(self.surface.stream, self.conversation_key,
+                                                 stream.stream_id if stream else None, piece,
+                                                 reply_to=reply_to), final)
+        except (DeliveryFailed, MarkupRejected, MessageTooLong) as exc:
+            log.info("native streaming in %s failed, sending and editing instead: %r", self.conversation_key, exc)
+            self._native = False
+            await self._end_stream(thread, None, final)
+            return
+        if stream is None:
+            thread.stream = LiveStream(stream_id, piece, self._clock())
+        else:
+            stream.text = piece
+
+    async def _end_stream(self, thread: Thread, piece: str | None, final: bool) -> None:
+        """End the thread's native stream; its piece is then an ordinary message (sent here where
+        the stream was only a preview). ``piece`` None: whatever the stream shows last."""
+        stream, thread.stream = thread.stream, None
+        if stream is None:
+            return
+        text = stream.text if piece is None else piece
+        try:
+            mid = await self._call(partial(self.surface.end_stream, self.conversation_key, stream.stream_id,
+                                           text), final)
+        except DeliveryFailed as exc:  # the stream is gone; its piece is sent as an ordinary message
+            log.info("ending a native stream in %s failed: %r", self.conversation_key, exc)
+            mid = None
+        if mid is not None:
+            thread.sent.append(Sent(mid, text, False, (), stream.started_at))
 
     async def _edit(self, message_id: str, text: str, buttons: tuple[Button, ...], plain: bool,
                     final: bool) -> None:
@@ -286,15 +403,21 @@ class Streamer:
             pass  # the message already shows this text
 
     async def _call(self, op: Callable[[], Awaitable[T]], final: bool) -> T:
+        if self._refused is not None:
+            raise self._refused  # the chat will never take anything: do not ask it again
         waits = 0
         while True:
+            await self._pacer.wait(self._rate_key, self.capabilities.rate_limit)
             self.calls += 1
             try:
                 return await op()
+            except DeliveryRefused as exc:
+                self._refused = exc
+                raise
             except RateLimited as exc:
                 waits += 1
                 if waits > _MAX_RATE_LIMIT_WAITS:
                     raise DeliveryFailed("still rate limited") from exc
-                await self._sleep(max(0.0, exc.retry_after_s))
+                self._pacer.hold(self._rate_key, exc.retry_after_s)
                 if not final:
-                    raise _Deferred from exc
+                    raise Deferred from exc

@@ -1,15 +1,30 @@
 """The seam between the core and a surface, one Protocol per direction.
 
 ``Surface`` is what the core calls on a platform adapter; ``Inbound`` is what an adapter calls on
-the core. A capability a platform lacks has a fallback in the core (no edits: post the final text
-only; no buttons: numbered text replies such as ``approve 1``), never an ``if surface == ...``.
+the core; ``Launched`` is a running surface as ``acp-relay run`` owns it. A capability a platform
+lacks has a fallback in the core (no edits: post the final text only; no buttons: numbered text
+replies such as ``approve 1``; no native streaming: send + edit), never an ``if surface == ...``.
+``SurfaceDefaults`` gives an adapter those fallbacks for the optional methods.
+
+Capabilities may differ per conversation (``capabilities_for``: Telegram streams drafts in private
+chats only, and a group takes fewer messages a minute than a private chat). Every call into one chat
+is paced by the core under that chat's ``rate_key`` (Telegram topics share their group's limit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
+
+from core.engine.messages import (
+    Attachment,
+    Button,
+    ButtonPress,
+    ConversationStatus,
+    InboundMessage,
+    PressResult,
+)
 
 __all__ = [
     "Attachment",
@@ -19,18 +34,32 @@ __all__ = [
     "ConversationStatus",
     "DeliveryError",
     "DeliveryFailed",
+    "DeliveryRefused",
     "Inbound",
     "InboundMessage",
+    "Launched",
+    "LengthUnit",
     "MarkupRejected",
     "MessageTooLong",
     "NotModified",
+    "PressResult",
+    "RateLimit",
     "RateLimited",
     "StartupError",
     "Surface",
+    "SurfaceDefaults",
     "measure",
 ]
 
 LengthUnit = Literal["chars", "utf16"]
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``calls`` platform calls per ``per_s`` seconds into one chat (its ``rate_key``)."""
+
+    calls: int
+    per_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +71,20 @@ class Capabilities:
     markup: str = "markdown"  # the dialect the surface renders: markdown, telegram_html, slack_mrkdwn, plain
     can_edit: bool = True
     can_delete: bool = True
+    #: ``Surface.stream`` / ``end_stream`` work here (a Telegram draft, a Slack stream).
     can_stream_natively: bool = False
     can_buttons: bool = True
     can_thread: bool = False
     can_typing: bool = True
     #: Seconds between edits of one streamed message; None: the relay's ``engine.edit_interval_s``.
     edit_interval_s: float | None = None
+    #: The pace of one chat, shared by every stream, notice and approval in it; None: unpaced.
+    rate_limit: RateLimit | None = None
+    #: The platform drops a typing indicator after a few seconds: re-send it this often while a turn runs.
+    typing_refresh_s: float | None = None
+    #: A streamed message (or native stream) older than this is left as it is, and the reply goes on
+    #: in a new message (Discord throttles edits of old messages; a Slack stream expires).
+    rollover_after_s: float | None = None
 
 
 def measure(text: str, unit: LengthUnit) -> int:
@@ -57,68 +94,11 @@ def measure(text: str, unit: LengthUnit) -> int:
     return len(text)
 
 
-@dataclass(frozen=True, slots=True)
-class Button:
-    """A button under a message; pressing it hands ``token`` back to the core."""
-
-    label: str
-    token: str  # one-time token the core resolves when pressed
-    style: Literal["primary", "danger", "default"] = "default"
-
-
-@dataclass(frozen=True, slots=True)
-class Attachment:
-    """A file that came with an inbound message (images reach agents that accept them)."""
-
-    kind: Literal["image", "file"]
-    mime_type: str
-    data: bytes = b""
-    name: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class InboundMessage:
-    """A platform message, neutral. ``conversation_key`` is opaque and surface-qualified."""
-
-    surface: str
-    conversation_key: str
-    user_id: str
-    text: str
-    message_id: str
-    display_name: str = ""
-    attachments: tuple[Attachment, ...] = ()
-    reply_to: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ButtonPress:
-    """A person pressed a button the core sent (an approval)."""
-
-    surface: str
-    conversation_key: str
-    user_id: str
-    token: str
-    message_id: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationStatus:
-    """Where a conversation stands: what a status command or the dashboard's panel shows."""
-
-    agent: str
-    model: str | None
-    models: tuple[str, ...]
-    cwd: str
-    session_id: str | None
-    context_pct: float | None
-    queue_length: int
-    busy: bool
-
-
 class StartupError(Exception):
-    """A surface refuses to start (a non-loopback dashboard without a token, a port in use...).
-
-    The message is one plain sentence for the operator; ``acp-relay run`` prints it and exits 2.
+    """A surface cannot run with this configuration: a non-loopback dashboard without a token, a
+    port in use, an invalid bot token, an intent the platform refuses (at start, or when the
+    platform says so later). The message is one plain sentence for the operator, naming the config
+    key; ``acp-relay run`` prints it and exits 2.
     """
 
 
@@ -147,7 +127,11 @@ class NotModified(DeliveryError):
 
 
 class DeliveryFailed(DeliveryError):
-    """Anything else (network, 5xx, forbidden)."""
+    """Anything else that may pass (network, 5xx): retried, and kept in the ledger if it never lands."""
+
+
+class DeliveryRefused(DeliveryError):
+    """The chat will never take this (the bot was removed, 403, the channel is gone): not retried."""
 
 
 @runtime_checkable
@@ -158,14 +142,31 @@ class Surface(Protocol):
     capabilities: Capabilities
     #: spelling -> action, e.g. {"/new": "reset", "/compact": "compact", "!stop": "stop"}
     commands: Mapping[str, str]
+    #: The names this bot answers to in ``/cmd@name`` (Telegram); a command for another name is
+    #: ignored. Empty: the platform has no such addressing, and a suffix is ignored.
+    bot_usernames: Collection[str]
 
     def render(self, markdown: str) -> str:
         """Neutral Markdown -> this platform's markup (the length limit applies to the result)."""
         ...
 
+    def capabilities_for(self, conversation_key: str) -> Capabilities:
+        """The capabilities in one conversation (a private chat may stream where a group cannot)."""
+        ...
+
+    def rate_key(self, conversation_key: str) -> str:
+        """The chat whose pace ``conversation_key`` shares (a forum topic shares its group's)."""
+        ...
+
     async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
                    plain: bool = False, reply_to: str | None = None) -> str:
         """Post a message; returns its platform message id."""
+        ...
+
+    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
+                    plain: bool = False, private: bool = False) -> str:
+        """Answer ``message`` itself (a command, a refusal): through its interaction where it came with
+        one, only to its sender where ``private`` and the platform can. Returns the message id."""
         ...
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,
@@ -181,14 +182,84 @@ class Surface(Protocol):
         """Show or clear the "agent is working" indicator (only called when ``can_typing``)."""
         ...
 
+    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
+                     reply_to: str | None = None) -> str:
+        """Show ``text`` (the WHOLE message so far, neutral Markdown within the limit) as a native
+        stream; ``stream_id`` None starts one. Returns the stream's id. Where the platform only
+        appends, the surface computes what to append (only called when ``can_stream_natively``)."""
+        ...
+
+    async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
+        """End a native stream whose final text is ``text``. Returns the id of the ordinary message
+        that now shows ``text`` (a stopped Slack stream), or None when the stream was only a preview
+        (a Telegram draft): the core then posts ``text`` as an ordinary message."""
+        ...
+
+
+class SurfaceDefaults:
+    """The core's fallbacks for a surface's optional methods; adapters inherit and override."""
+
+    name: str
+    capabilities: Capabilities
+    bot_usernames: Collection[str] = frozenset()
+
+    def capabilities_for(self, conversation_key: str) -> Capabilities:
+        """The same capabilities everywhere."""
+        return self.capabilities
+
+    def rate_key(self, conversation_key: str) -> str:
+        """Each conversation is its own chat."""
+        return conversation_key
+
+    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
+                   plain: bool = False, reply_to: str | None = None) -> str:
+        """Every surface implements this."""
+        raise NotImplementedError
+
+    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
+                    plain: bool = False, private: bool = False) -> str:
+        """An ordinary message in the conversation, replying to ``message``."""
+        return await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
+                               reply_to=message.message_id)
+
+    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
+                     reply_to: str | None = None) -> str:
+        """No native streaming: the core falls back to send + edit."""
+        raise DeliveryFailed(f"{self.name} has no native streaming")
+
+    async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
+        """Nothing to end; the core posts ``text`` itself."""
+        return None
+
 
 class Inbound(Protocol):
     """What a surface calls on the core."""
 
     async def handle_message(self, message: InboundMessage) -> None:
-        """A person wrote: de-duplicate, check access, then a command or a queued prompt."""
+        """A person wrote: de-duplicate, check access, then a command or a queued prompt.
+
+        Before the engine has started (replayed what a killed relay left) and once it is closing, the
+        message is only journaled: it is answered after the (next) start, never twice.
+        """
         ...
 
-    async def handle_button(self, press: ButtonPress) -> None:
-        """A person pressed a button (resolves an approval once; later taps answer "expired")."""
+    async def handle_button(self, press: ButtonPress) -> PressResult:
+        """A person pressed a button: applied once; the surface answers the press with the result."""
+        ...
+
+
+class Launched(Protocol):
+    """A running surface, as ``surfaces.<name>.launch(engine, config)`` returns it."""
+
+    async def stop_receiving(self) -> None:
+        """Take no more updates from the platform (the first step of a shutdown)."""
+        ...
+
+    async def fatal(self) -> StartupError:
+        """Returns only when the surface can never receive again with this config (an invalid
+        token, a refused intent); ``acp-relay run`` then stops and exits 2 with its sentence."""
+        ...
+
+    async def close(self) -> None:
+        """Stop serving (called after the engine has closed, so final answers could still be sent)."""
         ...

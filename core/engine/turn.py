@@ -6,7 +6,9 @@ import asyncio
 import base64
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 from core.acp.client import AcpError, AcpTimeoutError
 from core.acp.session_handle import AcpRuntimeError
@@ -23,21 +25,25 @@ from core.acp.types import (
     TurnEnded,
     UsageUpdate,
 )
+from core.config import TimeoutsConfig
 from core.engine import wording
-from core.engine.conversation import Conversation, QueueItem
+from core.engine.delivery import Outbox
 from core.engine.document import Document
 from core.engine.holdback import RawErrorHold, is_echo
+from core.engine.indicator import TypingIndicator
+from core.engine.journal import Journal
+from core.engine.messages import InboundMessage, QueueItem
+from core.engine.ports import ConversationView
 from core.engine.streamer import Streamer
-from core.engine.surface import DeliveryError, InboundMessage
+from core.engine.surface import DeliveryError
 from core.failures import _format_acp_error, is_session_lost
-from core.retry import Attempt, with_retries
+from core.retry import Attempt, RetryPolicy, with_retries
 
-if TYPE_CHECKING:
-    from core.engine.engine import Engine
-
-__all__ = ["TurnRunner", "prompt_content"]
+__all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
 
 log = logging.getLogger("acp_relay.engine.turn")
+
+Sleep = Callable[[float], Awaitable[None]]
 
 
 def prompt_content(message: InboundMessage, *, images_ok: bool = True) -> str | list[dict[str, Any]]:
@@ -72,26 +78,41 @@ class _AttemptOutput:
         return not self.tool_ran and is_echo(self.joined(), exc)
 
 
+@dataclass(frozen=True, slots=True)
+class TurnDeps:
+    """What a turn needs from the relay around it."""
+
+    timeouts: TimeoutsConfig
+    policy: RetryPolicy
+    sleep: Sleep
+    cancel_wait_s: float
+    outbox: Outbox
+    journal: Journal
+    #: Ask the person about one permission request (buttons or numbered replies); returns an option kind.
+    ask_approval: Callable[[ConversationView, PermissionRequest, Streamer], Awaitable[str]]
+
+
 class TurnRunner:
     """Runs a queued message as a turn and always delivers a final state to the person."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, deps: TurnDeps) -> None:
+        self.deps = deps
 
-    async def run(self, conv: Conversation, item: QueueItem) -> None:
+    async def run(self, conv: ConversationView, item: QueueItem) -> None:
         """Answer ``item`` in ``conv``: stream the reply, and deliver its final state whatever happens."""
-        async with Streamer(conv.surface, conv.key, interval_s=self.engine.edit_interval(conv.surface),
-                            reply_to=item.message.message_id, sleep=self.engine.sleep) as streamer:
-            await _Turn(self.engine, conv, item, streamer).run()
+        doc = Document()
+        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id)
+        async with streamer:
+            await _Turn(self.deps, conv, item, doc, streamer).run()
 
 
 class _Turn:
     """One message being answered: its document, its stream, and what its current attempt did."""
 
-    def __init__(self, engine: Engine, conv: Conversation, item: QueueItem, streamer: Streamer) -> None:
-        self.engine, self.conv, self.item, self.streamer = engine, conv, item, streamer
+    def __init__(self, deps: TurnDeps, conv: ConversationView, item: QueueItem, doc: Document,
+                 streamer: Streamer) -> None:
+        self.deps, self.conv, self.item, self.doc, self.streamer = deps, conv, item, doc, streamer
         self.msg = item.message
-        self.doc = Document()
         self.started = time.monotonic()
         self.backend = "generic"
         self.current = Attempt(0)
@@ -103,36 +124,41 @@ class _Turn:
     # -- the error funnel ------------------------------------------------------------------
 
     async def run(self) -> None:
-        engine, conv, doc = self.engine, self.conv, self.doc
+        conv, doc = self.conv, self.doc
         try:
-            await set_typing(conv, True)
-            stop = await with_retries(self.attempt, policy=engine.policy, on_retry=self.on_retry,
-                                      sleep=engine.sleep)
+            async with TypingIndicator(conv.surface, conv.key, sleep=self.deps.sleep):
+                await self.answer()
+        finally:
+            conv.cancellable = False
+            doc.finish(time.monotonic() - self.started, conv.context_pct)
+            await self.deps.outbox.deliver(self.streamer, doc.parts())
+
+    async def answer(self) -> None:
+        """The retry ladder, and every way it can end folded into the document."""
+        doc = self.doc
+        try:
+            stop = await with_retries(self.attempt, policy=self.deps.policy, on_retry=self.on_retry,
+                                      sleep=self.deps.sleep)
             if doc.has_notice("retry"):
                 self.on_event(Notice(wording.RETRY_SUCCEEDED, key="retry"))
             if self.item.compact and stop == STOP_REASON_END_TURN and not self.compaction_failed:
                 self.on_event(CompactionStatus("completed", wording.COMPACTED))
         except asyncio.CancelledError:
-            if not conv.stopping:  # the relay is shutting down: say so; a restart replays the message
+            if not self.conv.stopping:  # the relay is shutting down: say so; a restart replays the message
                 doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
                 raise
             doc.apply(TurnEnded(STOP_REASON_CANCELLED))
         except (AcpError, AcpRuntimeError) as exc:
             self.failed(exc)
         except Exception as exc:  # the funnel: the traceback is logged here, once
-            log.exception("turn in %s failed unexpectedly", conv.key)
+            log.exception("turn in %s failed unexpectedly", self.conv.key)
             doc.set_error(_format_acp_error(exc, backend=self.backend))
-        finally:
-            conv.cancellable = False
-            doc.finish(time.monotonic() - self.started, conv.context_pct)
-            await set_typing(conv, False)
-            await self.deliver(doc.to_markdown())
 
     def failed(self, exc: AcpError | AcpRuntimeError) -> None:
         """The ladder gave up, or the failure was terminal: prose in place of (or after) the answer."""
         doc = self.doc
         if doc.has_notice("retry"):
-            self.on_event(Notice(wording.retry_gave_up(self.engine.policy.attempts), key="retry"))
+            self.on_event(Notice(wording.retry_gave_up(self.deps.policy.attempts), key="retry"))
         doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""))
         if isinstance(exc, AcpTimeoutError) and exc.partial_output:
             if not doc.text:
@@ -156,12 +182,12 @@ class _Turn:
         if not images_ok and any(a.kind == "image" for a in msg.attachments):
             self.on_event(Notice(wording.IMAGES_NOT_SUPPORTED, key="images"))
         state.reached_agent = True
-        timeouts = self.engine.config.timeouts
+        timeouts = self.deps.timeouts
         try:
             stats = await session.prompt(prompt_content(msg, images_ok=images_ok), on_event=self.on_event,
                                          approver=self.approver, timeout_s=timeouts.prompt_s,
                                          approval_timeout_s=timeouts.approval_s,
-                                         cancel_wait_s=self.engine.cancel_wait_s)
+                                         cancel_wait_s=self.deps.cancel_wait_s)
         except AcpError as exc:
             if self.seen.only_echoes(exc):
                 # claude-agent-acp and codex-acp stream the error text before the error: that is
@@ -187,7 +213,7 @@ class _Turn:
         """One "retrying" notice, corrected in place as the ladder goes on."""
         if isinstance(exc, AcpError | AcpRuntimeError):
             self.last_failure = exc
-        self.on_event(Notice(wording.retrying(state.number, self.engine.policy.attempts), key="retry"))
+        self.on_event(Notice(wording.retrying(state.number, self.deps.policy.attempts), key="retry"))
 
     # -- what the agent sends --------------------------------------------------------------
 
@@ -206,15 +232,23 @@ class _Turn:
         elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
             conv.context_pct = 100.0 * event.used / event.size
         self.current.side_effects = seen.tool_ran or bool(seen.text)
+        if self.streamer.rollover_due(self.doc.part_count):
+            self.doc.break_here()  # the message being written is too old to keep editing
         for shown in seen.hold.take(event):
             self.doc.apply(shown)
-        self.streamer.update(self.doc.to_markdown)  # rendered when the streamer flushes, not per event
+        self.streamer.update(self.doc.parts)  # rendered when the streamer flushes, not per event
 
     async def approver(self, request: PermissionRequest) -> str:
-        """Ask the person (buttons or numbered replies); a platform failure cancels the tool call."""
+        """Ask the person (buttons or numbered replies); a platform failure cancels the tool call.
+
+        The answer so far is shown first, and what the agent writes after the decision continues in
+        a new part, below the prompt the person is looking at.
+        """
         self.current.side_effects = True  # never retry past an approval request
+        self.doc.break_here()
         try:
-            kind = await self.engine.ask_approval(self.conv, request, self.streamer)
+            await self.streamer.flush(self.doc.parts())
+            kind = await self.deps.ask_approval(self.conv, request, self.streamer)
         except DeliveryError as exc:  # the platform's failure, not the agent's
             log.warning("could not show an approval request in %s: %s", self.conv.key, exc)
             self.on_event(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
@@ -225,40 +259,9 @@ class _Turn:
 
     def _tool_may_run(self) -> None:
         if not self.seen.tool_ran:  # a replay after a restart must not run it twice
-            self.engine.store.set_inbound_progress(self.msg.surface, self.msg.message_id, "tool")
+            self.deps.journal.tool_may_run(self.msg)
         self.seen.tool_ran = self.current.side_effects = True
 
     def _gate_allows_all(self) -> bool:
         session = self.conv.session
         return session is not None and session.runtime.spec.tool_gate == "allow"
-
-    # -- delivery ----------------------------------------------------------------------------
-
-    async def deliver(self, markdown: str) -> None:
-        """Flush the final state. If the platform refuses it, keep it in the ledger and say so."""
-        conv, engine = self.conv, self.engine
-        try:
-            await self.streamer.finish(markdown)
-        except Exception as exc:  # DeliveryError, or a surface bug: either way the answer is kept
-            if isinstance(exc, DeliveryError):
-                log.warning("could not deliver the answer in %s: %s", conv.key, exc)
-            else:
-                log.exception("delivering the answer in %s failed unexpectedly", conv.key)
-            remainder = self.streamer.undelivered(markdown)  # what already arrived is not sent twice
-            engine.store.add_outbound(conv.key, {"surface": conv.surface.name, "text": remainder})
-            # Say what happened (a short notice may get through where the answer did not): the
-            # agent did answer, so this must never read as an agent failure.
-            await engine.say(conv.surface, conv.key, wording.delivery_failure_text())
-            engine.schedule_redelivery()
-
-
-async def set_typing(conv: Conversation, active: bool) -> None:
-    """The typing indicator is a nicety: a platform error here never fails a turn."""
-    if not conv.surface.capabilities.can_typing:
-        return
-    try:
-        await conv.surface.typing(conv.key, active)
-    except DeliveryError as exc:
-        log.info("typing indicator failed in %s: %s", conv.key, exc)
-    except Exception:  # a surface bug must not cost the person their answer
-        log.exception("typing indicator failed in %s", conv.key)

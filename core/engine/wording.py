@@ -8,6 +8,7 @@ help text is the exception: it is built from the surface's own spelling map.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from core.acp.types import RefusalInfo
 from core.engine.surface import ConversationStatus
@@ -21,15 +22,18 @@ __all__ = [
     "COMPACTED",
     "DENY_LABEL",
     "EMPTY_ANSWER",
+    "FOOTER_GLYPH",
     "MERGED_ABOVE",
     "NEW_CONVERSATION",
     "NOTHING_TO_STOP",
     "PARTIAL_NOTE",
+    "PRESS_EXPIRED",
     "REFUSAL_LEAD",
     "RETRY_SUCCEEDED",
     "SESSION_LOST",
     "SESSION_NOT_RESUMABLE",
     "STOPPED",
+    "TOOL_GLYPHS",
     "approval_outcome_text",
     "approval_prompt_text",
     "compaction_status_text",
@@ -73,6 +77,8 @@ ALLOW_ONCE_LABEL = "Allow once"
 ALLOW_SESSION_LABEL = "Allow for this session"
 DENY_LABEL = "Deny"
 APPROVAL_EXPIRED = "This approval request has expired; the tap was not applied."
+#: Answers a press on a button that no longer does anything (used, replaced, or from before a restart).
+PRESS_EXPIRED = "This button has expired, so the tap changed nothing."
 #: For surfaces without buttons; the words are parsed by ``router.parse_approval_reply``.
 APPROVAL_NUMBERED_HINT = "Reply `approve 1` to allow once, `approve 2` to allow for this session, or `deny`."
 
@@ -96,6 +102,11 @@ _TOOL_GLYPHS: dict[str, tuple[str, str]] = {
     "failed": ("❌", "failed"),
     "cancelled": ("⏹", "cancelled"),
 }
+#: The glyph opening a tool line, by status: a surface whose readers may lack an emoji font (the
+#: dashboard) recognises the line by it and draws its own icon instead.
+TOOL_GLYPHS: Mapping[str, str] = MappingProxyType({status: glyph for status, (glyph, _) in _TOOL_GLYPHS.items()})
+#: The glyph opening the footer (``footer_text``), for the same reason.
+FOOTER_GLYPH = "⏱"
 
 _ACTIONS: tuple[tuple[str, str], ...] = (
     ("reset", "start a new conversation (the agent forgets this one)"),
@@ -256,8 +267,8 @@ def footer_text(elapsed_s: float, context_pct: float | None) -> str:
         minutes, seconds = divmod(round(elapsed_s), 60)
         took = f"{minutes}m {seconds:02d}s"
     if context_pct is None:
-        return f"⏱ {took}"
-    return f"⏱ {took} · context {round(context_pct)}%"
+        return f"{FOOTER_GLYPH} {took}"
+    return f"{FOOTER_GLYPH} {took} · context {round(context_pct)}%"
 
 
 def help_text(commands: Mapping[str, str]) -> str:

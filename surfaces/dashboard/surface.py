@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
-from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong
+from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong, SurfaceDefaults
 from surfaces.dashboard.transcript import Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
@@ -70,7 +70,7 @@ class Subscriber:
             self.queue.put_nowait(event if event is None else {"type": "resync"})
 
 
-class DashboardSurface:
+class DashboardSurface(SurfaceDefaults):
     """The ``Surface`` the engine calls; the web server reads transcripts and subscribes here."""
 
     name = SURFACE_NAME
@@ -151,10 +151,6 @@ class DashboardSurface:
                 subs.discard(subscriber)
                 if not subs:
                     del self._subscribers[tab]
-
-    def subscribers(self, tab: str) -> int:
-        """How many browser connections watch ``tab``."""
-        return len(self._subscribers.get(tab, ()))
 
     def close(self) -> None:
         """End every event stream (the relay is shutting down)."""

@@ -25,7 +25,7 @@ from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.conversation import Conversation
 from core.engine.engine import Engine
-from core.engine.surface import Button, ButtonPress, Capabilities, DeliveryFailed, InboundMessage
+from core.engine.surface import Button, ButtonPress, Capabilities, DeliveryFailed, InboundMessage, PressResult
 from core.store import Store
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.memory_surface import MemorySurface, StoredMessage
@@ -113,6 +113,7 @@ class Relay:
     overrides: dict[str, Any] = field(default_factory=dict)
     allowed: tuple[str, ...] = (USER,)
     state_dir: Path | None = None
+    cancel_wait_s: float = 5.0
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     _ids: int = 0
@@ -140,12 +141,16 @@ class Relay:
             data.setdefault(section, {}).update(values)
         return RelayConfig.model_validate(data)
 
-    async def start(self) -> Relay:
+    def build(self) -> Relay:
+        """A new engine on the store file, attached to the surface, not started yet."""
         self.store = Store.open(self.db)
         self.closed = False
-        self.engine = build_engine(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=5.0)
+        self.engine = build_engine(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
         self.engine.attach(self.surface, self.allowed)
-        await self.engine.start()
+        return self
+
+    async def start(self) -> Relay:
+        await self.build().engine.start()
         return self
 
     async def close(self) -> None:
@@ -186,8 +191,8 @@ class Relay:
         await self.idle(key)
         return self.reply_to(msg)
 
-    async def press(self, token: str, *, user: str = USER, key: str = KEY) -> None:
-        await self.engine.handle_button(ButtonPress(self.surface.name, key, user, token))
+    async def press(self, token: str, *, user: str = USER, key: str = KEY) -> PressResult:
+        return await self.engine.handle_button(ButtonPress(self.surface.name, key, user, token))
 
     def conv(self, key: str = KEY) -> Conversation:
         return self.engine.conversations[key]
@@ -208,12 +213,33 @@ class Relay:
         return [m.text for m in self.messages(key)]
 
     def replies_to(self, msg: InboundMessage) -> list[StoredMessage]:
-        return [m for m in self.messages(msg.conversation_key) if m.reply_to == msg.message_id]
+        """Messages posted in reply to ``msg``: its answer first, then any direct replies (notices)."""
+        found = [m for m in self.messages(msg.conversation_key) if m.reply_to == msg.message_id]
+        return sorted(found, key=lambda m: m.origin is not None)
 
     def reply_to(self, msg: InboundMessage) -> StoredMessage:
+        """The first message of ``msg``'s answer (or, for a command, its reply)."""
         found = self.replies_to(msg)
         assert found, f"no reply to {msg.message_id}: {self.texts(msg.conversation_key)}"
         return found[0]
+
+    def answer_messages(self, msg: InboundMessage) -> list[StoredMessage]:
+        """Every message of ``msg``'s answer, in order: it starts with the reply to ``msg`` and goes on
+        below approval prompts (and notices that answer other messages) until another answer begins."""
+        first = self.reply_to(msg)
+        ordered = sorted(self.messages(msg.conversation_key), key=lambda m: int(m.message_id))
+        out: list[StoredMessage] = []
+        for m in ordered[ordered.index(first):]:
+            if m.origin is not None or m.buttons or m.text.startswith("The agent wants to run"):
+                continue  # a command's reply, a queued notice, an approval prompt
+            if m.reply_to is not None and m.reply_to != msg.message_id:
+                break  # the answer to another message
+            out.append(m)
+        return out
+
+    def answer(self, msg: InboundMessage) -> str:
+        """The whole text of ``msg``'s answer, across the messages it continues in."""
+        return "\n\n".join(m.text for m in self.answer_messages(msg))
 
     def with_text(self, fragment: str, key: str = KEY) -> list[StoredMessage]:
         return [m for m in self.messages(key) if fragment in m.text]
@@ -239,16 +265,17 @@ RelayFactory = Callable[..., Awaitable[Relay]]
 async def relay(tmp_path: Path) -> AsyncIterator[RelayFactory]:
     """``await relay("--models", "a,b", surface=make_surface(can_buttons=False), engine={...})``.
 
-    Keyword arguments other than ``surface``, ``allowed`` and ``state_dir`` are config sections
+    Keyword arguments other than ``surface``, ``allowed``, ``state_dir`` and ``cancel_wait_s`` are config sections
     merged over the test defaults (``retry``, ``timeouts``, ``engine``).
     """
     made: list[Relay] = []
 
     async def build(*flags: str, surface: ObservingSurface | None = None, allowed: Sequence[str] = (USER,),
-                    state_dir: Path | None = None, **sections: dict[str, Any]) -> Relay:
+                    state_dir: Path | None = None, cancel_wait_s: float = 5.0, **sections: dict[str, Any]) -> Relay:
         base = tmp_path / f"relay{len(made)}"
         base.mkdir()
-        r = Relay(base, surface or make_surface(), tuple(flags), dict(sections), tuple(allowed), state_dir)
+        r = Relay(base, surface or make_surface(), tuple(flags), dict(sections), tuple(allowed), state_dir,
+                  cancel_wait_s)
         made.append(r)
         return await r.start()
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from core.engine import wording
 from core.engine.surface import Button
 from tests.engine.conftest import KEY, ObservingSurface, Relay, RelayFactory, make_surface, until
@@ -126,11 +128,11 @@ async def test_an_approval_request_that_cannot_be_shown_cancels_the_tool_call_an
     attempts = [c for c in surface.calls if c[0] == "send" and c[2].startswith("The agent wants to run")]
     assert attempts, "the relay did try to show the approval request"
     assert not approval_messages(r), "the platform never showed it"
-    reply = r.reply_to(msg)
-    assert "permission:cancelled:-" in reply.text, "the agent was told the tool call is cancelled"
+    reply = r.answer(msg)
+    assert "permission:cancelled:-" in reply, "the agent was told the tool call is cancelled"
     assert permission_answers(r) == [{"outcome": "cancelled"}]
-    assert "after the tool" in reply.text, "the turn went on and finished"
-    assert wording.APPROVAL_NOT_SHOWN in reply.text
+    assert "after the tool" in reply, "the turn went on and finished"
+    assert wording.APPROVAL_NOT_SHOWN in reply
     assert AGENT_FAILURE not in all_text(r), "the platform's failure is not blamed on the agent"
     assert r.store.unfinished_inbound() == []
 
@@ -188,9 +190,9 @@ async def test_secrets_in_tool_titles_and_streamed_text_never_reach_the_chat(rel
     await r.idle()
     await until(lambda: "Allowed once" in approval_messages(r)[0].text, what="the approval settled")
 
-    assert "permission:selected:allow-once" in r.reply_to(msg).text
+    assert "permission:selected:allow-once" in r.answer(msg)
     assert "[redacted]" in approval_messages(r)[0].text, "the approval prompt shows the title, scrubbed"
-    assert "[redacted]" in r.reply_to(msg).text
+    assert "[redacted]" in r.answer(msg)
     shown = [m.text for m in surface.messages.values()] + [m.rendered for m in surface.messages.values()]
     for part in SECRET_PARTS:
         assert not [t for t in offered if part in t], f"a secret was handed to the platform: {part}"
@@ -245,14 +247,19 @@ async def test_a_surface_raising_a_non_delivery_error_does_not_stall_the_queue(r
     assert r.store.unfinished_inbound() == []
 
 
-async def test_an_answer_kept_after_a_non_delivery_error_is_redelivered_once_the_surface_recovers(
-        relay: RelayFactory) -> None:
+async def test_an_answer_a_surface_bug_kept_is_tried_once_then_redelivered_after_a_restart(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
     surface = resetting_surface("first answer")
     r = await relay(surface=surface)
     await r.ask("text first answer")
     await until(lambda: r.store.pending_outbound(), what="the answer in the ledger")
-    await until(lambda: surface.resets >= 2, what="the redelivery tried again and got the same error")
+    await until(lambda: not r.engine.outbox.redelivering, what="the redelivery gave up on it")
+    assert surface.resets == 2, "the turn's delivery and one resend: a bug is not retried again and again"
+    logged = [rec for rec in caplog.records if "kept for the next start" in rec.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info, "logged once, with its traceback"
+    assert r.store.pending_outbound(), "the answer is still kept"
 
-    surface.broken = False
-    await until(lambda: not r.store.pending_outbound(), what="the ledger drained after the surface recovered")
+    surface.broken = False  # the bug is fixed, the relay restarted
+    await r.restart()
+    await until(lambda: not r.store.pending_outbound(), what="the ledger drained after the restart")
     assert len([m for m in r.with_text("first answer") if "⏱" in m.text]) == 1

@@ -7,7 +7,7 @@ surface without buttons).
 from __future__ import annotations
 
 from core.engine import wording
-from core.engine.surface import Button
+from core.engine.surface import Button, PressResult
 from tests.engine.conftest import KEY, Relay, RelayFactory, make_surface, until
 from tests.fakes.memory_surface import StoredMessage
 
@@ -73,9 +73,10 @@ async def test_stop_answers_a_pending_approval_as_cancelled(relay: RelayFactory)
     await r.idle()
     await until(lambda: "Cancelled" in approval_messages(r)[0].text, what="approval marked cancelled")
     assert not approval_messages(r)[0].buttons, "no buttons left to tap"
-    await r.press(allow.token)
-    assert r.texts()[-1] == wording.APPROVAL_EXPIRED
-    assert "permission:selected:allow" not in r.reply_to(msg).text
+    before = len(r.messages())
+    assert await r.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)
+    assert len(r.messages()) == before, "the tap is answered where it was made, not with a chat message"
+    assert "permission:selected:allow" not in r.answer(msg)
 
 
 # -- approvals -----------------------------------------------------------------------------------
@@ -89,15 +90,14 @@ async def test_a_stale_tap_is_answered_expired_and_changes_nothing(relay: RelayF
     deny = button(approval, "Deny")
     await r.press(allow.token)
     await r.idle()
-    reply = r.reply_to(msg)
-    assert "permission:selected:allow-once" in reply.text
+    assert "permission:selected:allow-once" in r.answer(msg)
     await until(lambda: "Allowed once" in approval_messages(r)[0].text, what="approval settled")
 
-    before = len(r.messages())
-    await r.press(allow.token)  # the same tap again
-    await r.press(deny.token)  # another button of the decided approval
-    assert r.texts()[-2:] == [wording.APPROVAL_EXPIRED, wording.APPROVAL_EXPIRED]
-    assert len(r.messages()) == before + 2
+    before = [m.text for m in r.messages()]
+    expired = PressResult("expired", wording.PRESS_EXPIRED)
+    assert await r.press(allow.token) == expired  # the same tap again
+    assert await r.press(deny.token) == expired  # another button of the decided approval
+    assert [m.text for m in r.messages()] == before, "a stale tap posts nothing and edits nothing"
     assert "Allowed once" in approval_messages(r)[0].text, "the decision is not changed"
     answers = [f for f in r.frames() if "result" in f and "outcome" in (f.get("result") or {})]
     assert len(answers) == 1, "the agent received exactly one answer"
@@ -107,8 +107,9 @@ async def test_a_tap_from_another_conversation_is_expired(relay: RelayFactory) -
     r = await relay()
     await r.send("permission t1")
     approval = await wait_approval(r)
-    await r.press(button(approval, "Allow once").token, key="memory:other")
-    assert r.texts("memory:other") == [wording.APPROVAL_EXPIRED]
+    result = await r.press(button(approval, "Allow once").token, key="memory:other")
+    assert result == PressResult("expired", wording.PRESS_EXPIRED)
+    assert r.texts("memory:other") == [], "nothing is posted in the other conversation"
     assert r.conv().busy, "the approval is still open"
     await r.press(button(approval, "Deny").token)
     await r.idle()
@@ -119,10 +120,9 @@ async def test_an_unanswered_approval_expires_and_is_denied(relay: RelayFactory)
     msg = await r.send("tool t1 edit write a file\npermission t1")
     allow = button(await wait_approval(r), "Allow once")
     await r.idle()
-    assert "permission:selected:reject" in r.reply_to(msg).text
+    assert "permission:selected:reject" in r.answer(msg)
     await until(lambda: "No answer in time" in approval_messages(r)[0].text, what="approval marked timed out")
-    await r.press(allow.token)
-    assert r.texts()[-1] == wording.APPROVAL_EXPIRED
+    assert await r.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)
 
 
 async def test_allow_for_this_session_is_remembered_for_that_tool_kind(relay: RelayFactory) -> None:
@@ -131,7 +131,7 @@ async def test_allow_for_this_session_is_remembered_for_that_tool_kind(relay: Re
     approval = await wait_approval(r)
     await r.press(button(approval, "Allow for this session").token)
     await r.idle()
-    reply = r.reply_to(msg).text
+    reply = r.answer(msg)
     assert "permission:selected:allow-always" in reply
     assert "permission:selected:allow-once" in reply, "the second execute call was allowed without asking"
     assert len(approval_messages(r)) == 1
@@ -142,7 +142,7 @@ async def test_allow_for_this_session_is_remembered_for_that_tool_kind(relay: Re
     assert "(edit)" in second.text, "another tool kind is asked about"
     await r.press(button(second, "Deny").token)
     await r.idle()
-    reply2 = r.reply_to(msg2).text
+    reply2 = r.answer(msg2)
     assert "permission:selected:allow-once" in reply2 and "permission:selected:reject" in reply2
     assert len(approval_messages(r)) == 2
 
@@ -170,7 +170,7 @@ async def test_numbered_replies_decide_approvals_where_the_surface_has_no_button
     assert not second.buttons
     await r.send("deny")
     await r.idle()
-    reply = r.reply_to(msg).text
+    reply = r.answer(msg)
     assert "permission:selected:allow-once" in reply and "permission:selected:reject" in reply
     assert r.prompts() == ["tool a execute ls\npermission a\ntool b execute rm\npermission b"], \
         "the numbered replies were answers, not prompts"
@@ -182,7 +182,7 @@ async def test_approve_two_allows_for_the_session_without_buttons(relay: RelayFa
     await wait_approval(r)
     await r.send("approve 2")
     await r.idle()
-    reply = r.reply_to(msg).text
+    reply = r.answer(msg)
     assert "permission:selected:allow-always" in reply and "permission:selected:allow-once" in reply
     assert len(approval_messages(r)) == 1
 
@@ -230,8 +230,10 @@ async def test_messages_sent_during_a_turn_are_queued_in_order_and_told_so(relay
     await r.idle()
     assert r.prompts() == ["text A\nhang", "text B", "text C"], "processed in arrival order"
     assert "B" in r.reply_to(second).text and "C" in r.reply_to(third).text
-    order = [m.reply_to for m in r.messages() if m.reply_to]
-    assert order == [first.message_id, second.message_id, third.message_id]
+    order = [m.reply_to for m in r.messages() if m.reply_to and m.origin is None]
+    assert order == [first.message_id, second.message_id, third.message_id], "answers in arrival order"
+    notices = [m.origin for m in r.messages() if m.origin is not None]
+    assert notices == [second.message_id, third.message_id], "each queued notice answers its own message"
 
 
 async def test_beyond_the_queue_bound_a_message_is_refused_clearly(relay: RelayFactory) -> None:

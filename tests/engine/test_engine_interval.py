@@ -17,5 +17,5 @@ def test_the_configured_interval_applies_unless_the_surface_names_its_own(tmp_pa
         engine = build_engine(config, store)
         plain = MemorySurface(capabilities=Capabilities(max_message_length=4096))
         fast = MemorySurface(name="fast", capabilities=Capabilities(max_message_length=4096, edit_interval_s=0.2))
-        assert engine.edit_interval(plain) == 3.5
-        assert engine.edit_interval(fast) == 0.2
+        assert engine.outbox.streamer(plain, "memory:1").interval_s == 3.5
+        assert engine.outbox.streamer(fast, "fast:1").interval_s == 0.2

@@ -39,8 +39,8 @@ async def wait_approval(r: Relay) -> StoredMessage:
 
 
 async def test_a_timed_out_turn_on_a_deaf_agent_does_not_wedge_the_conversation(relay: RelayFactory) -> None:
-    r = await relay(timeouts={"prompt_s": 0.3})
-    r.engine.cancel_wait_s = 0.2  # the deaf agent never ends its turn; do not wait long for it
+    # The deaf agent never ends its turn; do not wait long for it.
+    r = await relay(timeouts={"prompt_s": 0.3}, cancel_wait_s=0.2)
     first = await r.ask("deaf still thinking")
     assert "timed out" in first.text
     first_session = r.session_id()
@@ -163,7 +163,7 @@ async def test_a_late_typed_approval_is_expired_and_never_sent_as_a_prompt(relay
     script = "tool t1 execute rm -rf build\npermission t1\ntext after"
     msg = await r.send(script)
     await r.idle()  # the approval timed out and was denied
-    assert "permission:selected:reject" in r.reply_to(msg).text
+    assert "permission:selected:reject" in r.answer(msg)
 
     for late in ("approve 1", "deny"):
         before = len(r.texts())
@@ -200,7 +200,7 @@ async def test_the_agent_dying_during_an_approval_settles_it_as_cancelled(relay:
     msg = await r.send("tool t1 execute rm -rf build\npermission t1\ntext after")
     approval = await wait_approval(r)
     assert approval.buttons
-    await until(lambda: r.engine.approvals.pending_in(KEY), what="the approval is open")
+    await until(lambda: r.conv().busy, what="the approval is open")
     [runtime] = r.engine.pool.runtimes()
     os.kill(runtime.pid, signal.SIGKILL)  # the fake agent this test started
     await r.idle()
@@ -210,7 +210,7 @@ async def test_the_agent_dying_during_an_approval_settles_it_as_cancelled(relay:
     assert "No answer in time" not in text, f"not a timeout: {text!r}"
     cancelled = wording.approval_outcome_text("cancelled")[:-1]  # "Cancelled because ..." without the "."
     assert cancelled in text
-    assert "permission:selected" not in r.reply_to(msg).text
+    assert "permission:selected" not in r.answer(msg)
 
 
 # -- 11. a surface whose typing indicator raises something unexpected -----------------------------

@@ -54,7 +54,7 @@ async def test_a_turn_interrupted_after_an_allowed_tool_is_not_replayed(relay: R
     await until(lambda: approval_messages(r) and approval_messages(r)[0].buttons, what="the approval request")
     allow = next(b for b in approval_messages(r)[0].buttons if b.label == "Allow once")
     await r.press(allow.token)
-    await until(lambda: "permission:selected:allow-once" in r.reply_to(msg).text, what="the tool was allowed")
+    await until(lambda: "permission:selected:allow-once" in r.answer(msg), what="the tool was allowed")
     [unfinished] = r.store.unfinished_inbound()
     assert unfinished.message_id == msg.message_id
     assert unfinished.progress == "tool", "the store knows a tool may have run"

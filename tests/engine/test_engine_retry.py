@@ -79,9 +79,10 @@ async def test_no_retry_once_a_tool_ran(relay: RelayFactory) -> None:
 
 async def test_no_retry_after_an_approved_tool(relay: RelayFactory) -> None:
     r = await relay(timeouts={"approval_s": 0.2})
-    reply = await r.ask(f"tool t1 execute ls\npermission t1\nerror_data -32603 {THROTTLED}")
+    msg = await r.send(f"tool t1 execute ls\npermission t1\nerror_data -32603 {THROTTLED}")
+    await r.idle()
     assert len(r.prompts()) == 1
-    assert "permission:selected:reject" in reply.text
+    assert "permission:selected:reject" in r.answer(msg)
 
 
 async def test_a_refusal_is_never_retried(relay: RelayFactory) -> None:

@@ -26,7 +26,7 @@ async def test_a_redelivery_that_partly_lands_never_sends_the_landed_part_again(
     recovered = False
     surface.refuse = lambda text: "SECOND" in text and not recovered
     r.store.add_outbound(KEY, {"surface": surface.name, "text": f"{first}\n\n{second}"})
-    r.engine.schedule_redelivery()
+    r.engine.outbox.schedule_redelivery()
     await until(lambda: any("FIRST" in t for t in r.texts()), what="the first piece lands")
     await until(lambda: [rec.payload["text"] for rec in r.store.pending_outbound()] == [second],
                 what="the ledger keeps only the piece that did not land")

@@ -10,8 +10,7 @@ from .conftest import RelayFactory, until
 
 async def test_a_stop_the_agent_never_confirms_sets_the_session_aside_and_the_next_message_works(
         relay: RelayFactory) -> None:
-    r = await relay()
-    r.engine.cancel_wait_s = 0.3  # how long a stop waits for the agent to end the turn
+    r = await relay(cancel_wait_s=0.3)  # how long a stop waits for the agent to end the turn
     msg = await r.send("deaf working on it")
     await until(lambda: r.replies_to(msg) and "working on it" in r.reply_to(msg).text, what="the turn streams")
     stuck = r.session_id()

@@ -31,7 +31,7 @@ def surface_with(limit: int = 4096, **caps: object) -> MemorySurface:
 async def stream(surface: MemorySurface, clock: FakeClock, chunks: Sequence[str], *, step: float = 0.01,
                  interval: float = 1.0, final: str | None = None, **kwargs: object) -> list[str]:
     """Feed ``chunks`` one per ``step`` seconds of virtual time, then finish with the whole text."""
-    streamer = Streamer(surface, KEY, interval_s=interval, sleep=clock.sleep, **kwargs)  # type: ignore[arg-type]
+    streamer = Streamer(surface, KEY, interval_s=interval, sleep=clock.sleep, clock=clock.monotonic, **kwargs)  # type: ignore[arg-type]
 
     async def scenario() -> list[str]:
         text = ""
@@ -78,7 +78,7 @@ async def test_burst_of_updates_between_ticks_sends_only_the_latest() -> None:
     surface, clock = surface_with(), FakeClock()
 
     async def scenario() -> list[str]:
-        async with Streamer(surface, KEY, interval_s=1.0, sleep=clock.sleep) as streamer:
+        async with Streamer(surface, KEY, interval_s=1.0, sleep=clock.sleep, clock=clock.monotonic) as streamer:
             for i in range(500):
                 streamer.update(f"state {i}")
             await clock.sleep(0.5)
@@ -127,7 +127,7 @@ async def test_429_while_streaming_waits_retry_after_and_the_final_answer_arrive
 
 async def test_429_on_the_final_edit_is_honoured_and_resent() -> None:
     surface, clock = surface_with(), FakeClock()
-    streamer = Streamer(surface, KEY, sleep=clock.sleep)
+    streamer = Streamer(surface, KEY, sleep=clock.sleep, clock=clock.monotonic)
     first = await streamer.post("thinking…")
     surface.fail_next("edit", RateLimited(3.0))
     await clock.run(streamer.edit_message(first, "the final answer"))
@@ -185,7 +185,7 @@ async def test_message_too_long_from_the_platform_re_splits_smaller() -> None:
 async def test_delivery_failure_of_the_final_state_is_retried_with_backoff() -> None:
     surface, clock = surface_with(), FakeClock()
     surface.fail_next("send", DeliveryFailed("502 bad gateway"), times=2)
-    ids = await clock.run(Streamer(surface, KEY, sleep=clock.sleep).finish("answer"))
+    ids = await clock.run(Streamer(surface, KEY, sleep=clock.sleep, clock=clock.monotonic).finish("answer"))
     assert shown(surface, ids) == ["answer"]
     assert clock.sleeps == [0.5, 1.0]
 
@@ -193,7 +193,7 @@ async def test_delivery_failure_of_the_final_state_is_retried_with_backoff() -> 
 async def test_final_state_that_cannot_be_delivered_raises_delivery_failed() -> None:
     surface, clock = surface_with(), FakeClock()
     surface.fail_next("send", DeliveryFailed("403 forbidden"), times=3)
-    streamer = Streamer(surface, KEY, sleep=clock.sleep, max_attempts=3)
+    streamer = Streamer(surface, KEY, sleep=clock.sleep, clock=clock.monotonic, max_attempts=3)
     with pytest.raises(DeliveryFailed):
         await clock.run(streamer.finish("answer"))
     assert streamer.calls == 3
@@ -258,7 +258,7 @@ async def test_flusher_task_is_owned_and_gone_after_close() -> None:
     surface, clock = surface_with(), FakeClock()
 
     async def scenario() -> None:
-        async with Streamer(surface, KEY, sleep=clock.sleep) as streamer:
+        async with Streamer(surface, KEY, sleep=clock.sleep, clock=clock.monotonic) as streamer:
             streamer.update("x")
             assert any(t.get_name() == f"streamer:{KEY}" for t in asyncio.all_tasks())
         assert not any(t.get_name() == f"streamer:{KEY}" for t in asyncio.all_tasks())

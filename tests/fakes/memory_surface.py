@@ -12,7 +12,12 @@ call, and behaves like a strict platform (Telegram MarkdownV2 is the model):
   ``MarkupRejected``;
 * an edit that changes nothing (same rendered text, buttons, plain flag) raises ``NotModified``;
   an edit or delete of an unknown message raises ``DeliveryFailed``;
-* ``fail_next(method, error)`` queues one-shot errors (checked before anything else).
+* ``fail_next(method, error)`` queues one-shot errors (checked before anything else);
+* native streams (when ``capabilities.can_stream_natively``): ``stream_kind`` "preview" behaves
+  like a Telegram draft (ending it leaves nothing, the core sends the final text), "message" like a
+  Slack stream (ending it leaves an ordinary message showing the final text); ``streams`` keeps
+  each stream's texts in order, and a stream must only grow while it is open;
+* ``reply`` records the inbound message it answers (``StoredMessage.origin``) and ``private``.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from core.engine.surface import (
     MarkupRejected,
     MessageTooLong,
     NotModified,
+    SurfaceDefaults,
     measure,
 )
 
@@ -62,6 +68,8 @@ class StoredMessage:
     plain: bool = False
     reply_to: str | None = None
     edits: int = 0
+    origin: str | None = None  # the inbound message id a ``reply`` answered
+    private: bool = False
 
 
 def markup_ok(text: str) -> bool:
@@ -73,8 +81,19 @@ def markup_ok(text: str) -> bool:
     return len(re.findall(r"\*+", prose)) % 2 == 0 and len(re.findall(r"_+", prose)) % 2 == 0
 
 
+@dataclass(slots=True)
+class NativeStream:
+    """One native stream: every text it showed, and whether it ended."""
+
+    stream_id: str
+    conversation_key: str
+    reply_to: str | None = None
+    texts: list[str] = field(default_factory=list)
+    ended: bool = False
+
+
 @dataclass
-class MemorySurface:
+class MemorySurface(SurfaceDefaults):
     """A ``Surface`` held in memory. Passes ``isinstance(x, Surface)``.
 
     ``calls`` logs ``("send", key, text, "plain"|"markup")``, ``("edit", key, id, text,
@@ -86,6 +105,9 @@ class MemorySurface:
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(
         max_message_length=4096, length_unit="utf16", markup="markdown"))
     commands: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_COMMANDS))
+    bot_usernames: frozenset[str] = frozenset()
+    stream_kind: str = "preview"
+    streams: dict[str, NativeStream] = field(default_factory=dict)
     messages: dict[str, StoredMessage] = field(default_factory=dict)
     calls: list[tuple[str, ...]] = field(default_factory=list)
     typing_active: dict[str, bool] = field(default_factory=dict)
@@ -109,6 +131,40 @@ class MemorySurface:
         message_id = str(next(self._ids))
         self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered, buttons,
                                                   plain, reply_to)
+        return message_id
+
+    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
+                    plain: bool = False, private: bool = False) -> str:
+        self.calls.append(("reply", message.conversation_key, text, "private" if private else "public"))
+        mid = await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
+                              reply_to=message.message_id)
+        self.messages[mid].origin, self.messages[mid].private = message.message_id, private
+        return mid
+
+    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
+                     reply_to: str | None = None) -> str:
+        self.calls.append(("stream", conversation_key, text, stream_id or "new"))
+        self._check("stream", text, False)
+        if stream_id is None:
+            stream_id = f"s{next(self._ids)}"
+            self.streams[stream_id] = NativeStream(stream_id, conversation_key, reply_to)
+        live = self.streams[stream_id]
+        if live.ended or (self.stream_kind == "message" and live.texts and not text.startswith(live.texts[-1])):
+            raise DeliveryFailed("message_not_in_streaming_state" if live.ended else "a stream only appends")
+        live.texts.append(text)
+        return stream_id
+
+    async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
+        self.calls.append(("end_stream", conversation_key, text, stream_id))
+        self._raise_injected("end_stream")
+        live = self.streams[stream_id]
+        live.ended = True
+        if self.stream_kind != "message":
+            return None  # a preview: the core sends the final text
+        rendered = self.render(text)
+        message_id = str(next(self._ids))
+        self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered,
+                                                  reply_to=live.reply_to)
         return message_id
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,

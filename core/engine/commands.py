@@ -1,0 +1,124 @@
+"""The actions a person can take on a conversation, whatever their surface calls them.
+
+A command's answer goes back to the message that asked (``Surface.reply``: a Discord or Slack
+interaction, a reply in the chat); status and help may be private. The dashboard's buttons and
+panel call the same actions without a message to answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from core.acp.client import AcpError
+from core.acp.session import AcpSession
+from core.acp.session_handle import AcpRuntimeError
+from core.acp.types import Notice
+from core.config import RelayConfig
+from core.engine import wording
+from core.engine.choices import ModelChoices, Offer
+from core.engine.conversation import Conversation
+from core.engine.delivery import Outbox
+from core.engine.messages import Button, ConversationStatus, InboundMessage, PressResult
+from core.engine.router import Command
+from core.engine.status import conversation_status
+from core.failures import _format_acp_error
+from core.store import Store
+
+__all__ = ["Control"]
+
+log = logging.getLogger("acp_relay.engine.commands")
+
+#: Answers only the asker needs to see.
+_PRIVATE = frozenset({"status", "help"})
+
+
+class Control:
+    """Stop, reset, status, help and model for one conversation at a time."""
+
+    def __init__(self, config: RelayConfig, store: Store, outbox: Outbox, choices: ModelChoices) -> None:
+        self.config = config
+        self.store = store
+        self.outbox = outbox
+        self.choices = choices
+
+    async def run(self, conv: Conversation, command: Command, message: InboundMessage | None) -> None:
+        """Carry out ``command``; ``message`` is what asked for it (None: the dashboard's controls)."""
+        action = command.action
+        if action == "stop":
+            await self.stop(conv, message)
+        elif action == "reset":
+            await conv.stop()
+            conv.reset()
+            await self._answer(conv, message, wording.NEW_CONVERSATION)
+        elif action == "status":
+            await self._answer(conv, message, wording.status_text(self.status(conv.key, conv)), private=True)
+        elif action == "help":
+            await self._answer(conv, message, wording.help_text(conv.surface.commands), private=True)
+        elif action == "model":
+            await self._model(conv, command.argument, message)
+
+    async def stop(self, conv: Conversation, message: InboundMessage | None) -> None:
+        """End the running turn; its own reply says "Stopped." once it has really ended."""
+        outcome = await conv.stop()
+        if outcome == "idle":
+            await self._answer(conv, message, wording.NOTHING_TO_STOP)
+        elif outcome == "unconfirmed":
+            await self._answer(conv, message, wording.STOP_UNCONFIRMED)
+
+    def status(self, key: str, conv: Conversation | None) -> ConversationStatus:
+        """Where the conversation stands (never starts an agent)."""
+        return conversation_status(self.config, self.store.get_conversation(key), conv)
+
+    async def session_for(self, conv: Conversation) -> AcpSession:
+        """The conversation's session outside a turn; its notices (a new session...) are said at once."""
+        notices: list[Notice] = []
+        session = await conv.ensure_session(notices)
+        for notice in notices:
+            await self.outbox.say(conv.surface, conv.key, notice.text)
+        return session
+
+    async def set_model(self, conv: Conversation, model: str) -> None:
+        """Switch the model (the first message need not have been sent yet); the choice is stored."""
+        session = await self.session_for(conv)
+        await session.set_model(model)
+        self.store.save_conversation(dataclasses.replace(conv.record(), model=model))  # keeps session_meta
+
+    async def choose_model(self, conv: Conversation, token: str) -> PressResult | None:
+        """A press on a model list's button: switch, and show the choice in the list's message."""
+        taken = self.choices.take(conv.key, token)
+        if taken is None:
+            return None
+        offer, model = taken
+        try:
+            await self.set_model(conv, model)
+        except (AcpError, AcpRuntimeError) as exc:
+            return PressResult("resolved", _format_acp_error(exc))
+        text = wording.model_switched_text(model)
+        if offer.message_id:
+            await self.outbox.edit(conv.surface, conv.key, offer.message_id, text)
+        return PressResult("resolved", text)
+
+    async def _model(self, conv: Conversation, name: str, message: InboundMessage | None) -> None:
+        offer: Offer | None = None
+        buttons: tuple[Button, ...] = ()
+        try:
+            if name:
+                await self.set_model(conv, name)
+                text = wording.model_switched_text(name)
+            else:
+                session = await self.session_for(conv)
+                text = wording.models_text(session.current_model, session.models)
+                if session.models and conv.surface.capabilities_for(conv.key).can_buttons:
+                    offer, buttons = self.choices.offer(conv.key, session.models)
+        except (AcpError, AcpRuntimeError) as exc:
+            text = _format_acp_error(exc)
+        mid = await self._answer(conv, message, text, buttons=buttons)
+        if offer is not None and mid:
+            offer.message_id = mid
+
+    async def _answer(self, conv: Conversation, message: InboundMessage | None, text: str, *,
+                      private: bool = False, buttons: tuple[Button, ...] = ()) -> str | None:
+        if message is None:
+            return await self.outbox.say(conv.surface, conv.key, text, buttons=buttons)
+        return await self.outbox.reply(conv.surface, message, text, private=private, buttons=buttons)

@@ -1,0 +1,167 @@
+"""Everything the relay posts goes through the ``Outbox``: the chat's pace, the delivery rules, and
+the ledger of answers a chat would not take.
+
+An answer that could not be delivered is kept (only the part that did not arrive) and resent until
+it lands. A chat that refuses for good (``DeliveryRefused``: the bot was removed) is logged once and
+its row dropped; a row whose resend fails in a way that cannot pass (a surface bug) is logged once,
+with its traceback, and left in the ledger for the next start instead of being retried forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+from core.engine import wording
+from core.engine.messages import Button, InboundMessage
+from core.engine.pacing import Pacer
+from core.engine.streamer import Reply, Streamer
+from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, Surface
+from core.engine.tasks import TaskSet
+from core.store import OutboundRecord, Store
+
+__all__ = ["Outbox"]
+
+log = logging.getLogger("acp_relay.engine.delivery")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+#: A ledger row resent this many times without landing waits for the next start.
+_MAX_RESENDS = 30
+_MAX_RESEND_DELAY_S = 60.0
+
+
+class Outbox:
+    """Delivery for every surface of one relay; ``pacer`` paces each chat across all of them."""
+
+    def __init__(self, store: Store, tasks: TaskSet, surfaces: Mapping[str, Surface], *,
+                 default_interval_s: float, sleep: Sleep = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.tasks = tasks
+        self.surfaces = surfaces
+        self.default_interval_s = default_interval_s
+        self.sleep = sleep
+        self.clock = clock
+        self.pacer = Pacer(sleep=sleep, clock=clock)
+        self._resends: dict[int, int] = {}  # ledger id -> failed resends in this run
+        self._parked: set[int] = set()  # ledger ids left for the next start
+        self._redelivery: asyncio.Task[None] | None = None
+
+    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None) -> Streamer:
+        """A streamer for one reply in ``key``, paced with everything else in that chat."""
+        own = surface.capabilities_for(key).edit_interval_s
+        return Streamer(surface, key, interval_s=self.default_interval_s if own is None else own,
+                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer)
+
+    async def say(self, surface: Surface, key: str, markdown: str, *, buttons: tuple[Button, ...] = ()) -> str | None:
+        """A standalone notice; returns its message id, or None when it could not be delivered."""
+        try:
+            return await self.streamer(surface, key).post(markdown, buttons)
+        except DeliveryError as exc:
+            log.warning("could not deliver a notice in %s: %s", key, exc)
+            return None
+
+    async def reply(self, surface: Surface, message: InboundMessage, markdown: str, *, private: bool = False,
+                    buttons: tuple[Button, ...] = ()) -> str | None:
+        """Answer ``message`` itself (a command, a refusal), privately where ``private`` and the surface can."""
+        key = message.conversation_key
+        try:
+            return await self.streamer(surface, key).post(markdown, buttons, origin=message, private=private)
+        except DeliveryError as exc:
+            log.warning("could not answer a message in %s: %s", key, exc)
+            return None
+
+    async def edit(self, surface: Surface, key: str, message_id: str, markdown: str,
+                   buttons: tuple[Button, ...] = ()) -> None:
+        """Replace a standalone message (an approval prompt once decided)."""
+        try:
+            await self.streamer(surface, key).edit_message(message_id, markdown, buttons)
+        except DeliveryError as exc:
+            log.warning("could not update a message in %s: %s", key, exc)
+
+    async def deliver(self, streamer: Streamer, reply: Reply) -> None:
+        """Flush an answer's final state. What the platform refuses is kept and resent; the person is
+        told, in words that never read as an agent failure."""
+        surface, key = streamer.surface, streamer.conversation_key
+        try:
+            await streamer.finish(reply)
+            return
+        except DeliveryRefused as exc:
+            log.warning("%s will not take messages in %s any more (%s): the answer was dropped",
+                        surface.name, key, exc)
+            return
+        except Exception as exc:  # DeliveryError, or a surface bug: either way the answer is kept
+            if isinstance(exc, DeliveryError):
+                log.warning("could not deliver the answer in %s: %s", key, exc)
+            else:
+                log.exception("delivering the answer in %s failed unexpectedly", key)
+        self._keep_rest(surface, key, streamer, reply)
+        # A short notice may get through where the answer did not.
+        await self.say(surface, key, wording.delivery_failure_text())
+        self.schedule_redelivery()
+
+    def _keep_rest(self, surface: Surface, key: str, streamer: Streamer, reply: Reply,
+                   row: OutboundRecord | None = None) -> None:
+        """The ledger keeps only what did not arrive, so a redelivery never repeats what did."""
+        text = reply if isinstance(reply, str) else "\n\n".join(p for p in reply if p)
+        remainder = streamer.undelivered(reply)
+        if row is not None:
+            if remainder == text:
+                return  # nothing arrived: the row stays as it is
+            self.store.ack_outbound(row.id)
+        if remainder:
+            self.store.add_outbound(key, {"surface": surface.name, "text": remainder})
+
+    # -- the ledger ------------------------------------------------------------------------
+
+    @property
+    def redelivering(self) -> bool:
+        """The ledger is being worked through."""
+        return self._redelivery is not None and not self._redelivery.done()
+
+    def schedule_redelivery(self) -> None:
+        """Resend what the ledger holds, unless that is already running."""
+        if self._redelivery is None or self._redelivery.done():
+            self._redelivery = self.tasks.spawn(self._redeliver(), name="redelivery")
+
+    def _due(self) -> list[OutboundRecord]:
+        # Rows for a surface this relay does not run wait in the ledger for one that does.
+        return [r for r in self.store.pending_outbound()
+                if r.payload.get("surface") in self.surfaces and r.id not in self._parked]
+
+    async def _redeliver(self) -> None:
+        delay = 1.0
+        while pending := self._due():
+            for row in pending:
+                await self._resend(row)
+            if self._due():
+                await self.sleep(delay)
+                delay = min(delay * 2, _MAX_RESEND_DELAY_S)
+
+    async def _resend(self, row: OutboundRecord) -> None:
+        surface = self.surfaces[str(row.payload["surface"])]
+        text = str(row.payload.get("text", ""))
+        streamer = self.streamer(surface, row.conversation_key)
+        try:
+            await streamer.finish(text)
+        except DeliveryRefused as exc:
+            log.warning("%s will not take messages in %s any more (%s): a kept answer was dropped",
+                        surface.name, row.conversation_key, exc)
+            self.store.ack_outbound(row.id)
+        except DeliveryFailed as exc:
+            failures = self._resends[row.id] = self._resends.get(row.id, 0) + 1
+            log.info("redelivery to %s failed again (%d): %s", row.conversation_key, failures, exc)
+            self._keep_rest(surface, row.conversation_key, streamer, text, row)
+            if failures >= _MAX_RESENDS:
+                log.warning("an answer for %s could not be delivered after %d tries; it is kept for the "
+                            "next start", row.conversation_key, failures)
+                self._parked.add(row.id)
+        except Exception:  # a surface bug cannot pass by retrying: once, with its traceback
+            log.exception("redelivering an answer to %s failed; it is kept for the next start", row.conversation_key)
+            self._parked.add(row.id)
+            self._keep_rest(surface, row.conversation_key, streamer, text, row)
+        else:
+            self.store.ack_outbound(row.id)

@@ -1,0 +1,103 @@
+"""The neutral data that crosses the seam: what a person sent, pressed, and what they are told back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "Attachment",
+    "Button",
+    "ButtonPress",
+    "ConversationStatus",
+    "InboundMessage",
+    "PressOutcome",
+    "PressResult",
+    "QueueItem",
+]
+
+PressOutcome = Literal["resolved", "expired", "refused"]
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """A button under a message; pressing it hands ``token`` back to the core."""
+
+    label: str
+    token: str  # one-time token the core resolves when pressed
+    style: Literal["primary", "danger", "default"] = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file that came with an inbound message (images reach agents that accept them)."""
+
+    kind: Literal["image", "file"]
+    mime_type: str
+    data: bytes = b""
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """A platform message, neutral. ``conversation_key`` is opaque and surface-qualified.
+
+    ``message_id`` is unique per surface (it de-duplicates redeliveries); a surface that must answer
+    through something other than the conversation (a Discord interaction, a Slack slash command)
+    keeps that handle itself, keyed by ``message_id``, and uses it in ``Surface.reply``.
+    """
+
+    surface: str
+    conversation_key: str
+    user_id: str
+    text: str
+    message_id: str
+    display_name: str = ""
+    attachments: tuple[Attachment, ...] = ()
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """A person pressed a button the core sent (an approval, a model choice)."""
+
+    surface: str
+    conversation_key: str
+    user_id: str
+    token: str
+    message_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PressResult:
+    """What a press did, for the surface to answer it in its own way (a toast, an ephemeral reply).
+
+    ``resolved``: the press was applied; ``expired``: the token is unknown, used, or from another
+    conversation, and nothing changed; ``refused``: the person may not use this bot. ``text`` is
+    the short sentence to show the person who pressed.
+    """
+
+    outcome: PressOutcome
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueItem:
+    """A message waiting for its turn; ``compact`` marks ``/compact``, whose success is reported."""
+
+    message: InboundMessage
+    compact: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationStatus:
+    """Where a conversation stands: what a status command or the dashboard's panel shows."""
+
+    agent: str
+    model: str | None
+    models: tuple[str, ...]
+    cwd: str
+    session_id: str | None
+    context_pct: float | None
+    queue_length: int
+    busy: bool
