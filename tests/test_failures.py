@@ -427,6 +427,11 @@ CAPTURED = {
     ("codex-zed-mock-400.jsonl", 2): ("malformed", False),
     ("codex-zed-mock-401.jsonl", 2): ("auth", False),
     ("codex-zed-mock-429.jsonl", 2): ("rate_limit", True),
+    # Recorded by the peer tier (codex-acp 2.6's failed model calls carry no JSON-RPC error at all).
+    ("claude-zed-mock-429-retried.jsonl", 2): ("rate_limit", True),
+    ("claude-zed-mock-refusal.jsonl", 2): ("refusal", False),
+    ("codex-new-mock-401.jsonl", 3): ("auth", False),
+    ("gemini-mock-400.jsonl", 2): ("malformed", False),
 }
 
 
