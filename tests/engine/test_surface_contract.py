@@ -9,6 +9,7 @@ appending their factory to the list. Every case reads back what the surface did.
 
 from __future__ import annotations
 
+import html
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -31,6 +32,7 @@ from core.engine.surface import (
 )
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
+from surfaces.slack.keys import Thread
 from surfaces.slack.surface import SlackSurface
 from tests.fakes.slack_api import BOT_TOKEN, SlackFake
 
@@ -91,10 +93,20 @@ async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
 
 @asynccontextmanager
 async def slack_surface() -> AsyncIterator[SurfaceUnderTest]:
+    channel, thread_ts = "C0CONTRACT", "1700000000.000000"
     async with SlackFake() as fake:
         surface = SlackSurface(AsyncWebClient(token=BOT_TOKEN, base_url=fake.api_url))
-        yield SurfaceUnderTest(surface, "slack:T0FAKE:C0CONTRACT:1700000000.000000",
-                               lambda mid: fake.find("C0CONTRACT", mid).shown)
+        surface.heard(Thread("T0FAKE", channel, thread_ts), "U0ALICE", None)  # a channel stream's recipient
+
+        def read(mid: str) -> Shown | None:
+            msg = fake.get(channel, mid)
+            if msg is None:
+                return None
+            text = html.unescape(msg.text) if msg.plain else plain_text(msg.shown)
+            return Shown(text, tuple(b["text"]["text"] for b in msg.buttons))
+
+        yield SurfaceUnderTest(surface, Thread("T0FAKE", channel, thread_ts).key, read,
+                               lambda: bool(fake.status_of(channel, thread_ts)))
 
 
 SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [

@@ -79,6 +79,11 @@ class SlackMessage:
         return "\n\n".join(markdown) if markdown else self.text
 
     @property
+    def plain(self) -> bool:
+        """Sent as text only (no markdown block): Slack shows the text with its escapes undone."""
+        return not any(b.get("type") == "markdown" for b in self.blocks)
+
+    @property
     def buttons(self) -> list[dict[str, Any]]:
         """The button elements of the message's actions blocks."""
         return [e for b in self.blocks if b.get("type") == "actions" for e in b.get("elements", [])]
@@ -244,6 +249,13 @@ class SlackFake:
             if msg.channel == channel and msg.ts == ts and not msg.deleted and msg.ephemeral_to is None:
                 return msg
         raise _Failure("message_not_found")
+
+    def get(self, channel: str, ts: str) -> SlackMessage | None:
+        """The message ``ts`` in ``channel`` as it stands (ephemeral ones too); None once deleted."""
+        for msg in self.messages:
+            if msg.channel == channel and msg.ts == ts:
+                return None if msg.deleted else msg
+        return None
 
     def _mine(self, p: Params) -> SlackMessage:
         msg = self.find(self._channel(p), str(p.get("ts")))
