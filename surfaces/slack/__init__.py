@@ -135,7 +135,7 @@ async def launch(engine: Engine, config: RelayConfig, *, timings: Timings | None
         surface = SlackSurface(client, timings=timings, token_env=settings.bot_token_env)
         app = AsyncApp(client=client, signing_secret=tokens.signing_secret or "unused-in-socket-mode",
                        request_verification_enabled=False, logger=logging.getLogger("acp_relay.slack.bolt"))
-        Listeners(engine, surface, Threads(engine.store)).register(app)
+        Listeners(engine, surface, Threads(engine.store), settings.allowed_user_ids).register(app)
         engine.attach(surface, settings.allowed_user_ids)
         if settings.mode == "socket":
             assert tokens.app is not None  # read_tokens checked it

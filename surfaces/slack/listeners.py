@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -64,10 +64,12 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 class Listeners:
     """Translate Slack's requests for ``engine``; ``surface`` learns who asked in each thread."""
 
-    def __init__(self, engine: Inbound, surface: SlackSurface, threads: Threads) -> None:
+    def __init__(self, engine: Inbound, surface: SlackSurface, threads: Threads,
+                 allowed_user_ids: Collection[str]) -> None:
         self.engine = engine
         self.surface = surface
         self.threads = threads
+        self._allowed = frozenset(allowed_user_ids)
         self._seen = _Seen()
 
     def register(self, app: AsyncApp) -> None:
@@ -97,7 +99,9 @@ class Listeners:
 
     async def _hand_over(self, got: Heard) -> None:
         thread = got.thread
-        if not thread.is_dm:
+        if not thread.is_dm and got.user in self._allowed:
+            # Only a person who may use the agent makes a thread the app's: replies in a thread a
+            # stranger started with a mention are the people's own (the stranger is refused once).
             self.threads.join(thread)
         self.threads.note_latest(thread, got.user)
         self.surface.heard(thread, got.user, got.ts)

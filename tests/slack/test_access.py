@@ -22,6 +22,19 @@ async def test_a_person_not_allowed_is_told_once_privately_with_their_member_id(
     assert relay.fake.bot_messages(CHANNEL, first.ts) == []  # nothing public in their thread
 
 
+async def test_replies_in_a_thread_a_stranger_started_stay_between_the_people(slack: SlackFactory) -> None:
+    relay = await slack()
+    first = await relay.mention("text hello?", user=STRANGER)
+    await until(lambda: len(relay.fake.ephemerals(STRANGER)) == 1)
+    await relay.reply(first.ts, "text what is this bot", user="U0EVE")
+    await relay.reply(first.ts, "text no idea", user=USER)  # no mention: a conversation among people
+    asked = await relay.mention("text now for the agent", thread_ts=first.ts)  # a mention joins the thread
+    await relay.settled(first.ts)
+    assert relay.fake.ephemerals("U0EVE") == []  # never told anything: she was not talking to the app
+    assert relay.prompts() == ["text now for the agent"]
+    assert relay.bot_texts(first.ts)[0].startswith("now for the agent") and asked.thread_ts == first.ts
+
+
 async def test_a_person_not_allowed_in_a_dm_is_told_privately_there(slack: SlackFactory) -> None:
     relay = await slack()
     await relay.dm("text let me in", user=STRANGER, channel="D0MALLORY")
