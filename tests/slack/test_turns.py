@@ -156,3 +156,20 @@ async def test_a_stream_slack_ends_just_before_it_is_stopped_still_shows_the_fin
     assert answer.shown.startswith("the whole answer\n\n⏱ ") and answer.edits >= 1
     called = methods(relay.fake.calls)
     assert called.index("chat.stopStream") < called.index("chat.update")  # stop refused, then updated
+
+
+def chunk(text: str) -> str:
+    return "update " + json.dumps({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+
+
+async def test_a_code_block_streams_natively_as_it_is_written(slack: SlackFactory) -> None:
+    relay = await slack()
+    steps = [chunk("Here is the code:\n\n```python\n"), "sleep 0.1", chunk("x = 1\n"), "sleep 0.1",
+             chunk("y = 2\n"), "sleep 0.1", chunk("```\n\nThat is all.")]
+    asked = await relay.mention("\n".join(steps))
+    await relay.settled(asked.ts)
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert answer.shown.startswith("Here is the code:\n\n```python\nx = 1\ny = 2\n```\n\nThat is all.")
+    called = methods(relay.fake.calls)
+    assert called.count("chat.appendStream") >= 2 and "chat.update" not in called  # a stream all the way
+    assert fences_balanced(answer)
