@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     from core.engine.engine import Engine
 
 __all__ = ["TelegramRelay", "TelegramSurface", "check", "doctor", "launch"]
+
+# PTB 22 hands out ``retry_after`` as a timedelta with this set, and warns on every read without it.
+os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 #: ``doctor`` waits this long for getMe.
 DOCTOR_TIMEOUT_S = 8.0
