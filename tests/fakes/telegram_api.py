@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 __all__ = ["BOT_ID", "TOKEN", "Call", "FakeBotApi", "utf16_len"]
@@ -239,6 +240,21 @@ class FakeBotApi:
     async def _notify(self) -> None:
         async with self._arrived:
             self._arrived.notify_all()
+
+    async def deliver(self, *, secret: str | None = None, url: str | None = None) -> list[int]:
+        """Webhook mode: post each pending update to the URL given to ``setWebhook``, with its secret
+        (or ``secret``); an update answered 200 is delivered, any other is kept. Returns the statuses."""
+        target = url or str(self.webhook["url"])
+        token = self.webhook.get("secret_token") if secret is None else secret
+        headers = {"X-Telegram-Bot-Api-Secret-Token": token} if token else {}
+        statuses = []
+        async with aiohttp.ClientSession() as session:
+            for update in list(self._updates):
+                async with session.post(target, json=update, headers=headers) as response:
+                    statuses.append(response.status)
+                if response.status == 200:
+                    self._updates.remove(update)
+        return statuses
 
     @property
     def pending_updates(self) -> list[Json]:

@@ -65,6 +65,7 @@ class TgRelay:
     telegram: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)
     sleeps: list[float] = field(default_factory=list)
+    busy_timeout_s: float = 5.0
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     launched: TelegramRelay = field(init=False)
@@ -94,7 +95,7 @@ class TgRelay:
 
     async def start(self) -> TgRelay:
         config = self.config()
-        self.store = Store.open(config.store.path)
+        self.store = Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
         self.engine = build_engine(config, self.store, sleep=self.sleep, cancel_wait_s=5.0)
         self.launched = await launch(self.engine, config)
         await self.engine.start()
@@ -151,12 +152,13 @@ async def tg(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[TgFactory]:
     """``await tg("--models", "a,b", telegram={"mode": ...}, engine={...})``: a started relay."""
     made: list[TgRelay] = []
 
-    async def build(*flags: str, telegram: dict[str, Any] | None = None, **sections: Any) -> TgRelay:
+    async def build(*flags: str, telegram: dict[str, Any] | None = None, busy_timeout_s: float = 5.0,
+                    start: bool = True, **sections: Any) -> TgRelay:
         base = tmp_path / f"relay{len(made)}"
         base.mkdir()
-        relay = TgRelay(api, base, tuple(flags), dict(telegram or {}), dict(sections))
+        relay = TgRelay(api, base, tuple(flags), dict(telegram or {}), dict(sections), busy_timeout_s=busy_timeout_s)
         made.append(relay)
-        return await relay.start()
+        return await relay.start() if start else relay
 
     yield build
     for relay in made:
