@@ -62,6 +62,7 @@ class Call:
     params: Json
     at: float = field(default_factory=time.monotonic)
     status: int = 200
+    result: Any = None
 
 
 @dataclass
@@ -88,6 +89,9 @@ class FakeBotApi:
         self.commands: list[Json] = []
         self.webhook: Json = {}
         self.answered: dict[str, str | None] = {}
+        #: Called with each call as it arrives (``on_request``) and once answered, before the client has
+        #: the answer (``on_call``): a hook may kill the client at that exact moment.
+        self.on_request: list[Callable[[Call], None]] = []
         self.on_call: list[Callable[[Call], None]] = []
         self._ids: dict[int, itertools.count[int]] = {}
         self._updates: list[Json] = []
@@ -133,6 +137,8 @@ class FakeBotApi:
         method = request.match_info["method"]
         call = Call(method, await self._params(request))
         self.events.append(call)
+        for hook in list(self.on_request):
+            hook(call)
         try:
             if request.match_info["token"] != self.token:
                 raise ApiError(401, "Unauthorized")
@@ -142,7 +148,7 @@ class FakeBotApi:
             handler = getattr(self, f"_api_{method}", None)
             if handler is None:
                 raise ApiError(404, "Not Found: method not found")
-            result = await handler(call.params)
+            result = call.result = await handler(call.params)
             body: Json = {"ok": True, "result": result}
         except ApiError as exc:
             call.status = exc.status
