@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pytest
 from fakes.memory_surface import MemorySurface
 
+from core.config import TelegramConfig
 from core.engine.router import ACTIONS
 from core.engine.surface import (
     Button,
@@ -25,6 +26,9 @@ from core.engine.surface import (
 )
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
+from surfaces.telegram.running import build_application
+from surfaces.telegram.surface import TelegramSurface
+from tests.fakes.telegram_api import TOKEN, FakeBotApi
 
 
 @dataclass(frozen=True)
@@ -46,9 +50,25 @@ async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
     yield SurfaceUnderTest(surface, "dashboard:contract", lambda mid: surface.transcript.get("contract", mid).text)
 
 
+@asynccontextmanager
+async def telegram_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """The real PTB bot against the fake Bot API; the text read back is what the chat shows."""
+    api = await FakeBotApi().start()
+    chat = api.private(4242)
+    app = build_application(TOKEN, TelegramConfig(enabled=True, api_base_url=api.url))
+    await app.initialize()
+    try:
+        yield SurfaceUnderTest(TelegramSurface(app.bot), f"telegram:{chat}",
+                               lambda mid: str(api.messages[(chat, int(mid))]["text"]))
+    finally:
+        await app.shutdown()
+        await api.close()
+
+
 SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [
     memory_surface,
     dashboard_surface,
+    telegram_surface,
 ]
 
 
