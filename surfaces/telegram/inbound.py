@@ -59,7 +59,7 @@ def _mentions(message: Message, me: User) -> bool:
             return True
         if entity.type == MessageEntity.MENTION and me.username and value.lower() == f"@{me.username.lower()}":
             return True
-    for entity, value in message.parse_caption_entities([MessageEntity.MENTION]).items():
+    for value in message.parse_caption_entities([MessageEntity.MENTION]).values():
         if me.username and value.lower() == f"@{me.username.lower()}":
             return True
     return False
