@@ -97,9 +97,18 @@ async def telegram_surface() -> AsyncIterator[SurfaceUnderTest]:
     chat = api.private(4242)
     app = build_application(TOKEN, TelegramConfig(enabled=True, api_base_url=api.url))
     await app.initialize()
+
+    def read(mid: str) -> Shown | None:
+        msg = api.messages.get((chat, int(mid)))
+        if msg is None:
+            return None  # entities carry the formatting: the text is what a person reads
+        rows = msg.get("reply_markup", {}).get("inline_keyboard", [])
+        return Shown(str(msg["text"]), tuple(b["text"] for row in rows for b in row))
+
     try:
-        yield SurfaceUnderTest(TelegramSurface(app.bot), f"telegram:{chat}",
-                               lambda mid: str(api.messages[(chat, int(mid))]["text"]))
+        # Typing cannot be read back: Telegram has no call that clears it (it ends by itself after
+        # 5 s, or at the bot's next message).
+        yield SurfaceUnderTest(TelegramSurface(app.bot), f"telegram:{chat}", read)
     finally:
         await app.shutdown()
         await api.close()
