@@ -112,7 +112,7 @@ class TelegramConfig(_Model):
     allowed_user_ids: list[int] = Field(default_factory=list)
     api_base_url: str | None = None
     mode: Literal["polling", "webhook"] = "polling"
-    poll_timeout_s: int = Field(default=30, ge=0, le=50)
+    poll_timeout_s: int = Field(default=30, ge=1, le=50)  # 0 would poll Telegram in a busy loop
     webhook_url: str | None = None
     webhook_host: str = "127.0.0.1"
     webhook_port: int = Field(default=8443, ge=0, le=65535)
