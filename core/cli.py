@@ -102,6 +102,19 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _surface_doctor(name: str, config: RelayConfig) -> list[tuple[bool, str]] | None:
+    """A surface's own doctor lines (``doctor(config)``: its token checked with the platform), if it has one."""
+    try:
+        module = load_surface(name)
+    except StartupError:
+        return None
+    probe = getattr(module, "doctor", None)
+    if probe is None:
+        return None
+    lines: list[tuple[bool, str]] = asyncio.run(probe(config))
+    return lines
+
+
 def _doctor(config: RelayConfig) -> int:
     from core.store import Store, StoreError
 
@@ -118,6 +131,11 @@ def _doctor(config: RelayConfig) -> int:
                       if surfaces.slack.mode == "socket" else surfaces.slack.signing_secret_env]}
     for surface, names in envs.items():
         if getattr(surfaces, surface).enabled:
+            if (checked := _surface_doctor(surface, config)) is not None:
+                for ok, line in checked:
+                    problems += not ok
+                    print(f"surface {surface}: {line}")
+                continue
             for env in names:
                 present = secret(env) is not None
                 problems += not present
