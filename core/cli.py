@@ -102,6 +102,19 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _surface_doctor(name: str, config: RelayConfig) -> list[tuple[bool, str]] | None:
+    """A surface's own doctor lines (``doctor(config)``: its token checked with the platform), if it has one."""
+    try:
+        module = load_surface(name)
+    except StartupError:
+        return None
+    probe = getattr(module, "doctor", None)
+    if probe is None:
+        return None
+    lines: list[tuple[bool, str]] = asyncio.run(probe(config))
+    return lines
+
+
 def _doctor(config: RelayConfig) -> int:
     from core.store import Store, StoreError
 
@@ -118,10 +131,15 @@ def _doctor(config: RelayConfig) -> int:
                       if surfaces.slack.mode == "socket" else surfaces.slack.signing_secret_env]}
     for surface, names in envs.items():
         if getattr(surfaces, surface).enabled:
-            missing = [env for env in names if secret(env) is None]
+            if (checked := _surface_doctor(surface, config)) is not None:
+                for ok, line in checked:
+                    problems += not ok
+                    print(f"surface {surface}: {line}")
+                continue
             for env in names:
-                print(f"surface {surface}: ${env} {'MISSING' if env in missing else 'present'}")
-            problems += len(missing) or _probe_surface(surface, config)
+                present = secret(env) is not None
+                problems += not present
+                print(f"surface {surface}: ${env} {'present' if present else 'MISSING'}")
     try:
         with Store.open(config.store.path) as store:
             store.set_offset("doctor", "probe", "ok")
@@ -130,23 +148,6 @@ def _doctor(config: RelayConfig) -> int:
         problems += 1
         print(f"store: {exc}")
     return 1 if problems else 0
-
-
-def _probe_surface(name: str, config: RelayConfig) -> int:
-    """A surface package may offer ``async doctor(config) -> [(line, ok)]``: it asks the platform
-    whether the tokens work. Returns the number of problems it found (check-config reports a surface
-    that cannot be loaded)."""
-    try:
-        module = load_surface(name)
-    except StartupError:
-        return 0
-    probe = getattr(module, "doctor", None)
-    if probe is None:
-        return 0
-    results: list[tuple[str, bool]] = asyncio.run(probe(config))
-    for line, _ in results:
-        print(f"surface {name}: {line}")
-    return sum(not ok for _, ok in results)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

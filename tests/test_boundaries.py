@@ -33,13 +33,6 @@ JSONRPC_EXEMPT = {
     "core/demo_agent.py",
 }
 
-#: Circles through ``if TYPE_CHECKING`` imports that are allowed, and why.
-TYPE_ONLY_CIRCLES_ALLOWED = {
-    # One concept: a session is a handle onto the runtime that serves it (the runtime routes
-    # frames to its sessions; a session sends its requests through its runtime).
-    frozenset({"core.acp.runtime", "core.acp.session"}),
-}
-
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -285,13 +278,7 @@ def test_no_import_circle_among_core_and_surfaces_even_through_imports_inside_fu
     assert not found, f"import circles: {found}"
 
 
-def test_no_two_modules_import_each_other_even_for_type_annotations_unless_allowed() -> None:
+def test_no_two_modules_import_each_other_even_for_type_annotations() -> None:
     _, both = project_graphs()
-    found = [" <-> ".join(sorted(c)) for c in circles(both) if c not in TYPE_ONLY_CIRCLES_ALLOWED]
+    found = [" <-> ".join(sorted(c)) for c in circles(both)]
     assert not found, f"circles through type-only imports: {found}"
-
-
-@pytest.mark.parametrize("allowed", sorted(TYPE_ONLY_CIRCLES_ALLOWED, key=sorted), ids=lambda c: min(c))
-def test_every_allowed_type_only_circle_still_exists(allowed: frozenset[str]) -> None:
-    _, both = project_graphs()
-    assert allowed in circles(both), f"{sorted(allowed)} is no longer a circle: drop its allowance"

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from core.acp._dispatch import (
     KIRO_INTERRUPTED,
@@ -23,8 +23,9 @@ from core.acp.client import (
     AcpTimeoutError,
     AcpToolGateUnroutable,
 )
-from core.acp.connection import Reply
+from core.acp.connection import JsonRpcConnection, Reply
 from core.acp.session_handle import AcpRuntimeDead
+from core.acp.spec import AgentSpec
 from core.acp.thread_failure import ThreadFailure
 from core.acp.tool_gate import Approver, decide
 from core.acp.types import (
@@ -43,14 +44,41 @@ from core.acp.types import (
 )
 from core.failures import classify
 
-if TYPE_CHECKING:
-    from core.acp.runtime import AcpRuntime
-
-__all__ = ["AcpSession", "EventSink", "prompt_blocks"]
+__all__ = ["AcpSession", "EventSink", "SessionRuntime", "prompt_blocks"]
 
 log = logging.getLogger("acp_relay.acp.session")
 
 EventSink = Callable[[AcpEvent], None]
+
+
+class SessionRuntime(Protocol):
+    """What a session uses of the runtime that serves it (``core.acp.runtime.AcpRuntime``), so the
+    runtime can make sessions without the two modules importing each other."""
+
+    spec: AgentSpec
+    backend: str
+    cwd: str
+    conn: JsonRpcConnection
+    sessions: dict[str, AcpSession]
+
+    @property
+    def alive(self) -> bool:
+        """The agent process is running."""
+        ...
+
+    @property
+    def accepts_images(self) -> bool:
+        """The agent takes image content blocks."""
+        ...
+
+    async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
+                      idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
+        """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
+        ...
+
+    def forget(self, session_id: str) -> None:
+        """Stop routing frames to a session."""
+        ...
 #: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
 _BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "dontAsk", "full-access",
                            "agent-full-access", "yolo", "autoEdit"})
@@ -102,7 +130,7 @@ class _Turn:
 class AcpSession:
     """A session handle. One prompt in flight at a time; ``cancel()`` really ends the turn."""
 
-    def __init__(self, runtime: AcpRuntime, session_id: str, result: dict[str, Any], *,
+    def __init__(self, runtime: SessionRuntime, session_id: str, result: dict[str, Any], *,
                  loading: bool = False) -> None:
         self.runtime = runtime
         self.session_id = session_id

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -27,7 +28,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.config import RelayConfig, SlackConfig
+from core.config import RelayConfig, SlackConfig, secret
 from core.engine.surface import StartupError
 from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, error_code
 from surfaces.slack.http import HttpReceiver
@@ -45,6 +46,7 @@ __all__ = ["SlackRelay", "SlackSurface", "Timings", "check", "doctor", "launch",
 log = logging.getLogger("acp_relay.slack")
 
 _DEFAULT_API = "https://slack.com/api/"
+DOCTOR_TIMEOUT_S = 10.0
 
 
 class _UnusedTokenWarning(logging.Filter):
@@ -151,28 +153,38 @@ async def launch(engine: Engine, config: RelayConfig, *, timings: Timings | None
         raise
 
 
-async def doctor(config: RelayConfig) -> list[tuple[str, bool]]:
-    """Ask Slack whether the tokens work: (line, ok) for ``acp-relay doctor``."""
+async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
+    """``acp-relay doctor``: are the tokens there, and does Slack take them (``auth.test``, and
+    ``apps.connections.open`` in Socket Mode)? Lines name the variables, never the tokens."""
     settings = config.surfaces.slack
+    envs = [settings.bot_token_env, settings.app_token_env if settings.mode == "socket"
+            else settings.signing_secret_env]
+    lines = [(False, f"${env} MISSING") for env in envs if secret(env) is None]
+    if lines:
+        return lines
     try:
         tokens = read_tokens(settings)
     except StartupError as exc:
-        return [(str(exc), False)]
-    lines: list[tuple[str, bool]] = []
+        return [(False, str(exc))]
     async with aiohttp.ClientSession() as session:
         client = web_client(settings, tokens.bot, session)
-        checks = [("auth.test", settings.bot_token_env, client.auth_test())]
+        lines.append(await _probe(settings.bot_token_env, "auth.test", client.auth_test()))
         if tokens.app is not None and settings.mode == "socket":
-            checks.append(("apps.connections.open", settings.app_token_env,
-                           client.apps_connections_open(app_token=tokens.app)))
-        for method, env, call in checks:
-            try:
-                info = await call
-            except SlackApiError as exc:
-                lines.append((f"{method} refused ${env} ({error_code(exc) or exc.response.status_code})", False))
-            except SDK_FAILURES as exc:
-                lines.append((f"{method}: Slack could not be reached ({type(exc).__name__})", False))
-            else:
-                who = f" (bot {info.get('user')} in {info.get('team')})" if method == "auth.test" else ""
-                lines.append((f"{method} accepts ${env}{who}", True))
+            lines.append(await _probe(settings.app_token_env, "apps.connections.open",
+                                      client.apps_connections_open(app_token=tokens.app)))
+        else:
+            lines.append((True, f"${settings.signing_secret_env} present (Slack checks it on each request)"))
     return lines
+
+
+async def _probe(env: str, method: str, call: Awaitable[Any]) -> tuple[bool, str]:
+    try:
+        async with asyncio.timeout(DOCTOR_TIMEOUT_S):
+            info = await call
+    except SlackApiError as exc:
+        return False, f"${env} present, but Slack refused it ({method}: {error_code(exc) or exc.response.status_code})"
+    except (*SDK_FAILURES, TimeoutError) as exc:
+        return False, f"${env} present; Slack did not answer {method} ({type(exc).__name__})"
+    if method == "auth.test":
+        return True, f"${env} present; {method}: bot {info.get('user')} in {info.get('team')}"
+    return True, f"${env} present; {method}: accepted"

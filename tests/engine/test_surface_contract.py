@@ -19,6 +19,7 @@ import pytest
 from fakes.memory_surface import MemorySurface
 from slack_sdk.web.async_client import AsyncWebClient
 
+from core.config import TelegramConfig
 from core.engine.router import ACTIONS
 from core.engine.splitter import plain_text
 from core.engine.surface import (
@@ -34,7 +35,10 @@ from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
 from surfaces.slack.keys import Thread
 from surfaces.slack.surface import SlackSurface
+from surfaces.telegram.running import build_application
+from surfaces.telegram.surface import TelegramSurface
 from tests.fakes.slack_api import BOT_TOKEN, SlackFake
+from tests.fakes.telegram_api import TOKEN, FakeBotApi
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,30 @@ async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
 
 
 @asynccontextmanager
+async def telegram_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """The real PTB bot against the fake Bot API; the text read back is what the chat shows."""
+    api = await FakeBotApi().start()
+    chat = api.private(4242)
+    app = build_application(TOKEN, TelegramConfig(enabled=True, api_base_url=api.url))
+    await app.initialize()
+
+    def read(mid: str) -> Shown | None:
+        msg = api.messages.get((chat, int(mid)))
+        if msg is None:
+            return None  # entities carry the formatting: the text is what a person reads
+        rows = msg.get("reply_markup", {}).get("inline_keyboard", [])
+        return Shown(str(msg["text"]), tuple(b["text"] for row in rows for b in row))
+
+    try:
+        # Typing cannot be read back: Telegram has no call that clears it (it ends by itself after
+        # 5 s, or at the bot's next message).
+        yield SurfaceUnderTest(TelegramSurface(app.bot), f"telegram:{chat}", read)
+    finally:
+        await app.shutdown()
+        await api.close()
+
+
+@asynccontextmanager
 async def slack_surface() -> AsyncIterator[SurfaceUnderTest]:
     channel, thread_ts = "C0CONTRACT", "1700000000.000000"
     async with SlackFake() as fake:
@@ -113,6 +141,7 @@ SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTes
     memory_surface,
     streaming_memory_surface,
     dashboard_surface,
+    telegram_surface,
     slack_surface,
 ]
 

@@ -107,12 +107,21 @@ async def test_doctor_asks_slack_whether_the_tokens_work(tmp_path: Path) -> None
         bad = await finished(await acp_relay(tmp_path, "doctor", "--config", config, SLACK_APP_TOKEN="xapp-wrong"))
     code, out, _ = good
     assert code == 0, out
-    assert "surface slack: auth.test accepts $SLACK_BOT_TOKEN (bot relay in Fake)" in out
-    assert "surface slack: apps.connections.open accepts $SLACK_APP_TOKEN" in out
+    assert "surface slack: $SLACK_BOT_TOKEN present; auth.test: bot relay in Fake\n" in out
+    assert "surface slack: $SLACK_APP_TOKEN present; apps.connections.open: accepted\n" in out
     code, out, _ = bad
     assert code == 1
-    assert "surface slack: apps.connections.open refused $SLACK_APP_TOKEN (invalid_auth)" in out
+    assert ("surface slack: $SLACK_APP_TOKEN present, but Slack refused it (apps.connections.open: "
+            "invalid_auth)\n") in out
     assert "xapp-wrong" not in out
+
+
+async def test_doctor_names_a_missing_token(tmp_path: Path) -> None:
+    async with SlackFake() as fake:
+        config = str(write_config(tmp_path, fake))
+        code, out, _ = await finished(await acp_relay(tmp_path, "doctor", "--config", config, SLACK_APP_TOKEN=""))
+    assert code == 1
+    assert "surface slack: $SLACK_APP_TOKEN MISSING\n" in out
 
 
 async def test_check_config_names_a_missing_token_by_its_json_path(tmp_path: Path) -> None:
