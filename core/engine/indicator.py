@@ -30,6 +30,7 @@ class TypingIndicator:
         self._caps = surface.capabilities_for(conversation_key)
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
+        self._paused = False
 
     async def __aenter__(self) -> TypingIndicator:
         # Nothing here awaits: a turn cancelled right at its start still reaches __aexit__ (and "off").
@@ -39,14 +40,22 @@ class TypingIndicator:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
+        shown = self._task is not None or self._paused
+        self._paused = False
+        try:
+            await self.pause()
+        finally:  # even when this turn is being cancelled right now (a stop)
+            if shown:
+                await self._set(False)
+
+    async def pause(self) -> None:
+        """Stop refreshing but leave the indicator shown (while the final answer is delivered)."""
         task, self._task = self._task, None
         if task is None:
             return
+        self._paused = True
         task.cancel()
-        try:
-            await asyncio.wait([task])  # an "on" still in flight lands before the "off"
-        finally:  # even when this turn is being cancelled right now (a stop)
-            await self._set(False)
+        await asyncio.wait([task])  # an "on" still in flight lands before what comes next
 
     async def _show(self) -> None:
         await self._set(True)

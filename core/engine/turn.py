@@ -125,13 +125,14 @@ class _Turn:
 
     async def run(self) -> None:
         conv, doc = self.conv, self.doc
-        try:
-            async with TypingIndicator(conv.surface, conv.key, sleep=self.deps.sleep):
+        async with TypingIndicator(conv.surface, conv.key, sleep=self.deps.sleep) as typing:
+            try:
                 await self.answer()
-        finally:
-            conv.cancellable = False
-            doc.finish(time.monotonic() - self.started, conv.context_pct)
-            await self.deps.outbox.deliver(self.streamer, doc.parts())
+            finally:
+                conv.cancellable = False
+                doc.finish(time.monotonic() - self.started, conv.context_pct)
+                await typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
+                await self.deps.outbox.deliver(self.streamer, doc.parts())
 
     async def answer(self) -> None:
         """The retry ladder, and every way it can end folded into the document."""
@@ -232,8 +233,8 @@ class _Turn:
         elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
             conv.context_pct = 100.0 * event.used / event.size
         self.current.side_effects = seen.tool_ran or bool(seen.text)
-        if self.streamer.rollover_due(self.doc.part_count):
-            self.doc.break_here()  # the message being written is too old to keep editing
+        if isinstance(event, TextChunk) and event.text.strip() and self.streamer.rollover_due(self.doc.part_count):
+            self.doc.break_here()  # the message being written is too old to keep editing: go on below
         for shown in seen.hold.take(event):
             self.doc.apply(shown)
         self.streamer.update(self.doc.parts)  # rendered when the streamer flushes, not per event

@@ -137,6 +137,11 @@ async def test_the_typing_indicator_is_refreshed_while_a_turn_runs_and_cleared_o
 
     await r.ask("text slow\nsleep 0.4\ntext done")
     assert typing().count("True") >= 3 and typing()[-1] == "False", typing()
+    methods = [c[0] for c in surface.calls]
+    final = max(i for i, c in enumerate(surface.calls)
+                if (c[0] == "send" and "⏱" in c[2]) or (c[0] == "edit" and "⏱" in c[3]))
+    assert methods.index("typing", final) > final, "shown until the final answer is out, then cleared"
+    assert "True" not in [c[2] for c in surface.calls[final:] if c[0] == "typing"], "not refreshed after it"
 
     surface.calls.clear()
     await r.ask("error -32603 Internal error: something broke")

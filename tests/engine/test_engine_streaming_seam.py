@@ -122,6 +122,15 @@ async def test_a_long_turn_continues_in_a_new_message_instead_of_editing_an_old_
     assert parts[1].text.startswith("The second part.") and "⏱" in parts[1].text
 
 
+async def test_a_turn_that_ends_after_a_long_silence_keeps_its_footer_with_its_text(relay: RelayFactory) -> None:
+    surface = make_surface(rollover_after_s=0.2)
+    r = await relay(surface=surface)
+    msg = await r.send("text The only part.\nsleep 0.6")
+    await r.idle()
+    (only,) = r.answer_messages(msg)
+    assert only.text.startswith("The only part.") and "⏱" in only.text, "no message holding a footer alone"
+
+
 async def test_every_call_into_one_chat_shares_its_pace_across_streams_and_notices(tmp_path: Any) -> None:
     clock = FakeClock()
     surface = chat_surface(rate_limit=RateLimit(1, 1.0))
