@@ -1,0 +1,32 @@
+"""Neutral Markdown -> Discord's Markdown.
+
+Discord renders most of CommonMark itself (emphasis, code, fences, lists, quotes, links, headings
+``#`` to ``###``). What it does not know becomes its closest form: a heading of level 4 to 6 is
+shown in bold. Fenced code is never touched. Nothing is escaped: Discord never rejects markup, and
+pings are prevented by the surface's ``allowed_mentions``, not by rewriting the text.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["to_discord"]
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_DEEP_HEADING = re.compile(r"^ {0,3}#{4,6}[ \t]+(.+?)[ \t#]*$")
+
+
+def to_discord(markdown: str) -> str:
+    """Discord's form of ``markdown`` (never longer than needed: headings lose their marks)."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None and m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            fence = None
+        elif fence is None and (h := _DEEP_HEADING.match(line)):
+            line = f"**{h.group(1)}**"
+        out.append(line)
+    return "\n".join(out)
