@@ -36,8 +36,13 @@ class LiveInteraction:
     original_id: str | None = None
 
     async def answer(self, content: str, view: discord.ui.View | None, private: bool) -> str:
-        """Answer through the interaction; returns the id of the message showing ``content``."""
-        if not self.answered and private == self.ephemeral:
+        """Answer through the interaction; returns the id of the message showing ``content``.
+
+        The first answer replaces the "is thinking…" response (so it is as private as the deferral
+        was: Discord would turn a first followup into that response anyway); later ones are
+        followups, ephemeral where ``private``.
+        """
+        if not self.answered:
             msg = await self.interaction.edit_original_response(content=content, view=view,
                                                                 allowed_mentions=NO_PINGS)
             self.answered = True
@@ -46,9 +51,6 @@ class LiveInteraction:
         kwargs = {"view": view} if view is not None else {}
         sent = await self.interaction.followup.send(content, ephemeral=private, wait=True,
                                                     allowed_mentions=NO_PINGS, **kwargs)
-        if not self.answered:  # deferred the other way: the "is thinking…" response goes
-            self.answered = True
-            await self.interaction.delete_original_response()
         return str(sent.id)
 
     async def edit(self, message_id: str, content: str, view: discord.ui.View | None) -> None:

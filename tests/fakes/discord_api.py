@@ -208,11 +208,11 @@ class FakeDiscord:
         author = self.users.setdefault(uid, user(uid, f"user{uid}"))
         return int(self._message(self.channels[channel_id], author, content)["id"])
 
-    async def slash(self, channel_id: int, uid: int, name: str, **options: str) -> int:
-        """A person runs ``/name`` in a channel; returns the interaction id."""
-        data = {"id": str(APP_ID + 1), "name": name, "type": 1,
+    async def slash(self, channel_id: int, uid: int, command: str, **options: str) -> int:
+        """A person runs ``/command`` in a channel; returns the interaction id."""
+        data = {"id": str(APP_ID + 1), "name": command, "type": 1,
                 "options": [{"name": k, "type": 3, "value": v} for k, v in options.items()]}
-        return await self._interaction(channel_id, uid, 2, data, kind="command", name=name)
+        return await self._interaction(channel_id, uid, 2, data, kind="command", name=command)
 
     async def press(self, channel_id: int, uid: int, message_id: int, custom_id: str) -> int:
         """A person presses a button under ``message_id``; returns the interaction id."""

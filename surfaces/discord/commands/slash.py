@@ -4,10 +4,11 @@ Each interaction is deferred at once (Discord shows "is thinking…" and waits u
 answer later than 3 seconds without a deferral fails), then handed to the engine as the inbound
 message ``/<name> [argument]`` whose id is the interaction's id; the engine's answer comes back
 through ``Surface.reply``, which answers the interaction. /status and /help are deferred ephemeral
-(only the asker sees them), and so are /compact and /stop, whose real answer is the conversation
-itself. Whatever the engine did, the interaction is closed when it returns: a /compact that went to
-the agent says so, a /stop says "Stopped.", and an interaction with nothing to say loses its
-"is thinking…" response; none is left hanging.
+(only the asker sees them), as the core answers them privately, and so is whatever a person not on
+the allow-list (or in a channel the relay does not serve) runs. Whatever the engine did, the
+interaction is closed when it returns: a /compact that went to the agent says so, a /stop says
+"Stopped.", and an interaction with nothing to say loses its "is thinking…" response; none is
+left hanging.
 
 Commands are synced when the client logs in: to each guild in ``surfaces.discord.guild_ids``
 (available at once there), else globally (Discord may take a while to show new global commands).
@@ -42,8 +43,8 @@ SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
     ("model", "List the models, or switch to one"),
     ("help", "Show the commands"),
 )
-#: Deferred ephemeral: only the asker needs the answer.
-_PRIVATE = frozenset({"status", "help", "compact", "stop"})
+#: Deferred ephemeral: the core answers these privately (the first answer is as private as the deferral).
+_PRIVATE = frozenset({"status", "help"})
 #: What closes an interaction the engine did not answer itself.
 _CLOSING = {"compact": wording.COMPACT_SENT, "stop": wording.STOP_DONE}
 
