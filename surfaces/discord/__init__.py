@@ -113,7 +113,8 @@ async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
 
 
 async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilities = CAPABILITIES,
-                 guild_ready_timeout: float = 2.0, first_reconnect_delay_s: float = 1.0) -> DiscordRelay:
+                 guild_ready_timeout: float = 2.0, first_reconnect_delay_s: float = 1.0,
+                 identify_delay_s: float = 5.0) -> DiscordRelay:
     """Connect to Discord and attach the surface to ``engine``.
 
     Raises ``StartupError`` when the token variable is unset or an endpoint is malformed; a token or
@@ -126,7 +127,7 @@ async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilit
     token = secret(settings.token_env)
     assert token is not None  # check() said so
     use_endpoints(settings.api_base_url, settings.gateway_url)
-    client = RelayClient(guild_ready_timeout=guild_ready_timeout)
+    client = RelayClient(guild_ready_timeout=guild_ready_timeout, identify_delay_s=identify_delay_s)
     surface = DiscordSurface(client, capabilities)
     engine.attach(surface, settings.allowed_user_ids)
     known = KnownChannels(engine.store, SURFACE_NAME)

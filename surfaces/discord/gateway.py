@@ -14,6 +14,7 @@ process: one relay serves one Discord.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -67,7 +68,7 @@ class RelayClient(discord.Client):
     """A ``discord.Client`` with the relay's intents, handing its events to ``Events``."""
 
     def __init__(self, events: Events | None = None, *, guild_ready_timeout: float = 2.0,
-                 heartbeat_timeout: float = 60.0) -> None:
+                 heartbeat_timeout: float = 60.0, identify_delay_s: float = 5.0) -> None:
         intents = discord.Intents.default()
         intents.message_content = True
         # The relay has no voice: discord.py's warnings about voice libraries would only confuse.
@@ -77,6 +78,12 @@ class RelayClient(discord.Client):
                          chunk_guilds_at_startup=False)
         self.events = events or Events(_ignore, _ignore, _nothing, _nothing)
         self.stopping = False
+        self.identify_delay_s = identify_delay_s
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Discord allows one IDENTIFY per five seconds: a session started again waits that long."""
+        if not initial:
+            await asyncio.sleep(self.identify_delay_s)
 
     async def setup_hook(self) -> None:
         """After each login, before the gateway connects: sync the slash commands."""

@@ -116,6 +116,8 @@ class FakeDiscord:
         self.token = token
         self.guild_id = guild_id
         self.refuse_intents = refuse_intents
+        self.refuse_token_at_gateway = False  # REST accepts the token, IDENTIFY is closed with 4004
+        self.invalidate_resume = False  # the next RESUME is refused: the client must IDENTIFY again
         self.heartbeat_ms = heartbeat_ms
         self.bot = user(BOT_ID, "relay-bot", bot=True)
         self.users: dict[int, Json] = {BOT_ID: self.bot}
@@ -311,7 +313,7 @@ class FakeDiscord:
     async def _identify(self, ws: web.WebSocketResponse, data: Json) -> None:
         self.identifies += 1
         self.intents = int(data.get("intents", 0))
-        if data.get("token") != self.token:
+        if data.get("token") != self.token or self.refuse_token_at_gateway:
             await ws.close(code=4004, message=b"Authentication failed.")
             return
         if self.refuse_intents and self.intents & MESSAGE_CONTENT_INTENT:
@@ -328,7 +330,8 @@ class FakeDiscord:
 
     async def _resume(self, ws: web.WebSocketResponse, data: Json) -> None:
         self.resumes += 1
-        if data.get("session_id") != self._session:
+        if data.get("session_id") != self._session or self.invalidate_resume:
+            self.invalidate_resume = False
             await ws.send_str(json.dumps({"op": 9, "d": False}))  # invalid session: identify again
             return
         after = int(data.get("seq") or 0)
