@@ -99,9 +99,11 @@ class RelayClient(discord.Client):
         log.warning("Discord gateway connection resumed")
 
     async def on_disconnect(self) -> None:
-        """The gateway connection dropped; discord.py is reconnecting."""
-        if not self.stopping:
-            log.warning("Discord gateway connection lost; reconnecting")
+        """The gateway connection dropped; discord.py is reconnecting (unless the close was final)."""
+        socket = getattr(self.ws, "socket", None)
+        code = getattr(socket, "close_code", None)
+        if not self.stopping and code not in FATAL_CLOSE_CODES:
+            log.warning("Discord gateway connection lost (close code %s); reconnecting", code)
 
     async def on_message(self, message: discord.Message) -> None:
         """MESSAGE_CREATE, the bot's own messages included (the router skips them)."""

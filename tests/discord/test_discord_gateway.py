@@ -16,14 +16,17 @@ FATAL_GUARD_S = 15.0
 
 
 async def test_a_refused_message_content_intent_is_fatal_and_names_the_portal_setting(
-        relay: RelayFactory, fake_discord: FakeDiscord) -> None:
+        relay: RelayFactory, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
     fake_discord.refuse_intents = True
     r = await relay(wait_ready=False)
-    error = await asyncio.wait_for(r.launched.fatal(), FATAL_GUARD_S)
+    with caplog.at_level(logging.WARNING, logger="acp_relay"):
+        error = await asyncio.wait_for(r.launched.fatal(), FATAL_GUARD_S)
+        await asyncio.sleep(0.1)  # the disconnect event runs in its own task
     assert isinstance(error, StartupError)
     text = str(error)
     assert "Message Content" in text and "Developer Portal" in text and "\n" not in text
     assert fake_discord.identifies == 1  # no reconnect storm: refused once, stopped
+    assert "reconnecting" not in caplog.text
 
 
 async def test_a_token_refused_at_login_or_by_the_gateway_is_fatal_and_names_the_config_key(
@@ -54,7 +57,7 @@ async def test_a_gateway_disconnect_mid_turn_resumes_and_loses_nothing(
         await until(lambda: any("echo: written while disconnected" in t for t in r.bot_texts(dm)), "answered")
         await r.settled()
     assert r.fake.resumes == 1 and r.fake.identifies == 1
-    assert "Discord gateway connection lost; reconnecting" in caplog.text
+    assert "Discord gateway connection lost (close code 4000); reconnecting" in caplog.text
     assert "Discord gateway connection resumed" in caplog.text
     texts = r.bot_texts(dm)
     assert sum("after the drop" in t for t in texts) == 1

@@ -13,6 +13,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+from fakes.discord_api import FakeDiscord
 from fakes.memory_surface import MemorySurface
 
 from core.engine.router import ACTIONS
@@ -25,6 +28,8 @@ from core.engine.surface import (
 )
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
+from surfaces.discord.gateway import RelayClient, use_endpoints
+from surfaces.discord.surface import DiscordSurface
 
 
 @dataclass(frozen=True)
@@ -46,9 +51,28 @@ async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
     yield SurfaceUnderTest(surface, "dashboard:contract", lambda mid: surface.transcript.get("contract", mid).text)
 
 
+@asynccontextmanager
+async def discord_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """The real discord.py client, logged in to the fake Discord's REST API."""
+    saved = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    fake = await FakeDiscord().start()
+    client = RelayClient()
+    try:
+        use_endpoints(fake.api_base, fake.gateway_url)
+        await client.login(fake.token)
+        channel = fake.dm(42)
+        yield SurfaceUnderTest(DiscordSurface(client), f"discord:{channel}",
+                               lambda mid: fake.channels[channel].messages[int(mid)]["content"])
+    finally:
+        await client.close()
+        await fake.close()
+        Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = saved
+
+
 SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [
     memory_surface,
     dashboard_surface,
+    discord_surface,
 ]
 
 
