@@ -102,6 +102,23 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _surface_doctor(name: str, config: RelayConfig) -> int:
+    """A surface's own checks, where its package offers ``async doctor(config) -> [(ok, line)]`` (a
+    token tried against the platform); returns how many failed. A surface that cannot load is
+    check-config's to report."""
+    try:
+        module = load_surface(name)
+    except StartupError:
+        return 0
+    if not hasattr(module, "doctor"):
+        return 0
+    failed = 0
+    for ok, line in asyncio.run(module.doctor(config)):
+        print(f"surface {name}: {line}")
+        failed += not ok
+    return failed
+
+
 def _doctor(config: RelayConfig) -> int:
     from core.store import Store, StoreError
 
@@ -122,6 +139,9 @@ def _doctor(config: RelayConfig) -> int:
                 present = secret(env) is not None
                 problems += not present
                 print(f"surface {surface}: ${env} {'present' if present else 'MISSING'}")
+    for surface in type(surfaces).model_fields:
+        if getattr(surfaces, surface).enabled:
+            problems += _surface_doctor(surface, config)
     try:
         with Store.open(config.store.path) as store:
             store.set_offset("doctor", "probe", "ok")

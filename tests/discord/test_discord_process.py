@@ -96,3 +96,22 @@ async def test_acp_relay_run_exits_2_with_one_sentence_when_discord_refuses_the_
     lines = [line for line in text.splitlines() if line.startswith("acp-relay: discord:")]
     assert len(lines) == 1 and "Message Content" in lines[0] and "Developer Portal" in lines[0]
     assert "Traceback" not in text
+
+
+async def test_doctor_checks_the_token_against_the_rest_api(tmp_path: Path, fake_discord: FakeDiscord) -> None:
+    config = str(write_config(tmp_path, fake_discord))
+    good = await asyncio.create_subprocess_exec(CLI, "doctor", "--config", config,
+                                                env=environment(tmp_path, fake_discord.token),
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(good.communicate(), PROCESS_GUARD_S)
+    assert good.returncode == 0, out.decode() + err.decode()
+    assert "surface discord: $DISCORD_BOT_TOKEN present" in out.decode()
+    assert "surface discord: token accepted: bot relay-bot" in out.decode()
+    bad = await asyncio.create_subprocess_exec(CLI, "doctor", "--config", config,
+                                               env=environment(tmp_path, "a-wrong-token"),
+                                               stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(bad.communicate(), PROCESS_GUARD_S)
+    assert bad.returncode == 1
+    assert "surface discord: Discord REFUSED the token in $DISCORD_BOT_TOKEN (401 Unauthorized)" in out.decode()
+    assert "a-wrong-token" not in out.decode() + err.decode()
+    assert fake_discord.calls_to("GET", "/users/@me")
