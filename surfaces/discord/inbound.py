@@ -18,6 +18,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Collection
+from typing import Literal
 
 import discord
 
@@ -39,7 +40,7 @@ MAX_IMAGE_BYTES = 10 * 1024 * 1024
 _THREAD_NAME_MAX = 100
 _OTHER_MENTION = re.compile(r"<(?:@[!&]?|#)\d+>")
 _PEOPLE = (discord.MessageType.default, discord.MessageType.reply)
-_THREAD_ARCHIVE_MIN = 10080  # a week, so a quiet conversation is not archived overnight
+_THREAD_ARCHIVE_MIN: Literal[10080] = 10080  # a week, so a quiet conversation is not archived overnight
 
 
 def thread_name(text: str) -> str:

@@ -48,9 +48,11 @@ class LiveInteraction:
             self.answered = True
             self.original_id = str(msg.id)
             return self.original_id
-        kwargs = {"view": view} if view is not None else {}
-        sent = await self.interaction.followup.send(content, ephemeral=private, wait=True,
-                                                    allowed_mentions=NO_PINGS, **kwargs)
+        followup = self.interaction.followup
+        if view is None:
+            sent = await followup.send(content, ephemeral=private, wait=True, allowed_mentions=NO_PINGS)
+        else:
+            sent = await followup.send(content, ephemeral=private, wait=True, allowed_mentions=NO_PINGS, view=view)
         return str(sent.id)
 
     async def edit(self, message_id: str, content: str, view: discord.ui.View | None) -> None:

@@ -9,6 +9,7 @@ is answered "expired" only to the person who pressed, and changes nothing.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import discord
 
@@ -44,7 +45,8 @@ def token_of(interaction: discord.Interaction) -> str | None:
     """The core's token in a press on one of our buttons, or None for anything else."""
     if interaction.type is not discord.InteractionType.component:
         return None
-    custom_id = str((interaction.data or {}).get("custom_id", ""))
+    data: dict[str, Any] = dict(interaction.data or {})
+    custom_id = str(data.get("custom_id", ""))
     return custom_id.removeprefix(CUSTOM_ID_PREFIX) if custom_id.startswith(CUSTOM_ID_PREFIX) else None
 
 

@@ -17,7 +17,7 @@ Commands are synced when the client logs in: to each guild in ``surfaces.discord
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection, Coroutine
 from typing import Any
 
 import discord
@@ -48,7 +48,7 @@ _PRIVATE = frozenset({"status", "help"})
 #: What closes an interaction the engine did not answer itself.
 _CLOSING = {"compact": wording.COMPACT_SENT, "stop": wording.STOP_DONE}
 
-Callback = Callable[..., Awaitable[None]]
+Callback = Callable[..., Coroutine[Any, Any, None]]
 
 
 class SlashCommands:
