@@ -143,6 +143,8 @@ class DashboardConfig(_Model):
     port: int = Field(default=8787, ge=0, le=65535)
     access_token_env: str = "ACP_RELAY_DASHBOARD_TOKEN"
     allowed_user_ids: list[str] = Field(default_factory=lambda: ["local"])
+    #: Tabs whose transcripts are kept; past it, the least recently used tab's is deleted.
+    max_tabs: int = Field(default=100, ge=1)
 
 
 class SurfacesConfig(_Model):

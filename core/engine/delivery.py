@@ -50,13 +50,11 @@ class Outbox:
         self._parked: set[int] = set()  # ledger ids left for the next start
         self._redelivery: asyncio.Task[None] | None = None
 
-    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None,
-                 on_rollover: Callable[[], None] | None = None) -> Streamer:
+    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None) -> Streamer:
         """A streamer for one reply in ``key``, paced with everything else in that chat."""
         own = surface.capabilities_for(key).edit_interval_s
         return Streamer(surface, key, interval_s=self.default_interval_s if own is None else own,
-                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer,
-                        on_rollover=on_rollover)
+                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer)
 
     async def say(self, surface: Surface, key: str, markdown: str, *, buttons: tuple[Button, ...] = ()) -> str | None:
         """A standalone notice; returns its message id, or None when it could not be delivered."""

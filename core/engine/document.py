@@ -118,6 +118,11 @@ class Document:
     def _part(self) -> int:
         return len(self._breaks)
 
+    @property
+    def part_count(self) -> int:
+        """How many parts the reply has (see ``parts``)."""
+        return len(self._breaks) + 1
+
     def break_here(self) -> None:
         """Start a new part: what comes next is shown below everything shown so far."""
         if self._breaks and self._breaks[-1] >= len(self.text) and not self._opened_since_break():

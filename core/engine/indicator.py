@@ -32,25 +32,27 @@ class TypingIndicator:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> TypingIndicator:
+        # Nothing here awaits: a turn cancelled right at its start still reaches __aexit__ (and "off").
         if self._caps.can_typing:
-            await self._set(True)
-            refresh = self._caps.typing_refresh_s
-            if refresh:
-                self._task = asyncio.create_task(self._refresh(refresh), name=f"typing:{self.conversation_key}")
+            self._task = asyncio.create_task(self._show(), name=f"typing:{self.conversation_key}")
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait([task])
-        if self._caps.can_typing:
+        if task is None:
+            return
+        task.cancel()
+        try:
+            await asyncio.wait([task])  # an "on" still in flight lands before the "off"
+        finally:  # even when this turn is being cancelled right now (a stop)
             await self._set(False)
 
-    async def _refresh(self, every_s: float) -> None:
-        while True:
-            await self._sleep(every_s)
+    async def _show(self) -> None:
+        await self._set(True)
+        refresh = self._caps.typing_refresh_s
+        while refresh:
+            await self._sleep(refresh)
             await self._set(True)
 
     async def _set(self, active: bool) -> None:

@@ -14,8 +14,8 @@ Where the conversation can stream natively (``Capabilities.can_stream_natively``
 written is a native stream (a Telegram draft, a Slack stream) instead of a message edited again and
 again; a stream that is complete is ended, and becomes an ordinary message. A failing stream call
 falls back to send + edit for the rest of the reply. A message (or stream) older than
-``rollover_after_s`` is left as it is: ``on_rollover`` starts a new part, so the reply continues in
-a new message.
+``rollover_after_s`` is left as it is: ``rollover_due`` tells the reply's owner to start a new part,
+so the reply continues in a new message.
 
 Every call goes through the chat's ``Pacer`` slot. Delivery rules: ``RateLimited`` -> the chat is
 held for ``retry_after`` then the call is made again (while streaming, the next flush carries the
@@ -43,6 +43,7 @@ from core.engine.surface import (
     Button,
     DeliveryError,
     DeliveryFailed,
+    DeliveryRefused,
     MarkupRejected,
     MessageTooLong,
     NotModified,
@@ -77,8 +78,7 @@ class Streamer:
 
     def __init__(self, surface: Surface, conversation_key: str, *, interval_s: float | None = None,
                  reply_to: str | None = None, sleep: Sleep = asyncio.sleep, max_attempts: int = 5,
-                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic,
-                 on_rollover: Callable[[], None] | None = None) -> None:
+                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         caps = surface.capabilities_for(conversation_key)
         self.surface = surface
         self.conversation_key = conversation_key
@@ -88,20 +88,20 @@ class Streamer:
         self.calls = 0
         self._sleep = sleep
         self._clock = clock
-        self._pacer = pacer or Pacer(sleep=sleep, clock=clock)
+        self._pacer = pacer if pacer is not None else Pacer(sleep=sleep, clock=clock)
         self._rate_key = surface.rate_key(conversation_key)
         self._max_attempts = max(1, max_attempts)
         self._limit = caps.max_message_length
         self._reply_to = reply_to
         self._threads: list[Thread] = []
         self._native = caps.can_stream_natively
-        self._on_rollover = on_rollover
         self._latest: Reply | Callable[[], Reply] = ""
         self._redacted: dict[str, str] = {}  # paragraph -> redacted, for the streaming flushes
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._finished = False
+        self._refused: DeliveryRefused | None = None
 
     @property
     def message_ids(self) -> list[str]:
@@ -203,8 +203,6 @@ class Streamer:
             await self._wake.wait()
             self._wake.clear()
             async with self._lock:
-                if self._rollover_due() and self._on_rollover is not None:
-                    self._on_rollover()
                 latest = self._latest() if callable(self._latest) else self._latest
                 try:
                     await self._sync(_as_parts(latest), (), final=False)
@@ -227,10 +225,12 @@ class Streamer:
         if error is not None:
             raise error  # the flusher died of a bug: surface it, never swallow it
 
-    def _rollover_due(self) -> bool:
-        """The message being written has been edited for too long (or its native stream will expire)."""
+    def rollover_due(self, parts: int) -> bool:
+        """True when the message being written (or its native stream) has been edited for
+        ``rollover_after_s``: what comes next belongs in a new part. ``parts`` is how many parts the
+        reply has now (a part not shown yet is not due)."""
         after = self.capabilities.rollover_after_s
-        if after is None or not self._threads:
+        if after is None or not self._threads or parts > len(self._threads):
             return False
         last = self._threads[-1]
         since = last.stream.started_at if last.stream else (last.sent[-1].at if last.sent else None)
@@ -403,12 +403,17 @@ class Streamer:
             pass  # the message already shows this text
 
     async def _call(self, op: Callable[[], Awaitable[T]], final: bool) -> T:
+        if self._refused is not None:
+            raise self._refused  # the chat will never take anything: do not ask it again
         waits = 0
         while True:
             await self._pacer.wait(self._rate_key, self.capabilities.rate_limit)
             self.calls += 1
             try:
                 return await op()
+            except DeliveryRefused as exc:
+                self._refused = exc
+                raise
             except RateLimited as exc:
                 waits += 1
                 if waits > _MAX_RATE_LIMIT_WAITS:

@@ -98,8 +98,7 @@ class TurnRunner:
     async def run(self, conv: ConversationView, item: QueueItem) -> None:
         """Answer ``item`` in ``conv``: stream the reply, and deliver its final state whatever happens."""
         doc = Document()
-        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id,
-                                             on_rollover=doc.break_here)
+        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id)
         async with streamer:
             await _Turn(self.deps, conv, item, doc, streamer).run()
 
@@ -220,6 +219,8 @@ class _Turn:
         elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
             conv.context_pct = 100.0 * event.used / event.size
         self.current.side_effects = seen.tool_ran or bool(seen.text)
+        if self.streamer.rollover_due(self.doc.part_count):
+            self.doc.break_here()  # the message being written is too old to keep editing
         self.doc.apply(event)
         self.streamer.update(self.doc.parts)  # rendered when the streamer flushes, not per event
 

@@ -8,6 +8,7 @@ help text is the exception: it is built from the surface's own spelling map.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from core.acp.types import RefusalInfo
 from core.engine.surface import ConversationStatus
@@ -21,6 +22,7 @@ __all__ = [
     "COMPACTED",
     "DENY_LABEL",
     "EMPTY_ANSWER",
+    "FOOTER_GLYPH",
     "MERGED_ABOVE",
     "NEW_CONVERSATION",
     "NOTHING_TO_STOP",
@@ -31,6 +33,7 @@ __all__ = [
     "SESSION_LOST",
     "SESSION_NOT_RESUMABLE",
     "STOPPED",
+    "TOOL_GLYPHS",
     "approval_outcome_text",
     "approval_prompt_text",
     "compaction_status_text",
@@ -99,6 +102,11 @@ _TOOL_GLYPHS: dict[str, tuple[str, str]] = {
     "failed": ("❌", "failed"),
     "cancelled": ("⏹", "cancelled"),
 }
+#: The glyph opening a tool line, by status: a surface whose readers may lack an emoji font (the
+#: dashboard) recognises the line by it and draws its own icon instead.
+TOOL_GLYPHS: Mapping[str, str] = MappingProxyType({status: glyph for status, (glyph, _) in _TOOL_GLYPHS.items()})
+#: The glyph opening the footer (``footer_text``), for the same reason.
+FOOTER_GLYPH = "⏱"
 
 _ACTIONS: tuple[tuple[str, str], ...] = (
     ("reset", "start a new conversation (the agent forgets this one)"),
@@ -259,8 +267,8 @@ def footer_text(elapsed_s: float, context_pct: float | None) -> str:
         minutes, seconds = divmod(round(elapsed_s), 60)
         took = f"{minutes}m {seconds:02d}s"
     if context_pct is None:
-        return f"⏱ {took}"
-    return f"⏱ {took} · context {round(context_pct)}%"
+        return f"{FOOTER_GLYPH} {took}"
+    return f"{FOOTER_GLYPH} {took} · context {round(context_pct)}%"
 
 
 def help_text(commands: Mapping[str, str]) -> str:

@@ -9,12 +9,15 @@ class, id, style and data-* attributes, and only the buttons the page builds fro
 ``buttons`` are approval buttons. The core's footer and refusal card are styled by position only:
 the footer is the last top-level block of a message, the card the block just before it (the order
 of ``core.engine.document``); the same words anywhere else are plain agent text.
+
+The page draws its own icons (inline SVG) where the core's tool lines and footer have emoji, which
+a browser without an emoji font shows as empty boxes; the server puts the core's glyph table
+(``core.engine.wording.TOOL_GLYPHS``, ``FOOTER_GLYPH``) into the page, so the two never drift.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import socket
 import sys
 from pathlib import Path
@@ -24,6 +27,8 @@ from aiohttp import web
 
 from core.config import RelayConfig, secret
 from core.engine.surface import StartupError
+from surfaces.dashboard import wording
+from surfaces.dashboard.errors import BindFailed
 from surfaces.dashboard.server import AUTH, check_bind, create_app, is_loopback
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
@@ -58,7 +63,8 @@ class Dashboard:
 
     async def fatal(self) -> StartupError:
         """The dashboard has no connection that can fail for good once it is serving."""
-        return await asyncio.get_running_loop().create_future()
+        never: asyncio.Future[StartupError] = asyncio.get_running_loop().create_future()
+        return await never
 
     async def close(self) -> None:
         """End the event streams, stop serving, close the transcript."""
@@ -75,18 +81,6 @@ def _url(host: str, port: int) -> str:
     return f"http://{host}:{port}/"
 
 
-def _bind_failure(host: str, port: int, exc: OSError) -> str:
-    """One sentence for a bind that failed (the port is taken, or the address is not this machine's)."""
-    where = f"[{host}]:{port}" if ":" in host else f"{host or '0.0.0.0'}:{port}"
-    if exc.errno == errno.EADDRINUSE:
-        return f"{where} is already in use (another acp-relay?); change surfaces.dashboard.port"
-    if exc.errno == errno.EACCES:
-        return f"{where} needs more privileges than the relay has; choose a port above 1023 in surfaces.dashboard.port"
-    reason = exc.strerror or type(exc).__name__
-    return (f"cannot serve the dashboard on {where} ({reason}); check surfaces.dashboard.host and "
-            "surfaces.dashboard.port")
-
-
 def check(config: RelayConfig) -> list[tuple[str, str]]:
     """Problems ``launch`` would refuse to start with, as (JSON path, sentence), for check-config."""
     settings = config.surfaces.dashboard
@@ -100,12 +94,14 @@ def check(config: RelayConfig) -> list[tuple[str, str]]:
 async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) -> Dashboard:
     """Serve the dashboard on ``surfaces.dashboard.host``/``port`` and attach it to ``engine``.
 
-    Raises ``StartupError`` (the relay prints it as one line and exits 2) when the bind is not loopback
-    and no access token is configured, when the token is too short, or when the address is taken.
+    Raises a ``StartupError`` (the relay prints it as one line and exits 2) when the bind is not loopback
+    and no access token is configured, when the token is too short (see ``check_bind``), or when the
+    address is taken (``BindFailed``).
     """
     settings = config.surfaces.dashboard
     token = check_bind(settings.host, secret(settings.access_token_env), token_env=settings.access_token_env)
-    surface = DashboardSurface(Transcript.open(transcript_path(config.store.path)))
+    surface = DashboardSurface(Transcript.open(transcript_path(config.store.path),
+                                                    max_tabs=settings.max_tabs))
     engine.attach(surface, settings.allowed_user_ids)
     app = create_app(surface, engine, access_token=token)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
@@ -115,14 +111,13 @@ async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) 
     except OSError as exc:
         await runner.cleanup()
         surface.transcript.close()
-        raise StartupError(_bind_failure(settings.host, settings.port, exc)) from None
+        raise BindFailed(settings.host, settings.port, exc.errno, exc.strerror or type(exc).__name__) from None
     port = int(runner.addresses[0][1])
     url = _url(settings.host, port)
     login_token = app[AUTH].login_token
     login_url = f"{url}login?token={login_token}" if login_token else None
     if announce:
-        where = "" if is_loopback(settings.host) else " (reachable from other machines: token required)"
-        print(f"acp-relay: dashboard at {url}{where}", file=sys.stderr, flush=True)
+        print(wording.dashboard_at_text(url, public=not is_loopback(settings.host)), file=sys.stderr, flush=True)
         if login_url:
-            print(f"acp-relay: dashboard login link (works once): {login_url}", file=sys.stderr, flush=True)
+            print(wording.login_link_text(login_url), file=sys.stderr, flush=True)
     return Dashboard(runner, surface, url, login_url)

@@ -29,8 +29,11 @@ from aiohttp.typedefs import Handler
 
 from core.acp.client import AcpError
 from core.acp.session_handle import AcpRuntimeError
-from core.engine.surface import ButtonPress, Inbound, InboundMessage, StartupError
+from core.engine.surface import ButtonPress, Inbound, InboundMessage
+from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
 from core.failures import _format_acp_error
+from surfaces.dashboard import wording
+from surfaces.dashboard.errors import TokenMissing, WeakToken
 from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
 
 __all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "MIN_TOKEN_LENGTH", "SURFACE", "USER_ID", "Auth", "DashboardEngine",
@@ -46,8 +49,6 @@ KEEPALIVE_S = 15.0
 MAX_TEXT = 100_000
 #: An access token shorter than this (after stripping whitespace) is refused: it could be guessed.
 MIN_TOKEN_LENGTH = 16
-#: What the browser is told when a handler fails unexpectedly (the details go to the log).
-INTERNAL_ERROR = "The dashboard hit an unexpected problem; the relay's log has the details."
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none';"
@@ -56,9 +57,6 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-_LOGIN_NEEDED = """<!doctype html><meta charset="utf-8"><title>acp-relay: log in</title><p>This dashboard
-needs its access token. Open the one-time login link that <code>acp-relay</code> printed when it started
-(restart the relay for a new link), or send the token as an <code>Authorization: Bearer</code> header."""
 
 
 class DashboardEngine(Inbound, Protocol):
@@ -69,6 +67,9 @@ class DashboardEngine(Inbound, Protocol):
 
     def status(self, conversation_key: str) -> Any:
         """The conversation's status snapshot (a dataclass, sent to the browser as JSON)."""
+
+    async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
+        """The current model and the models the agent offers, binding a session first if needed."""
 
     async def set_model(self, conversation_key: str, model: str) -> None:
         """Switch the conversation's model, binding a session first if needed."""
@@ -88,25 +89,17 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> str | None:
     """The access token to use (stripped of whitespace), or None for none.
 
-    Raises ``StartupError`` (the relay does not start) when the bind is not loopback and no token is
-    set, or when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while bound to
-    loopback is used too, so it must be as strong.
+    Raises ``TokenMissing`` (the relay does not start) when the bind is not loopback and no token is
+    set, or ``WeakToken`` when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while
+    bound to loopback is used too, so it must be as strong. Both are ``StartupError``.
     """
     if access_token is None:
         if not is_loopback(host):
-            raise StartupError(
-                f"refusing to serve the dashboard on {host or 'every interface'!r} without an access token: "
-                f"anyone who can reach it could run the agent. Set the environment variable {token_env}, "
-                "or bind to 127.0.0.1.")
+            raise TokenMissing(host, token_env)
         return None
     token = access_token.strip()
     if len(token) < MIN_TOKEN_LENGTH:
-        what = f"an access token of only {len(token)} characters" if token else "a blank access token"
-        alternative = f", or unset {token_env} to serve 127.0.0.1 without one" if is_loopback(host) else ""
-        raise StartupError(
-            f"refusing to start the dashboard: {token_env} holds {what}, which could be guessed. Use at least "
-            f"{MIN_TOKEN_LENGTH} random characters (python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
-            f"{alternative}.")
+        raise WeakToken(token_env, len(token), MIN_TOKEN_LENGTH, loopback=is_loopback(host))
     return token
 
 
@@ -140,6 +133,7 @@ class Auth:
 SURFACE = web.AppKey("surface", DashboardSurface)
 ENGINE = web.AppKey("engine", DashboardEngine)
 AUTH = web.AppKey("auth", Auth)
+INDEX = web.AppKey("index", str)
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -174,7 +168,7 @@ async def handle_errors(request: web.Request, handler: Handler) -> web.StreamRes
         raise  # aiohttp's own answers (404, 405, the handlers' 400s)
     except Exception:
         log.exception("dashboard: %s %s failed unexpectedly", request.method, request.path)
-        return _error(500, INTERNAL_ERROR)
+        return _error(500, wording.INTERNAL_FAILURE)
 
 
 @web.middleware
@@ -182,16 +176,16 @@ async def check_request(request: web.Request, handler: Handler) -> web.StreamRes
     """Host, authentication, Origin and Content-Type checks, before any handler runs."""
     auth = request.app[AUTH]
     if auth.access_token is None and not _loopback_host(request):
-        return _error(403, "this dashboard only answers to localhost")
+        return _error(403, wording.ONLY_LOCALHOST)
     if request.path != "/login" and not auth.permits(request):
         if request.path.startswith("/api/"):
-            return _error(401, "the access token is missing or wrong")
-        return web.Response(status=401, text=_LOGIN_NEEDED, content_type="text/html")
+            return _error(401, wording.TOKEN_WRONG)
+        return web.Response(status=401, text=wording.LOGIN_NEEDED_PAGE, content_type="text/html")
     if request.method in _UNSAFE:
         if _forbidden_origin(request):
-            return _error(403, "cross-site request refused")
+            return _error(403, wording.CROSS_SITE)
         if request.content_type != "application/json":
-            return _error(415, "send JSON (Content-Type: application/json)")
+            return _error(415, wording.SEND_JSON)
     return await handler(request)
 
 
@@ -203,7 +197,7 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
 def _tab(request: web.Request) -> str:
     tab = request.match_info["tab"]
     if not valid_tab(tab):
-        raise _bad_request("bad tab id")
+        raise _bad_request(wording.BAD_TAB)
     return tab
 
 
@@ -220,13 +214,25 @@ async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
     value = body.get(field) if isinstance(body, dict) else None
     ident = body.get("id") if isinstance(body, dict) else None
     if not isinstance(value, str) or not isinstance(ident, str | None):
-        raise _bad_request(f"expected a JSON object with a string {field!r}")
+        raise _bad_request(wording.expected_json_text(field))
     return value, ident
+
+
+def _index_page() -> str:
+    """``index.html`` with the marks of the core's document that the page recognises, from the core itself.
+
+    The tool lines' and the footer's glyphs are emoji, which a browser without an emoji font shows
+    as empty boxes: the page draws its own icon in their place. The refusal card is found by its lead.
+    """
+    marks = {"tool_glyphs": {glyph: status for status, glyph in TOOL_GLYPHS.items()},
+             "footer_glyph": FOOTER_GLYPH, "refusal_lead": REFUSAL_LEAD}
+    data = json.dumps(marks).replace("<", "\\u003c")  # ASCII, and it cannot end the <script> it sits in
+    return (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace("{{core-marks}}", data)
 
 
 async def index(request: web.Request) -> web.StreamResponse:
     """The page."""
-    return web.FileResponse(STATIC_DIR / "index.html")
+    return web.Response(text=request.app[INDEX], content_type="text/html")
 
 
 async def login(request: web.Request) -> web.StreamResponse:
@@ -235,8 +241,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     if auth.access_token is None:
         raise web.HTTPSeeOther("/")
     if not auth.redeem(request.query.get("token", "")):
-        used = _LOGIN_NEEDED.replace("needs its access token", "login link was already used")
-        return web.Response(status=403, content_type="text/html", text=used)
+        return web.Response(status=403, content_type="text/html", text=wording.LOGIN_USED_PAGE)
     response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(COOKIE_NAME, auth.cookie, httponly=True, samesite="Strict", path="/",
                         secure=request.secure, max_age=30 * 24 * 3600)
@@ -277,9 +282,9 @@ async def post_message(request: web.Request) -> web.StreamResponse:
     text, message_id = await _body(request, "text")
     message_id = message_id or secrets.token_hex(16)
     if not text.strip() or not valid_tab(message_id):
-        return _error(400, "empty message or bad message id")
+        return _error(400, wording.EMPTY_MESSAGE)
     if len(text) > MAX_TEXT:
-        return _error(413, f"the message is longer than {MAX_TEXT} characters")
+        return _error(413, wording.too_long_text(MAX_TEXT))
     request.app[SURFACE].post_user(tab, text, message_id)
     await request.app[ENGINE].handle_message(InboundMessage(
         surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,
@@ -308,18 +313,32 @@ async def status(request: web.Request) -> web.StreamResponse:
     return web.json_response(dataclasses.asdict(value))
 
 
+async def models(request: web.Request) -> web.StreamResponse:
+    """The model picker's choices, asked for when the tab opens (the agent starts, if it had not)."""
+    tab = _tab(request)
+    try:
+        current, choices = await request.app[ENGINE].models(conversation_key(tab))
+    except Exception as exc:  # the agent could not start: the sentence says why, as a turn would
+        return _agent_failed(tab, "listing the models", exc)
+    return web.json_response({"model": current, "models": list(choices)})
+
+
 async def set_model(request: web.Request) -> web.StreamResponse:
-    """The model picker."""
+    """The model picker: works before the tab's first message too."""
     tab = _tab(request)
     model, _ = await _body(request, "model")
     try:
         await request.app[ENGINE].set_model(conversation_key(tab), model)
-    except (AcpError, AcpRuntimeError) as exc:
-        return _error(400, _format_acp_error(exc))
     except Exception as exc:  # e.g. the stored agent is no longer configured: say so, do not 500
-        log.warning("dashboard: switching the model of tab %s failed", tab, exc_info=True)
-        return _error(400, _format_acp_error(exc))
+        return _agent_failed(tab, "switching the model", exc)
     return web.json_response({"model": model})
+
+
+def _agent_failed(tab: str, doing: str, exc: Exception) -> web.Response:
+    """The agent refused or could not start: a 400 with the core's sentence for it (the same as in chat)."""
+    if not isinstance(exc, AcpError | AcpRuntimeError):
+        log.warning("dashboard: %s of tab %s failed", doing, tab, exc_info=True)
+    return _error(400, _format_acp_error(exc))
 
 
 def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_token: str | None = None,
@@ -327,6 +346,7 @@ def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_tok
     """The dashboard application. With ``access_token``, ``app[AUTH].login_token`` is the one-time link's."""
     app = web.Application(middlewares=[handle_errors, check_request], client_max_size=4 * MAX_TEXT)
     app[SURFACE], app[ENGINE], app[AUTH] = surface, engine, Auth(access_token, login_token)
+    app[INDEX] = _index_page()
     app.on_response_prepare.append(_security_headers)
 
     async def close_streams(_app: web.Application) -> None:
@@ -342,5 +362,6 @@ def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_tok
     app.router.add_post(f"{api}/buttons", press_button)
     app.router.add_post(f"{api}/stop", stop)
     app.router.add_get(f"{api}/status", status)
+    app.router.add_get(f"{api}/models", models)
     app.router.add_post(f"{api}/model", set_model)
     return app

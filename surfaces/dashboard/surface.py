@@ -152,10 +152,6 @@ class DashboardSurface(SurfaceDefaults):
                 if not subs:
                     del self._subscribers[tab]
 
-    def subscribers(self, tab: str) -> int:
-        """How many browser connections watch ``tab``."""
-        return len(self._subscribers.get(tab, ()))
-
     def close(self) -> None:
         """End every event stream (the relay is shutting down)."""
         for subs in self._subscribers.values():

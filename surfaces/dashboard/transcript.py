@@ -3,6 +3,9 @@
 One row per message of a tab (the person's own messages and the relay's), in posting order. The
 relay edits its messages while an answer streams, so a row is updated in place; the text is the
 neutral Markdown the core sent (the browser renders it).
+
+The file holds at most ``max_tabs`` tabs: when a new tab's first message would make one more, the
+tab used least recently (by its last message added or edited) loses its whole transcript.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ CREATE TABLE IF NOT EXISTS messages (
 )
 """
 _SELECT = "SELECT id, role, text, buttons, plain FROM messages"
+#: Tabs by their last use (a message added or edited); ``seq`` breaks ties within one clock tick.
+_BY_LAST_USE = "GROUP BY tab ORDER BY MAX(updated_at) DESC, MAX(seq) DESC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +70,19 @@ def _buttons(raw: str) -> tuple[Button, ...]:
 class Transcript:
     """The messages of every tab in one SQLite file (WAL). Safe to share between threads."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str, max_tabs: int | None = None) -> None:
         """Wrap an open connection; use :meth:`Transcript.open`."""
         self._conn = conn
         self._lock = threading.Lock()
         self.path = path
+        self.max_tabs = max_tabs
 
     @classmethod
-    def open(cls, path: str | Path) -> Transcript:
-        """Open (creating if needed) the transcript at ``path``; ``":memory:"`` for tests."""
+    def open(cls, path: str | Path, *, max_tabs: int | None = None) -> Transcript:
+        """Open (creating if needed) the transcript at ``path``; ``":memory:"`` for tests.
+
+        With ``max_tabs``, the tabs beyond it (a lower bound than last time) are pruned at once.
+        """
         name = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         if name != ":memory:":
             Path(name).parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +94,10 @@ class Transcript:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, name)
+        transcript = cls(conn, name, max_tabs)
+        with transcript._lock:
+            transcript._prune()
+        return transcript
 
     def close(self) -> None:
         """Close the connection; idempotent."""
@@ -97,10 +109,13 @@ class Transcript:
         """Append a message; returns it, or None when ``message_id`` is already in this tab."""
         entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain)
         with self._lock:
+            new_tab = self._conn.execute("SELECT 1 FROM messages WHERE tab = ? LIMIT 1", (tab,)).fetchone() is None
             cur = self._conn.execute(
                 "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (tab, entry.id, role, text, _buttons_json(buttons), int(plain), time.time()))
+            if new_tab:
+                self._prune()
         return entry if cur.rowcount == 1 else None
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
@@ -128,6 +143,12 @@ class Transcript:
         with self._lock:
             cur = self._conn.execute("DELETE FROM messages WHERE tab = ? AND id = ?", (tab, message_id))
         return cur.rowcount == 1
+
+    def _prune(self) -> None:
+        """Drop the transcripts of the tabs beyond ``max_tabs``, least recently used first (lock held)."""
+        if self.max_tabs is not None:
+            self._conn.execute(f"DELETE FROM messages WHERE tab IN (SELECT tab FROM messages {_BY_LAST_USE}"
+                               " LIMIT -1 OFFSET ?)", (self.max_tabs,))
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""

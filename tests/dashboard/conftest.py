@@ -92,7 +92,8 @@ class StandInEngine:
     messages: list[InboundMessage] = field(default_factory=list)
     presses: list[ButtonPress] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
-    models: list[tuple[str, str]] = field(default_factory=list)
+    switched: list[tuple[str, str]] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)
     attached: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def attach(self, surface: Any, allowed_user_ids: Any) -> None:
@@ -113,8 +114,12 @@ class StandInEngine:
 
         return ConversationStatus("demo", "demo-fast", ("demo-fast", "demo-careful"), "/tmp", None, 12.5, 0, False)
 
+    async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
+        self.listed.append(conversation_key)
+        return "demo-fast", ("demo-fast", "demo-careful")
+
     async def set_model(self, conversation_key: str, model: str) -> None:
-        self.models.append((conversation_key, model))
+        self.switched.append((conversation_key, model))
 
 
 def demo_config(tmp: Path, **dashboard: Any) -> RelayConfig:

@@ -3,11 +3,14 @@ the demo agent. Each state is screenshotted into the test's ``tmp_path``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from core.config import RelayConfig
+from core.engine import wording
 from core.engine.surface import Button
 from surfaces.dashboard.surface import conversation_key
 
@@ -17,6 +20,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 30_000
+NO_SESSION = re.compile(r"^(\u2013|none yet)$")  # the status panel's placeholders
 
 pytestmark = [
     pytest.mark.browser,
@@ -45,6 +49,11 @@ class Tab:
         message = self.page.locator("#messages .msg-agent", has_text=fragment, has=footer).last
         await message.wait_for()
         return message
+
+    async def settled(self) -> None:
+        """The status panel shows the session, and the turn over (it polls, so it may lag a moment)."""
+        await playwright_api.expect(self.page.locator(".status-session")).not_to_have_text(NO_SESSION)
+        await self.page.locator(".status-state", has_text="idle").wait_for()
 
     async def shot(self, name: str) -> None:
         await self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
@@ -115,6 +124,7 @@ async def test_a_tool_call_is_approved_with_a_button(
     allow = tab.page.locator("button.approval", has_text="Allow once")
     await allow.wait_for()
     assert await tab.page.locator("button.approval").count() == 3
+    await tab.page.locator(".status-state", has_text="answering").wait_for()
     await tab.shot("04-approval")
     await allow.click()
     await tab.answer("only pretended")
@@ -123,12 +133,13 @@ async def test_a_tool_call_is_approved_with_a_button(
     await tab.page.locator(".msg", has_text="Allowed once").wait_for()
     assert await tab.page.locator("button.approval").count() == 0  # the core edited the buttons away
     # Read top to bottom: the tool line, the prompt the person answered, then the rest of the answer
-    # below it (never written into the message above the prompt).
+    # below it (never written into the message above the prompt), as the last message.
     texts = await tab.page.locator("#messages .msg-agent").all_inner_texts()
     tool = next(i for i, t in enumerate(texts) if "echo hello > demo.txt" in t and "Allowed once" not in t)
     prompt = next(i for i, t in enumerate(texts) if "Allowed once" in t)
     rest = next(i for i, t in enumerate(texts) if "only pretended" in t)
-    assert tool < prompt < rest, texts
+    assert tool < prompt < rest == len(texts) - 1, texts
+    await tab.settled()
     await tab.shot("05-approved")
     assert tab.errors == []
 
@@ -142,8 +153,12 @@ async def test_the_stop_button_stops_a_slow_answer(
     await tab.shot("06-slow")
     await tab.page.click("#stop")
     answer = await tab.answer("Stopped.")
-    assert "arrives" in await answer.inner_text()
-    await tab.page.locator(".status-state", has_text="idle").wait_for()
+    blocks = await answer.locator(".markdown > *").all_inner_texts()
+    # The partial answer first, then the mark that stopped it, then the footer.
+    assert len(blocks) == 3 and "this answer arrives one word" in blocks[0], blocks
+    assert blocks[1] == wording.STOPPED
+    assert await answer.locator(".markdown > :last-child").get_attribute("class") == "footer"
+    await tab.settled()
     await tab.shot("07-stopped")
 
 
@@ -154,14 +169,17 @@ async def test_the_refusal_card_and_the_plan_checklist(
     answer = await tab.answer("declined")
     card = answer.locator(".refusal-card")
     assert "Suggested model: demo-careful" in await card.inner_text()
+    await tab.settled()
     await tab.shot("08-refusal")
     await tab.send("make a plan")
     plan = await tab.answer("plan are done")
     assert await plan.locator("ul.plan li.done input[type=checkbox]:checked").count() == 3
+    await tab.settled()
     await tab.shot("09-plan")
     await tab.send("fail")
     error = await tab.answer("malformed")
     assert "/compact" in await error.inner_text()
+    await tab.settled()
     await tab.shot("10-error")
     assert tab.errors == []
 
@@ -182,6 +200,45 @@ async def test_a_reload_keeps_the_conversation_and_a_new_tab_starts_a_new_one(
     await fresh.page.locator("#conn[data-state=open]").wait_for()
     assert await fresh.page.locator("#messages .msg").count() == 0
     await fresh.shot("12-new-tab")
+
+
+async def test_the_model_picker_lists_the_models_before_the_first_message(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.page.locator("#model:enabled option[value=demo-careful]").wait_for(state="attached")
+    assert await tab.page.locator("#messages .msg").count() == 0
+    assert await tab.page.eval_on_selector_all("#model option", "os => os.map(o => o.value)") == [
+        "demo-fast", "demo-careful"]
+    assert await tab.page.input_value("#model") == "demo-fast"
+    await playwright_api.expect(tab.page.locator(".status-session")).not_to_have_text(NO_SESSION)
+    await tab.shot("13a-picker-before-first-message")
+    async with tab.page.expect_response(lambda r: r.url.endswith("/model")) as switched:
+        await tab.page.select_option("#model", "demo-careful")
+    assert (await switched.value).status == 200
+    await tab.send("hi")
+    await tab.answer("model demo-careful")
+    assert await tab.page.input_value("#model") == "demo-careful"
+    await tab.shot("13b-first-answer-from-the-chosen-model")
+    assert tab.errors == []
+
+
+async def test_an_agent_that_cannot_start_is_explained_when_the_tab_opens(
+        browser: playwright_api.Browser, tmp_path: Path) -> None:
+    relay = DemoRelay(tmp_path, RelayConfig.model_validate({
+        "agents": {"demo": {"command": "no-such-agent-on-this-machine", "cwd": str(tmp_path)}},
+        "store": {"path": str(tmp_path / "relay.db")},
+        "surfaces": {"dashboard": {"host": "127.0.0.1", "port": 0}}}))
+    await relay.start()
+    try:
+        tab = await open_tab(browser, relay.url, tmp_path)
+        error = tab.page.locator("#error", has_text="was not found on PATH")
+        await error.wait_for()
+        assert "agents.demo.command" in await error.inner_text()
+        assert await tab.page.locator("#model").is_disabled()
+        await tab.shot("13c-agent-missing")
+    finally:
+        await relay.close()
+    assert [e for e in tab.errors if "400 (Bad Request)" not in e] == []  # the browser logs the failed fetch
 
 
 async def test_the_model_picker_switches_models(
@@ -283,7 +340,62 @@ async def test_the_cores_footer_and_refusal_card_are_styled_at_the_end_only(
     await relay.dashboard.surface.send(key, f"{card}\n\n⏱ 1.0s\n\nSome text.\n\n{card}\n\n⏱ 2.5s · context 7%")
     message = tab.page.locator("#messages .msg-agent", has_text="Some text.")
     await message.wait_for()
-    assert await message.locator(".footer").all_inner_texts() == ["⏱ 2.5s · context 7%"]
+    assert await message.locator(".footer").all_inner_texts() == ["2.5s · context 7%"]  # the glyph is drawn
+    assert await message.locator(".footer svg.icon-timer").count() == 1
     assert len(await message.locator(".refusal-card").all_inner_texts()) == 1
     assert await message.locator(".markdown > :nth-last-child(2)").get_attribute("class") == "refusal-card"
+    assert tab.errors == []
+
+
+# Every text the page shows, every attribute a person may read, and what CSS draws before and after
+# an element: the strings holding an emoji codepoint (a browser without an emoji font shows a box).
+EMOJI_ON_PAGE = """() => {
+    const emoji = /[\\p{Extended_Pictographic}\\u{FE0F}]/u;
+    const found = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+        const text = walker.currentNode.textContent;
+        if (emoji.test(text)) found.push(text.trim());
+    }
+    for (const el of [document.documentElement, ...document.querySelectorAll("*")]) {
+        for (const name of ["title", "aria-label", "placeholder", "value", "alt"]) {
+            const value = el.getAttribute(name);
+            if (value && emoji.test(value)) found.push(`${el.tagName} ${name}=${value}`);
+        }
+        for (const pseudo of ["::before", "::after", "::marker"]) {
+            const content = getComputedStyle(el, pseudo).content;
+            if (content && emoji.test(content)) found.push(`${el.tagName}${pseudo} ${content}`);
+        }
+    }
+    if (emoji.test(document.title)) found.push(document.title);
+    return found;
+}"""
+
+
+async def test_the_page_draws_its_icons_and_shows_no_emoji_of_its_own(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay.url, tmp_path)
+    await tab.page.locator("#model:enabled").wait_for()
+    assert await tab.page.evaluate(EMOJI_ON_PAGE) == []  # the controls, before any message
+    await tab.send("run the tool")
+    await tab.page.locator("button.approval", has_text="Allow once").click()
+    await tab.answer("only pretended")
+    key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
+    assert relay.dashboard is not None
+    # One line per status, and a footer, exactly as the core writes them.
+    rows = "\n".join(wording.tool_status_line(f"step {status}", "read", status) for status in wording.TOOL_GLYPHS)
+    await relay.dashboard.surface.send(key, f"{rows}\n\nAll the statuses.\n\n{wording.footer_text(61.0, 12.0)}")
+    message = await tab.answer("All the statuses.")
+    await tab.settled()
+    await tab.shot("16-icons")
+    raw = " ".join(e.text for e in relay.dashboard.surface.transcript.entries(key.split(":", 1)[1]))
+    assert all(glyph in raw for glyph in (*wording.TOOL_GLYPHS.values(), wording.FOOTER_GLYPH))  # the core's words
+    assert await tab.page.evaluate(EMOJI_ON_PAGE) == []  # ...are drawn as icons in the page
+    for status in wording.TOOL_GLYPHS:
+        row = message.locator(f".tool-row[data-status={status}]")
+        assert await row.locator(f"svg.icon-{status}").count() == 1, status
+        assert await row.inner_text() == wording.tool_status_line(f"step {status}", "read", status)[2:]
+    assert await message.locator(".footer").inner_text() == "1m 01s · context 12%"
+    assert await message.locator(".footer svg.icon-timer").count() == 1
+    assert await tab.page.locator(".msg .footer svg.icon-timer").count() == 2  # the demo's answer too
     assert tab.errors == []

@@ -6,7 +6,9 @@ Each test drives the HTTP API exactly as the page does and reads the tab's event
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+from core.config import RelayConfig
 from core.store import ConversationRecord
 from surfaces.dashboard.surface import conversation_key
 
@@ -141,6 +143,31 @@ async def test_the_model_picker_switches_the_model(demo_relay: DemoRelayFactory)
     assert (await relay.status(TAB))["model"] == "demo-fast"
 
 
+async def test_a_new_tab_lists_the_agents_models_before_its_first_message(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay()
+    assert (await relay.status(TAB))["models"] == []  # no session yet: status never starts an agent
+    async with relay.client().get(f"/api/conversations/{TAB}/models") as response:
+        assert response.status == 200
+        assert await response.json() == {"model": "demo-fast", "models": ["demo-fast", "demo-careful"]}
+    status = await relay.status(TAB)
+    assert status["models"] == ["demo-fast", "demo-careful"] and status["session_id"]
+
+
+async def test_when_the_agent_cannot_start_the_models_request_says_why(tmp_path: Path) -> None:
+    relay = DemoRelay(tmp_path, RelayConfig.model_validate({
+        "agents": {"demo": {"command": "no-such-agent-on-this-machine", "cwd": str(tmp_path)}},
+        "store": {"path": str(tmp_path / "relay.db")},
+        "surfaces": {"dashboard": {"host": "127.0.0.1", "port": 0}}}))
+    await relay.start()
+    try:
+        async with relay.client().get(f"/api/conversations/{TAB}/models") as response:
+            assert response.status == 400
+            error = (await response.json())["error"]
+    finally:
+        await relay.close()
+    assert "'no-such-agent-on-this-machine' was not found on PATH (agents.demo.command)" in error
+
+
 async def test_each_tab_is_its_own_conversation(demo_relay: DemoRelayFactory) -> None:
     relay = await demo_relay()
     first, second = await relay.events("tab-a"), await relay.events("tab-b")
@@ -206,3 +233,14 @@ async def test_a_tab_whose_agent_was_removed_from_the_config_continues_on_the_de
     await stream.until(lambda s: s.with_text("is no longer configured"), "the person is told why")
     await say(relay, "hello")
     await stream.until(answered("demo agent"), "the answer from the default agent")
+
+
+async def test_the_configured_max_tabs_bounds_the_transcripts(demo_relay: DemoRelayFactory) -> None:
+    relay = await demo_relay(max_tabs=1)
+    for tab in ("first", "second"):
+        stream = await relay.events(tab)
+        assert (await relay.post(tab, "messages", {"text": "/help", "id": f"h-{tab}"})).status == 202
+        await stream.until(lambda s: s.has("Commands:"), "the help text")
+        stream.response.close()
+    assert (await relay.events("first")).view == {}
+    assert len((await relay.events("second")).view) == 2

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import json
 import logging
+import re
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,12 +18,13 @@ from aiohttp import ClientTimeout
 from aiohttp.test_utils import TestClient, TestServer
 
 from core.config import RelayConfig
+from core.engine import wording
 from core.engine.surface import StartupError
 from surfaces.dashboard import launch
+from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
 from surfaces.dashboard.server import (
     AUTH,
     COOKIE_NAME,
-    INTERNAL_ERROR,
     MIN_TOKEN_LENGTH,
     check_bind,
     create_app,
@@ -28,6 +32,7 @@ from surfaces.dashboard.server import (
 )
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
+from surfaces.dashboard.wording import INTERNAL_FAILURE
 
 from .conftest import EventStream, StandInEngine
 
@@ -78,16 +83,22 @@ def test_loopback_binds_need_no_token(host: str) -> None:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "", "192.168.1.10", "example.com"])
 def test_other_binds_are_refused_without_a_token(host: str) -> None:
-    with pytest.raises(StartupError, match="ACP_RELAY_DASHBOARD_TOKEN"):
+    with pytest.raises(StartupError, match="ACP_RELAY_DASHBOARD_TOKEN") as caught:
         check_bind(host, None)
+    assert isinstance(caught.value, TokenMissing)
+    assert (caught.value.host, caught.value.token_env) == (host, "ACP_RELAY_DASHBOARD_TOKEN")
     assert check_bind(host, TOKEN) == TOKEN
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "127.0.0.1", "localhost"])
 @pytest.mark.parametrize("token", ["   ", "1", "short-token\n", " " * 20 + "x" * (MIN_TOKEN_LENGTH - 1)])
 def test_a_blank_or_short_token_is_refused_on_any_bind(host: str, token: str) -> None:
-    with pytest.raises(StartupError, match=f"ACP_RELAY_DASHBOARD_TOKEN holds .*at least {MIN_TOKEN_LENGTH} random"):
+    weak = f"ACP_RELAY_DASHBOARD_TOKEN holds .*at least {MIN_TOKEN_LENGTH} random"
+    with pytest.raises(StartupError, match=weak) as caught:
         check_bind(host, token)
+    assert isinstance(caught.value, WeakToken)
+    assert (caught.value.length, caught.value.minimum, caught.value.loopback) == (
+        len(token.strip()), MIN_TOKEN_LENGTH, is_loopback(host))
 
 
 def test_a_token_is_stripped_and_a_loopback_bind_uses_it_too() -> None:
@@ -121,6 +132,8 @@ async def test_a_port_in_use_is_one_sentence_not_a_crash(tmp_path: Path, monkeyp
             await launch(StandInEngine(), config)  # type: ignore[arg-type]
     assert str(caught.value) == (f"127.0.0.1:{port} is already in use (another acp-relay?); "
                                  "change surfaces.dashboard.port")
+    assert isinstance(caught.value, BindFailed)
+    assert (caught.value.host, caught.value.port, caught.value.os_errno) == ("127.0.0.1", port, errno.EADDRINUSE)
 
 
 async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
@@ -162,6 +175,20 @@ async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
 
 
 # -- security --------------------------------------------------------------------------------
+
+async def test_the_page_carries_the_cores_marks_as_escaped_json(served: Served) -> None:
+    async with served.client.get("/") as r:
+        assert r.status == 200 and r.content_type == "text/html"
+        html = await r.text()
+    glyphs = (*wording.TOOL_GLYPHS.values(), wording.FOOTER_GLYPH)
+    assert not any(glyph in html for glyph in glyphs)  # JSON escapes: the page's source needs no emoji font
+    data = re.search(r'<script id="core-marks" type="application/json">(.*?)</script>', html)
+    assert data is not None and "<" not in data[1]
+    assert json.loads(data[1]) == {
+        "tool_glyphs": {glyph: status for status, glyph in wording.TOOL_GLYPHS.items()},
+        "footer_glyph": wording.FOOTER_GLYPH, "refusal_lead": wording.REFUSAL_LEAD}
+    assert set(json.loads(data[1])["tool_glyphs"]) == {"⏳", "🔄", "✅", "❌", "⏹"}
+
 
 async def test_the_page_and_its_files_are_served_with_strict_headers(served: Served) -> None:
     async with served.client.get("/") as r:
@@ -236,8 +263,9 @@ async def test_cross_site_requests_are_refused(served: Served) -> None:
     assert len(served.engine.messages) == 1
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", "events"), ("GET", "status"), ("POST", "messages"),
-                                              ("POST", "buttons"), ("POST", "stop"), ("POST", "model")])
+@pytest.mark.parametrize(("method", "path"), [("GET", "events"), ("GET", "status"), ("GET", "models"),
+                                              ("POST", "messages"), ("POST", "buttons"), ("POST", "stop"),
+                                              ("POST", "model")])
 async def test_bad_tab_ids_are_refused(served: Served, method: str, path: str) -> None:
     for tab in ("a%20b", "x" * 65, "..%2Fx", "%C3%A9"):
         async with served.client.request(method, f"/api/conversations/{tab}/{path}", json={}) as r:
@@ -261,7 +289,7 @@ async def test_a_deeply_nested_body_is_a_bad_request(served: Served) -> None:
                                       headers={"Content-Type": "application/json"}) as r:
             assert r.status == 400, path
             assert (await r.json()) == {"error": f"expected a JSON object with a string {field!r}"}
-    assert served.engine.messages == [] and served.engine.presses == [] and served.engine.models == []
+    assert served.engine.messages == [] and served.engine.presses == [] and served.engine.switched == []
 
 
 class BrokenEngine(StandInEngine):
@@ -284,11 +312,11 @@ async def test_an_unexpected_exception_is_a_plain_json_500_logged_once(
                 assert r.status == 500 and r.content_type == "application/json"
                 text = await r.text()
             async with s.client.get(f"{API}/status") as r:
-                assert r.status == 500 and (await r.json()) == {"error": INTERNAL_ERROR}
+                assert r.status == 500 and (await r.json()) == {"error": INTERNAL_FAILURE}
     finally:
         await s.client.close()
     assert "secret" not in text and "Traceback" not in text and "RuntimeError" not in text
-    assert INTERNAL_ERROR.count(".") == 1 and INTERNAL_ERROR.endswith(".")
+    assert INTERNAL_FAILURE.count(".") == 1 and INTERNAL_FAILURE.endswith(".")
     failures = [r for r in caplog.records if r.exc_info]
     assert len(failures) == 2  # one traceback per failed request
     assert {type(r.exc_info[1]) for r in failures if r.exc_info} == {RuntimeError, KeyError}
@@ -305,7 +333,7 @@ async def test_a_broken_event_stream_ends_and_is_logged_once(
             await asyncio.wait_for(stream.next(), 5)
     response.close()
     assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [TypeError]
-    assert served.surface.subscribers("tab1") == 0
+    assert "tab1" not in served.surface._subscribers  # the failed stream left nothing subscribed
 
 
 # -- the API -------------------------------------------------------------------------------
@@ -334,7 +362,10 @@ async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) ->
                       "cwd": "/tmp", "session_id": None, "context_pct": 12.5, "queue_length": 0, "busy": False}
     async with served.client.post(f"{API}/model", json={"model": "demo-careful"}) as r:
         assert r.status == 200
-    assert served.engine.models == [("dashboard:tab1", "demo-careful")]
+    assert served.engine.switched == [("dashboard:tab1", "demo-careful")]
+    async with served.client.get(f"{API}/models") as r:
+        assert r.status == 200 and (await r.json()) == {"model": "demo-fast", "models": ["demo-fast", "demo-careful"]}
+    assert served.engine.listed == ["dashboard:tab1"]
 
 
 async def test_the_event_stream_sends_a_snapshot_then_live_changes(served: Served) -> None:

@@ -62,7 +62,16 @@ async def test_tabs_are_separate_conversations(surface: DashboardSurface) -> Non
         await surface.send(KEY, "only for tab1")
         assert other.queue.empty()
     assert surface.snapshot("tab2")["messages"] == []
-    assert surface.subscribers("tab2") == 0
+
+
+async def test_a_subscriber_hears_nothing_once_its_block_ended(surface: DashboardSurface) -> None:
+    with surface.subscribe("tab1") as gone:
+        pass
+    with surface.subscribe("tab1") as still:
+        await surface.send(KEY, "after the first left")
+        surface.close()
+    assert gone.queue.empty()
+    assert [e["type"] if e else e for e in drain(still.queue)] == ["message", None]
 
 
 async def test_delivery_failures_are_the_core_errors(surface: DashboardSurface) -> None:
@@ -108,3 +117,24 @@ async def test_the_transcript_survives_a_restart(tmp_path: Path) -> None:
 def test_tab_ids_are_validated() -> None:
     assert valid_tab("a1_B-2") and valid_tab("x" * 64)
     assert not any(valid_tab(t) for t in ("", "x" * 65, "../a", "a b", "a/b", "é"))
+
+
+async def test_past_max_tabs_the_least_recently_used_tab_loses_its_transcript(tmp_path: Path) -> None:
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
+    surface.post_user("tab1", "first tab", "m1")
+    old = await surface.send(KEY, "an answer in the first tab")
+    surface.post_user("tab2", "second tab", "m2")
+    for i in range(3):  # more messages in a tab already kept prune nothing
+        surface.post_user("tab2", f"again {i}", f"m2-{i}")
+    await surface.edit(KEY, old, "edited later, so the first tab is the more recent")
+    assert surface.snapshot("tab1")["messages"] and surface.snapshot("tab2")["messages"]
+    surface.post_user("tab3", "a third tab", "m3")
+    assert surface.snapshot("tab2")["messages"] == []
+    assert [m["text"] for m in surface.snapshot("tab1")["messages"]] == [
+        "first tab", "edited later, so the first tab is the more recent"]
+    assert [m["text"] for m in surface.snapshot("tab3")["messages"]] == ["a third tab"]
+    surface.transcript.close()
+    lower = Transcript.open(tmp_path / "t.db", max_tabs=1)  # a lower bound applies at once
+    assert [e.text for e in lower.entries("tab3")] == ["a third tab"]
+    assert lower.entries("tab1") == [] and lower.entries("tab2") == []
+    lower.close()

@@ -141,12 +141,16 @@ class Relay:
             data.setdefault(section, {}).update(values)
         return RelayConfig.model_validate(data)
 
-    async def start(self) -> Relay:
+    def build(self) -> Relay:
+        """A new engine on the store file, attached to the surface, not started yet."""
         self.store = Store.open(self.db)
         self.closed = False
         self.engine = build_engine(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
         self.engine.attach(self.surface, self.allowed)
-        await self.engine.start()
+        return self
+
+    async def start(self) -> Relay:
+        await self.build().engine.start()
         return self
 
     async def close(self) -> None:

@@ -1,13 +1,15 @@
 """The Surface protocol contract, run against every surface in ``SURFACE_FACTORIES``.
 
-A factory is an async context manager yielding a ``SurfaceUnderTest``: the surface, a
-conversation key it can post to, and ``read_text(message_id)`` that reads back what the platform
-shows (for surfaces backed by a fake platform server, from the server's state). Surfaces join by
-appending their factory to the list.
+A factory is an async context manager yielding a ``SurfaceUnderTest``: the surface, a conversation
+key it can post to, and ``read(message_id)``, which reads back what the PLATFORM shows for a message
+(for surfaces backed by a fake platform server, from the server's state): the text a person reads
+(markup gone), and the labels of its buttons; None once the message is gone. Surfaces join by
+appending their factory to the list. Every case reads back what the surface did.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -19,9 +21,12 @@ from fakes.discord_api import FakeDiscord
 from fakes.memory_surface import MemorySurface
 
 from core.engine.router import ACTIONS
+from core.engine.splitter import plain_text
 from core.engine.surface import (
     Button,
+    Capabilities,
     DeliveryError,
+    InboundMessage,
     MessageTooLong,
     NotModified,
     Surface,
@@ -33,22 +38,57 @@ from surfaces.discord.surface import DiscordSurface
 
 
 @dataclass(frozen=True)
+class Shown:
+    """What the platform shows for one message."""
+
+    text: str
+    buttons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SurfaceUnderTest:
     surface: Surface
     conversation_key: str
-    read_text: Callable[[str], str]
+    read: Callable[[str], Shown | None]
+    #: Whether the platform shows the typing indicator now; None where it cannot be read back.
+    typing: Callable[[], bool] | None = None
 
 
 @asynccontextmanager
-async def memory_surface() -> AsyncIterator[SurfaceUnderTest]:
-    surface = MemorySurface()
-    yield SurfaceUnderTest(surface, "memory:contract", lambda mid: surface.messages[mid].text)
+async def memory_surface(surface: MemorySurface | None = None) -> AsyncIterator[SurfaceUnderTest]:
+    surface = surface or MemorySurface()
+    key = "memory:contract"
+
+    def read(mid: str) -> Shown | None:
+        msg = surface.messages.get(mid)
+        if msg is None:
+            return None
+        return Shown(msg.text if msg.plain else plain_text(msg.text), tuple(b.label for b in msg.buttons))
+
+    yield SurfaceUnderTest(surface, key, read, lambda: surface.typing_active.get(key, False))
+
+
+@asynccontextmanager
+async def streaming_memory_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """A platform whose streams become messages (Slack's kind of native streaming)."""
+    caps = Capabilities(max_message_length=4096, length_unit="utf16", can_stream_natively=True)
+    async with memory_surface(MemorySurface(capabilities=caps, stream_kind="message")) as under_test:
+        yield under_test
 
 
 @asynccontextmanager
 async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
     surface = DashboardSurface(Transcript.open(":memory:"))
-    yield SurfaceUnderTest(surface, "dashboard:contract", lambda mid: surface.transcript.get("contract", mid).text)
+
+    def read(mid: str) -> Shown | None:
+        entry = surface.transcript.get("contract", mid)
+        if entry is None:
+            return None  # the browser renders Markdown: a person reads its text
+        text = entry.text if entry.plain else plain_text(entry.text)
+        return Shown(text, tuple(b.label for b in entry.buttons))
+
+    yield SurfaceUnderTest(surface, "dashboard:contract", read,
+                           lambda: bool(surface.snapshot("contract")["typing"]))
 
 
 @asynccontextmanager
@@ -71,9 +111,24 @@ async def discord_surface() -> AsyncIterator[SurfaceUnderTest]:
 
 SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [
     memory_surface,
+    streaming_memory_surface,
     dashboard_surface,
     discord_surface,
 ]
+
+#: The methods of the seam: (name, is a coroutine, keyword-only parameters it must accept).
+_METHODS: tuple[tuple[str, bool, frozenset[str]], ...] = (
+    ("render", False, frozenset()),
+    ("capabilities_for", False, frozenset()),
+    ("rate_key", False, frozenset()),
+    ("send", True, frozenset({"buttons", "plain", "reply_to"})),
+    ("reply", True, frozenset({"buttons", "plain", "private"})),
+    ("edit", True, frozenset({"buttons", "plain"})),
+    ("delete", True, frozenset()),
+    ("typing", True, frozenset()),
+    ("stream", True, frozenset({"reply_to"})),
+    ("end_stream", True, frozenset()),
+)
 
 
 @pytest.fixture(params=SURFACE_FACTORIES, ids=lambda f: f.__name__)
@@ -82,80 +137,148 @@ async def sut(request: pytest.FixtureRequest) -> AsyncIterator[SurfaceUnderTest]
         yield under_test
 
 
-async def test_is_a_surface_with_a_name(sut: SurfaceUnderTest) -> None:
-    assert isinstance(sut.surface, Surface)
-    assert isinstance(sut.surface.name, str) and sut.surface.name
+def shown(sut: SurfaceUnderTest, mid: str) -> Shown:
+    found = sut.read(mid)
+    assert found is not None, f"message {mid} is not shown"
+    return found
 
 
-async def test_capabilities_are_sane(sut: SurfaceUnderTest) -> None:
-    caps = sut.surface.capabilities
-    assert caps.max_message_length >= 500
-    assert caps.length_unit in ("chars", "utf16")
-    assert isinstance(caps.markup, str) and caps.markup
-    assert caps.edit_interval_s is None or caps.edit_interval_s >= 0
+async def test_is_a_surface_with_every_method_of_the_seam(sut: SurfaceUnderTest) -> None:
+    surface = sut.surface
+    assert isinstance(surface, Surface)
+    assert isinstance(surface.name, str) and surface.name
+    assert sut.conversation_key.startswith(f"{surface.name}:"), "keys are surface-qualified"
+    for name, is_async, keywords in _METHODS:
+        method = getattr(surface, name)
+        assert inspect.iscoroutinefunction(method) == is_async, f"{name}: async is {is_async}"
+        params = inspect.signature(method).parameters
+        missing = {k for k in keywords if k not in params or params[k].kind is not inspect.Parameter.KEYWORD_ONLY}
+        assert not missing, f"{name} lacks keyword-only {sorted(missing)}"
+
+
+async def test_capabilities_are_sane_in_the_conversation(sut: SurfaceUnderTest) -> None:
+    for caps in (sut.surface.capabilities, sut.surface.capabilities_for(sut.conversation_key)):
+        assert isinstance(caps, Capabilities)
+        assert caps.max_message_length >= 500
+        assert caps.length_unit in ("chars", "utf16")
+        assert isinstance(caps.markup, str) and caps.markup
+        assert caps.edit_interval_s is None or caps.edit_interval_s >= 0
+        assert caps.rate_limit is None or (caps.rate_limit.calls > 0 and caps.rate_limit.per_s > 0)
+    key = sut.surface.rate_key(sut.conversation_key)
+    assert isinstance(key, str) and key
 
 
 async def test_commands_spell_known_actions(sut: SurfaceUnderTest) -> None:
     commands: Mapping[str, str] = sut.surface.commands
     assert all(isinstance(k, str) and k for k in commands)
     assert set(commands.values()) <= set(ACTIONS)
+    assert "compact" in commands.values(), "every surface understands /compact"
 
 
-async def test_render_returns_text(sut: SurfaceUnderTest) -> None:
-    for markdown in ("plain words", "**bold** and `code`.", "```py\nx = 1\n```", "😀 done!"):
-        assert isinstance(sut.surface.render(markdown), str)
+@pytest.mark.parametrize(("markdown", "words"), [
+    ("plain words", "plain words"),
+    ("**bold** and `code`.", "bold and code."),
+    ("😀 done!", "😀 done!"),
+])
+async def test_markdown_is_rendered_so_a_person_reads_the_words_without_markup(
+        sut: SurfaceUnderTest, markdown: str, words: str) -> None:
+    assert isinstance(sut.surface.render(markdown), str)
+    mid = await sut.surface.send(sut.conversation_key, markdown)
+    assert shown(sut, mid).text == words
 
 
-async def test_send_returns_distinct_ids(sut: SurfaceUnderTest) -> None:
+async def test_a_code_block_keeps_its_code(sut: SurfaceUnderTest) -> None:
+    mid = await sut.surface.send(sut.conversation_key, "```py\nx = 1\nprint(x)\n```")
+    assert "x = 1\nprint(x)" in shown(sut, mid).text
+
+
+async def test_send_returns_distinct_ids_and_the_platform_shows_each_text(sut: SurfaceUnderTest) -> None:
     first = await sut.surface.send(sut.conversation_key, "first")
     second = await sut.surface.send(sut.conversation_key, "second")
-    assert isinstance(first, str) and first
-    assert first != second
-    assert sut.read_text(first) == "first"
+    assert isinstance(first, str) and first and first != second
+    assert (shown(sut, first).text, shown(sut, second).text) == ("first", "second")
 
 
-async def test_edit_changes_the_text(sut: SurfaceUnderTest) -> None:
-    if not sut.surface.capabilities.can_edit:
+async def test_reply_answers_a_message_and_is_shown(sut: SurfaceUnderTest) -> None:
+    asked = InboundMessage(sut.surface.name, sut.conversation_key, "42", "/status", "in-1")
+    public = await sut.surface.reply(asked, "the answer")
+    private = await sut.surface.reply(asked, "only for you", private=True)
+    assert shown(sut, public).text == "the answer"
+    assert shown(sut, private).text == "only for you"
+
+
+async def test_edit_changes_the_text_and_the_buttons(sut: SurfaceUnderTest) -> None:
+    caps = sut.surface.capabilities_for(sut.conversation_key)
+    if not caps.can_edit:
         pytest.skip("surface cannot edit")
-    mid = await sut.surface.send(sut.conversation_key, "before")
-    await sut.surface.edit(sut.conversation_key, mid, "after")
-    assert sut.read_text(mid) == "after"
+    buttons = (Button("Allow once", "tok-1", "primary"), Button("Deny", "tok-2", "danger"))
+    mid = await sut.surface.send(sut.conversation_key, "Allow?", buttons=buttons if caps.can_buttons else ())
+    if caps.can_buttons:
+        assert shown(sut, mid).buttons == ("Allow once", "Deny")
+    await sut.surface.edit(sut.conversation_key, mid, "Allowed once.")
+    assert shown(sut, mid) == Shown("Allowed once."), "the text changed and the buttons are gone"
 
 
-async def test_identical_edit_is_fine_or_not_modified(sut: SurfaceUnderTest) -> None:
-    if not sut.surface.capabilities.can_edit:
+async def test_an_identical_edit_changes_nothing(sut: SurfaceUnderTest) -> None:
+    if not sut.surface.capabilities_for(sut.conversation_key).can_edit:
         pytest.skip("surface cannot edit")
     mid = await sut.surface.send(sut.conversation_key, "same")
     try:
         await sut.surface.edit(sut.conversation_key, mid, "same")
     except NotModified:
-        pass
+        pass  # the platform says so; either way the message still shows the same text
+    assert shown(sut, mid).text == "same"
 
 
-async def test_buttons_and_plain_text_are_accepted(sut: SurfaceUnderTest) -> None:
-    buttons = (Button("Allow once", "tok-1", "primary"), Button("Deny", "tok-2", "danger"))
-    if sut.surface.capabilities.can_buttons:
-        assert await sut.surface.send(sut.conversation_key, "Allow?", buttons=buttons)
-    mid = await sut.surface.send(sut.conversation_key, "2 * 3 = 6_", plain=True)
-    assert sut.read_text(mid) == "2 * 3 = 6_"
+async def test_plain_text_is_shown_exactly_as_sent(sut: SurfaceUnderTest) -> None:
+    text = "2 * 3 = 6_ and a \\ backslash, *not bold*"
+    mid = await sut.surface.send(sut.conversation_key, text, plain=True)
+    assert shown(sut, mid).text == text, "no markup parsed, no escapes added"
 
 
-async def test_over_limit_text_raises_message_too_long(sut: SurfaceUnderTest) -> None:
-    too_long = "x" * (sut.surface.capabilities.max_message_length + 1)
+async def test_over_limit_text_raises_message_too_long_and_shows_nothing(sut: SurfaceUnderTest) -> None:
+    caps = sut.surface.capabilities_for(sut.conversation_key)
+    marker = await sut.surface.send(sut.conversation_key, "before")
     with pytest.raises(MessageTooLong):
-        await sut.surface.send(sut.conversation_key, too_long)
+        await sut.surface.send(sut.conversation_key, "x" * (caps.max_message_length + 1))
+    after = await sut.surface.send(sut.conversation_key, "after")
+    assert shown(sut, marker).text == "before" and shown(sut, after).text == "after"
 
 
 async def test_platform_failures_are_the_core_delivery_errors(sut: SurfaceUnderTest) -> None:
-    if not sut.surface.capabilities.can_edit:
+    if not sut.surface.capabilities_for(sut.conversation_key).can_edit:
         pytest.skip("surface cannot edit")
     with pytest.raises(DeliveryError):
         await sut.surface.edit(sut.conversation_key, "999999999", "no such message")
 
 
-async def test_delete_and_typing(sut: SurfaceUnderTest) -> None:
-    if sut.surface.capabilities.can_delete:
-        mid = await sut.surface.send(sut.conversation_key, "to delete")
-        await sut.surface.delete(sut.conversation_key, mid)
+async def test_delete_removes_the_message(sut: SurfaceUnderTest) -> None:
+    if not sut.surface.capabilities_for(sut.conversation_key).can_delete:
+        pytest.skip("surface cannot delete")
+    keep = await sut.surface.send(sut.conversation_key, "keep")
+    gone = await sut.surface.send(sut.conversation_key, "to delete")
+    await sut.surface.delete(sut.conversation_key, gone)
+    assert sut.read(gone) is None
+    assert shown(sut, keep).text == "keep"
+
+
+async def test_typing_is_shown_and_cleared(sut: SurfaceUnderTest) -> None:
+    if not sut.surface.capabilities_for(sut.conversation_key).can_typing:
+        pytest.skip("surface has no typing indicator")
     await sut.surface.typing(sut.conversation_key, True)
+    if sut.typing is not None:
+        assert sut.typing()
     await sut.surface.typing(sut.conversation_key, False)
+    if sut.typing is not None:
+        assert not sut.typing()
+
+
+async def test_a_native_stream_ends_with_the_final_text_shown(sut: SurfaceUnderTest) -> None:
+    key = sut.conversation_key
+    if not sut.surface.capabilities_for(key).can_stream_natively:
+        pytest.skip("no native streaming in this conversation")
+    stream_id = await sut.surface.stream(key, None, "Hello")
+    assert await sut.surface.stream(key, stream_id, "Hello world") == stream_id
+    mid = await sut.surface.end_stream(key, stream_id, "Hello world, done.")
+    if mid is not None:  # the stream became an ordinary message
+        assert shown(sut, mid).text == "Hello world, done."

@@ -87,6 +87,7 @@ class NativeStream:
 
     stream_id: str
     conversation_key: str
+    reply_to: str | None = None
     texts: list[str] = field(default_factory=list)
     ended: bool = False
 
@@ -146,7 +147,7 @@ class MemorySurface(SurfaceDefaults):
         self._check("stream", text, False)
         if stream_id is None:
             stream_id = f"s{next(self._ids)}"
-            self.streams[stream_id] = NativeStream(stream_id, conversation_key)
+            self.streams[stream_id] = NativeStream(stream_id, conversation_key, reply_to)
         live = self.streams[stream_id]
         if live.ended or (self.stream_kind == "message" and live.texts and not text.startswith(live.texts[-1])):
             raise DeliveryFailed("message_not_in_streaming_state" if live.ended else "a stream only appends")
@@ -162,7 +163,8 @@ class MemorySurface(SurfaceDefaults):
             return None  # a preview: the core sends the final text
         rendered = self.render(text)
         message_id = str(next(self._ids))
-        self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered)
+        self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered,
+                                                  reply_to=live.reply_to)
         return message_id
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,

@@ -6,13 +6,19 @@
 // page's own buttons, and only the buttons the page builds from a message's `buttons` list are
 // approval buttons (`approvalButtons`). The core's parts of a reply are recognised by position,
 // not by their words alone (see `decorate`).
+//
+// The page draws its own icons (inline SVG): the core's tool lines and footer open with emoji,
+// which a browser without an emoji font (a plain Debian install) shows as empty boxes.
 (() => {
   "use strict";
 
   const TAB_KEY = "acp-relay-tab";
   const TAB_RE = /^[A-Za-z0-9_-]{1,64}$/;
-  const TOOL_STATUS = { "⏳": "pending", "🔄": "in_progress", "✅": "completed", "❌": "failed", "⏹": "cancelled" };
-  const REFUSAL_LEAD = "The model declined to answer this request.";
+  // The core's own marks, put into the page by the server (core/engine/wording.py is their source).
+  const MARKS = JSON.parse(document.getElementById("core-marks").textContent);
+  const TOOL_STATUS = MARKS.tool_glyphs;  // glyph -> status
+  const FOOTER_GLYPH = MARKS.footer_glyph;
+  const REFUSAL_LEAD = MARKS.refusal_lead;
   const PURIFY = {
     FORBID_TAGS: ["form", "button", "input", "select", "textarea", "style", "option"],
     FORBID_ATTR: ["class", "id", "style"],
@@ -99,6 +105,41 @@
     return body;
   }
 
+  // ---- icons ------------------------------------------------------------------------------
+
+  // 16x16 line drawings in currentColor; "solid" parts are filled, "knock" strokes are cut out of them.
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const ICONS = {
+    pending: [["path", { d: "M4.5 1.75h7M4.5 14.25h7M5.5 1.75v1.5c0 2.25 5 2.5 5 4.75s-5 2.5-5 4.75v1.5"
+      + "M10.5 1.75v1.5c0 2.25-5 2.5-5 4.75s5 2.5 5 4.75v1.5" }]],
+    in_progress: [["path", { d: "M13.25 8A5.25 5.25 0 1 1 8 2.75" }], ["path", { d: "M7 .75l2 2-2 2" }]],
+    completed: [["circle", { cx: 8, cy: 8, r: 7, class: "solid" }], ["path", { d: "M4.75 8.25l2.25 2.25 4.25-4.5", class: "knock" }]],
+    failed: [["circle", { cx: 8, cy: 8, r: 7, class: "solid" }], ["path", { d: "M5.5 5.5l5 5M10.5 5.5l-5 5", class: "knock" }]],
+    cancelled: [["rect", { x: 2.5, y: 2.5, width: 11, height: 11, rx: 2, class: "solid" }]],
+    timer: [["circle", { cx: 8, cy: 9, r: 5.5 }], ["path", { d: "M8 9V6.25M6.5 1.75h3M8 1.75v1.75M12.25 4.25l1 -1" }]],
+  };
+
+  function icon(name) {
+    const svg = document.createElementNS(SVG_NS, "svg");
+    svg.setAttribute("viewBox", "0 0 16 16");
+    svg.setAttribute("class", `icon icon-${name}`);
+    svg.setAttribute("aria-hidden", "true");  // the words next to it say the same
+    for (const [tag, attrs] of ICONS[name] || []) {
+      const part = document.createElementNS(SVG_NS, tag);
+      for (const [key, value] of Object.entries(attrs)) part.setAttribute(key, String(value));
+      svg.appendChild(part);
+    }
+    return svg;
+  }
+
+  // A line's opening glyph (with the emoji variation selector an agent may add), or "".
+  function leadingGlyph(line) {
+    const m = /^(\S)\uFE0F?/u.exec(line);
+    return m && TOOL_STATUS[m[1]] ? m[0] : "";
+  }
+
+  // ---- the core's parts -----------------------------------------------------------------
+
   // The core's document is Markdown; give its parts classes so they look like what they are.
   //
   // The footer and the refusal card are recognised by POSITION, because an agent can write the
@@ -110,15 +151,16 @@
   // paragraph look like one until the real footer arrives: that is cosmetic, never a control.)
   function decorate(body) {
     const last = body.lastElementChild;
-    if (last && last.tagName === "P" && lines(last).length === 1 && lines(last)[0].startsWith("⏱ ")) {
+    if (last && last.tagName === "P" && lines(last).length === 1 && lines(last)[0].startsWith(`${FOOTER_GLYPH} `)) {
       last.classList.add("footer");
+      last.replaceChildren(icon("timer"), document.createTextNode(lines(last)[0].slice(FOOTER_GLYPH.length).trim()));
       const card = last.previousElementSibling;
       if (card && card.tagName === "P" && lines(card)[0] === REFUSAL_LEAD) card.classList.add("refusal-card");
     }
     for (const p of body.querySelectorAll("p")) {
       if (p.classList.contains("footer") || p.classList.contains("refusal-card")) continue;
       const text = p.textContent.trim();
-      if (text && lines(p).every((line) => TOOL_STATUS[[...line][0]])) toolRows(p);
+      if (text && lines(p).every(leadingGlyph)) toolRows(p);
     }
     for (const mark of body.querySelectorAll(`span[role=checkbox][aria-label="${TASK_MARK}"]`)) {
       const box = document.createElement("input");
@@ -157,15 +199,20 @@
     return out.map((line) => line.trim()).filter(Boolean);
   }
 
-  // Tool calls become status rows, one per call, with data-status for styling and tests.
+  // Tool calls become status rows, one per call, with data-status for styling and tests; the
+  // core's glyph gives way to the page's icon.
   function toolRows(p) {
     const rows = document.createElement("div");
     rows.className = "tools";
     for (const line of lines(p)) {
+      const glyph = leadingGlyph(line);
+      const status = TOOL_STATUS[[...glyph][0]];
       const row = document.createElement("div");
       row.className = "tool-row";
-      row.dataset.status = TOOL_STATUS[[...line][0]] || "pending";
-      row.textContent = line;
+      row.dataset.status = status;
+      const words = document.createElement("span");
+      words.textContent = line.slice(glyph.length).trim();
+      row.append(icon(status), words);
       rows.appendChild(row);
     }
     p.replaceWith(rows);
@@ -292,20 +339,40 @@
     $(".status-queue").textContent = String(s.queue_length);
     $(".status-state").textContent = s.busy ? "answering" : "idle";
     stopButton.classList.toggle("active", s.busy || !$("#typing").hidden);
-    if (document.activeElement !== modelSelect) fillModels(s.model, s.models || []);
+    // A status without a live session lists no models (e.g. the idle agent was stopped): keep the list.
+    if (document.activeElement !== modelSelect) fillModels(s.model, s.models && s.models.length ? s.models : knownModels);
     if (s.busy) {  // follow a running turn closely; idle tabs only poll every few seconds
       clearTimeout(statusTimer);
       statusTimer = setTimeout(refreshStatus, 1000);
     }
   }
 
+  // The picker's choices come from the agent itself, asked for as soon as the tab opens (this starts
+  // the agent), so a model can be chosen before the first message.
+  let knownModels = [];
   function fillModels(current, models) {
+    knownModels = models;
     const names = models.length ? models : [current || "default"];
     const signature = JSON.stringify([current, names]);
     if (modelSelect.dataset.signature === signature) return;
     modelSelect.dataset.signature = signature;
     modelSelect.replaceChildren(...names.map((name) => new Option(name, name, false, name === current)));
     modelSelect.disabled = models.length === 0;
+  }
+
+  async function loadModels() {
+    modelSelect.replaceChildren(new Option("loading…", ""));
+    try {
+      const response = await fetch(api("models"), { credentials: "same-origin" });
+      let data = {};
+      try { data = await response.json(); } catch (_) { /* not JSON */ }
+      if (!response.ok) throw new Error(data.error || `The relay answered ${response.status}.`);
+      fillModels(data.model, data.models || []);
+      scheduleStatus();  // the agent has a session now
+    } catch (e) {
+      fillModels(null, knownModels);
+      showError(e.message);
+    }
   }
 
   modelSelect.addEventListener("change", async () => {
@@ -379,6 +446,7 @@
   });
 
   connect();
+  loadModels();
   refreshStatus();
   setInterval(refreshStatus, 5000);
   textarea.focus();
