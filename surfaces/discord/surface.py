@@ -73,7 +73,8 @@ class DiscordSurface(SurfaceDefaults):
         return to_discord(markdown)
 
     def _content(self, text: str, plain: bool) -> str:
-        content = text if plain else self.render(text)
+        # Discord parses Markdown in every message: plain text is shown as sent by escaping it.
+        content = discord.utils.escape_markdown(text) if plain else self.render(text)
         if len(content) > self.capabilities.max_message_length:
             raise MessageTooLong(f"{len(content)} characters; Discord takes {self.capabilities.max_message_length}")
         return content

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
-from fakes.discord_api import FakeDiscord
+from fakes.discord_api import FakeDiscord, shown_text
 from fakes.memory_surface import MemorySurface
 
 from core.engine.router import ACTIONS
@@ -101,8 +101,15 @@ async def discord_surface() -> AsyncIterator[SurfaceUnderTest]:
         use_endpoints(fake.api_base, fake.gateway_url)
         await client.login(fake.token)
         channel = fake.dm(42)
-        yield SurfaceUnderTest(DiscordSurface(client), f"discord:{channel}",
-                               lambda mid: fake.channels[channel].messages[int(mid)]["content"])
+
+        def read(mid: str) -> Shown | None:
+            message = fake.channels[channel].messages.get(int(mid)) if mid.isdigit() else None
+            if message is None:
+                return None
+            return Shown(shown_text(message["content"]), tuple(label for label, _ in fake.buttons(message)))
+
+        # typing cannot be read back: Discord shows it for ten seconds and has no way to clear it
+        yield SurfaceUnderTest(DiscordSurface(client), f"discord:{channel}", read)
     finally:
         await client.close()
         await fake.close()

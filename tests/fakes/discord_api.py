@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-__all__ = ["BOT_ID", "Failure", "FakeDiscord", "user"]
+__all__ = ["BOT_ID", "Failure", "FakeDiscord", "shown_text", "user"]
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
 BOT_ID = 900_000_000_000_000_001
@@ -41,6 +42,39 @@ def user(uid: int, name: str, *, bot: bool = False) -> Json:
     """A user payload as Discord sends it."""
     return {"id": str(uid), "username": name, "global_name": name, "discriminator": "0", "avatar": None,
             "bot": bot, "public_flags": 0, "flags": 0}
+
+
+_CODE = re.compile(r"(?ms)^```[^\n`]*\n(.*?)^```[ \t]*$\n?|(`+)(.+?)\2")
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_EMPHASIS = re.compile(r"(?<![\w\\])(\*\*\*|\*\*|\*|__|_|~~|\|\|)(?=\S)(.+?)(?<=\S)\1(?!\w)")
+_HEADING = re.compile(r"(?m)^(?:#{1,3}|-#) ")
+
+
+def shown_text(content: str) -> str:
+    """What a person reads in a message: Discord's Markdown rendered (code kept as it is, emphasis,
+    headings and backslash escapes gone)."""
+    out: list[str] = []
+    pos = 0
+    for m in _CODE.finditer(content):
+        out.append(_shown_prose(content[pos:m.start()]))
+        out.append(m.group(1) if m.group(1) is not None else m.group(3))
+        pos = m.end()
+    out.append(_shown_prose(content[pos:]))
+    return "".join(out)
+
+
+def _shown_prose(text: str) -> str:
+    kept: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:
+        kept.append(m.group(1))
+        return f"\0{len(kept) - 1}\0"
+
+    text = _ESCAPED.sub(hold, text)  # an escaped character is never markup
+    for _ in range(3):
+        text = _EMPHASIS.sub(lambda m: m.group(2), text)
+    text = _HEADING.sub("", text)
+    return re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
 
 
 def _now() -> str:
