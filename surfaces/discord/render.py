@@ -2,13 +2,17 @@
 
 Discord renders most of CommonMark itself (emphasis, code, fences, lists, quotes, links, headings
 ``#`` to ``###``). What it does not know becomes its closest form: a heading of level 4 to 6 is
-shown in bold. Fenced code is never touched. Nothing is escaped: Discord never rejects markup, and
-pings are prevented by the surface's ``allowed_mentions``, not by rewriting the text.
+shown in bold. The core's footer (``⏱ 12.3s · context 45%``, the last block of an answer) becomes
+Discord's small grey subtext (``-# ``). Fenced code is never touched. Nothing is escaped: Discord
+never rejects markup, and pings are prevented by the surface's ``allowed_mentions``, not by
+rewriting the text.
 """
 
 from __future__ import annotations
 
 import re
+
+from core.engine.wording import FOOTER_GLYPH
 
 __all__ = ["to_discord"]
 
@@ -29,4 +33,6 @@ def to_discord(markdown: str) -> str:
         elif fence is None and (h := _DEEP_HEADING.match(line)):
             line = f"**{h.group(1)}**"
         out.append(line)
+    if fence is None and len(out) >= 2 and out[-1].startswith(FOOTER_GLYPH) and not out[-2].strip():
+        out[-1] = "-# " + out[-1]
     return "\n".join(out)

@@ -80,3 +80,13 @@ async def test_images_reach_an_agent_that_accepts_them(relay: RelayFactory) -> N
     await r.fake.say(dm, ALICE, "report_images", attachments=(("shot.png", "image/png", png),
                                                             ("notes.txt", "text/plain", b"not an image")))
     await until(lambda: any("images:1" in t for t in r.bot_texts(dm)), "the agent saw one image")
+
+
+async def test_messages_of_a_channel_reach_the_agent_in_the_order_they_were_sent(relay: RelayFactory) -> None:
+    r = await relay()
+    r.fake.cdn_delay_s = 0.3  # the first message's image takes a while to download
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "first, with a picture", attachments=(("a.png", "image/png", b"png"),))
+    await r.fake.say(dm, ALICE, "second")
+    await until(lambda: len(r.prompts()) == 2 and r.idle(), "both answered")
+    assert r.prompts() == ["first, with a picture", "second"]

@@ -45,6 +45,12 @@ def test_render_keeps_discord_markdown_and_boldens_deep_headings_outside_code() 
     assert to_discord("plain words") == "plain words"
 
 
+def test_the_footer_becomes_discord_subtext_and_nothing_else_does() -> None:
+    assert to_discord("the answer\n\n⏱ 1.2s · context 4%") == "the answer\n\n-# ⏱ 1.2s · context 4%"
+    assert to_discord("⏱ alone, not a footer block") == "⏱ alone, not a footer block"
+    assert to_discord("text\n⏱ glued to the text") == "text\n⏱ glued to the text"
+
+
 def test_thread_names_come_from_the_prompt() -> None:
     assert thread_name("fix   the <@123> build\nnow") == "fix the build now"
     assert thread_name("") == "Conversation"

@@ -152,6 +152,7 @@ class FakeDiscord:
         self.refuse_intents = refuse_intents
         self.refuse_token_at_gateway = False  # REST accepts the token, IDENTIFY is closed with 4004
         self.invalidate_resume = False  # the next RESUME is refused: the client must IDENTIFY again
+        self.cdn_delay_s = 0.0  # attachments download this slowly
         self.heartbeat_ms = heartbeat_ms
         self.bot = user(BOT_ID, "relay-bot", bot=True)
         self.users: dict[int, Json] = {BOT_ID: self.bot}
@@ -437,6 +438,7 @@ class FakeDiscord:
 
     async def _cdn(self, request: web.Request) -> web.Response:
         data = self.attachments.get(request.match_info["name"])
+        await asyncio.sleep(self.cdn_delay_s)
         if data is None:
             return web.Response(status=404)
         return web.Response(body=data, headers={"Content-Type": "application/octet-stream"})
