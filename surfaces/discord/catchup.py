@@ -57,7 +57,8 @@ class CatchUp:
 
     async def _channel(self, channel_id: int, seen: Seen) -> None:
         channel = self.client.get_channel(channel_id) or self.client.get_partial_messageable(channel_id)
-        assert isinstance(channel, discord.abc.Messageable)
+        if not isinstance(channel, discord.abc.Messageable):  # e.g. a forum: its posts are the threads
+            return
         history = channel.history(after=discord.Object(seen.last), oldest_first=True, limit=FETCH_LIMIT)
         missed = [m async for m in history if self.router.is_person(m)]
         if seen.kind == "channel":  # in an allowed channel only a mention is for the bot

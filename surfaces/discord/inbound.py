@@ -45,7 +45,8 @@ _THREAD_ARCHIVE_MIN: Literal[10080] = 10080  # a week, so a quiet conversation i
 
 def thread_name(text: str) -> str:
     """A thread's name from its first prompt: the first line, mentions removed, at most 100 characters."""
-    words = " ".join(_OTHER_MENTION.sub("", text).split())
+    lines = [line for line in _OTHER_MENTION.sub("", text).splitlines() if line.strip()]
+    words = " ".join(lines[0].split()) if lines else ""
     if not words:
         return wording.THREAD_FALLBACK_NAME
     return words if len(words) <= _THREAD_NAME_MAX else words[:_THREAD_NAME_MAX - 1] + "…"

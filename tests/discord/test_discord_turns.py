@@ -30,7 +30,7 @@ async def test_a_mention_opens_a_thread_named_after_the_prompt_and_the_thread_co
     asked = await r.fake.say(r.channel, ALICE, "explain   the build\nplease", mention=True)
     await until(lambda: r.fake.thread_for(asked) is not None, "a thread")
     thread = r.fake.thread_for(asked)
-    assert thread is not None and thread.name == "explain the build please"
+    assert thread is not None and thread.name == "explain the build"
     await until(lambda: any("echo: explain" in t for t in r.bot_texts(thread.id)), "the answer in the thread")
     await r.settled()
     assert r.bot_texts(r.channel) == []  # nothing but the thread in the channel itself

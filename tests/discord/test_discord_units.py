@@ -52,7 +52,8 @@ def test_the_footer_becomes_discord_subtext_and_nothing_else_does() -> None:
 
 
 def test_thread_names_come_from_the_prompt() -> None:
-    assert thread_name("fix   the <@123> build\nnow") == "fix the build now"
+    assert thread_name("fix   the <@123> build\nnow") == "fix the build"
+    assert thread_name("<@5>\n\n  second line\nthird") == "second line"
     assert thread_name("") == "Conversation"
     long = thread_name("word " * 50)
     assert len(long) == 100 and long.endswith("…")
