@@ -10,6 +10,7 @@ __all__ = [
     "CHANNEL_NOT_ALLOWED",
     "COMPACT_SENT",
     "NO_THREAD",
+    "REFUSAL_HINT",
     "RESTARTING",
     "STOP_DONE",
     "THREAD_FALLBACK_NAME",
@@ -29,6 +30,8 @@ RESTARTING = "The bot is restarting; please try again in a moment."
 #: A mention whose thread could not be opened (Discord refused: permissions).
 NO_THREAD = ("I could not open a thread for this message: the bot needs the Create Public Threads and "
              "Send Messages in Threads permissions in this channel.")
+#: Added to the refusal card: the same prompt is declined again, so a fresh start is the way on.
+REFUSAL_HINT = "Use `/new` to start a new conversation if this one keeps being declined."
 #: The name of a thread opened by a mention with no words.
 THREAD_FALLBACK_NAME = "Conversation"
 

@@ -106,3 +106,4 @@ async def test_the_refusal_card_is_shown_once(relay: RelayFactory) -> None:
     assert shown.count("The model declined to answer this request.") == 1
     assert "Category: harmful" in shown
     assert shown.count(why) == 1  # streamed once, not repeated as the card's Why line
+    assert shown.count("Use `/new` to start a new conversation") == 1  # Discord's own hint

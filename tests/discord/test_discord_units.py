@@ -51,6 +51,15 @@ def test_the_footer_becomes_discord_subtext_and_nothing_else_does() -> None:
     assert to_discord("text\n⏱ glued to the text") == "text\n⏱ glued to the text"
 
 
+def test_a_refusal_card_before_the_footer_gains_the_new_hint_and_only_there() -> None:
+    card = "The model declined to answer this request.\nCategory: cyber"
+    assert to_discord(f"partial\n\n{card}\n\n⏱ 2.0s") == (
+        f"partial\n\n{card}\nUse `/new` to start a new conversation if this one keeps being declined.\n\n-# ⏱ 2.0s")
+    quoted = f"{card}\n\nmy own words after it\n\n⏱ 2.0s"  # agent text that looks like a card
+    assert "/new" not in to_discord(quoted)
+    assert "/new" not in to_discord(card)  # still streaming: no footer yet
+
+
 def test_thread_names_come_from_the_prompt() -> None:
     assert thread_name("fix   the <@123> build\nnow") == "fix the build"
     assert thread_name("<@5>\n\n  second line\nthird") == "second line"
