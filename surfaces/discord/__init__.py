@@ -38,6 +38,9 @@ __all__ = ["CAPABILITIES", "DiscordRelay", "DiscordSurface", "check", "doctor", 
 
 log = logging.getLogger("acp_relay.discord")
 
+#: How long ``launch`` waits for Discord before the relay starts anyway (it keeps trying).
+STARTUP_WAIT_S = 15.0
+
 
 class DiscordRelay:
     """A running Discord surface (what ``launch`` returns)."""
@@ -114,12 +117,14 @@ async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
 
 async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilities = CAPABILITIES,
                  guild_ready_timeout: float = 2.0, first_reconnect_delay_s: float = 1.0,
-                 identify_delay_s: float = 5.0) -> DiscordRelay:
+                 identify_delay_s: float = 5.0, startup_wait_s: float = STARTUP_WAIT_S) -> DiscordRelay:
     """Connect to Discord and attach the surface to ``engine``.
 
-    Raises ``StartupError`` when the token variable is unset or an endpoint is malformed; a token or
-    intent Discord refuses ends the run through ``fatal`` (the login happens in the receive loop, so
-    a Discord that is briefly unreachable at start is retried, not fatal).
+    Waits (up to ``startup_wait_s``) for the first gateway session and for what was written while the
+    relay was away to be handed over: the engine, not started yet, journals those messages and
+    answers them in order once it starts. Raises ``StartupError`` when the token variable is unset,
+    an endpoint is malformed, or Discord refuses the token or the intent meanwhile; a refusal later
+    ends the run through ``fatal``. A Discord that is unreachable at start is retried, not fatal.
     """
     settings = config.surfaces.discord
     if problems := check(config):
@@ -144,12 +149,32 @@ async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilit
         if token_ is not None:  # slash commands are the command tree's
             await presses.on_press(interaction, token_)
 
+    caught_up = asyncio.Event()
+
+    async def catch_up_once() -> None:
+        try:
+            await catch_up.run()
+        finally:
+            caught_up.set()
+
     async def on_ready() -> None:
-        tasks.spawn(catch_up.run(), name="discord-catch-up")
+        tasks.spawn(catch_up_once(), name="discord-catch-up")
 
     client.events = Events(router.on_message, on_interaction, on_ready, commands.sync)
     gateway = Gateway(client, token, settings.token_env)
     receiver = Receiver(SURFACE_NAME, gateway.connect, first_delay_s=first_reconnect_delay_s)
     receiver.start()
-    await asyncio.sleep(0)  # the receive loop is running when launch returns
-    return DiscordRelay(client, surface, router, presses, commands, catch_up, receiver, tasks)
+    running = DiscordRelay(client, surface, router, presses, commands, catch_up, receiver, tasks)
+    waits = {asyncio.create_task(caught_up.wait(), name="discord-caught-up"),
+             asyncio.create_task(receiver.fatal(), name="discord-fatal")}
+    done, pending = await asyncio.wait(waits, timeout=startup_wait_s, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    await asyncio.wait(waits)
+    refused = [t.result() for t in done if isinstance(t.result(), StartupError)]
+    if refused:
+        await running.close()
+        raise refused[0]
+    if not done:
+        log.warning("Discord did not answer within %.0f s; the relay starts and keeps trying", startup_wait_s)
+    return running

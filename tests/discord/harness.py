@@ -117,8 +117,13 @@ class Relay:
         config = self.config()
         self.store = Store.open(config.store.path)
         self.engine = build_engine(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
-        self.launched = await launch(self.engine, config, capabilities=self.capabilities, guild_ready_timeout=0.05,
-                                     first_reconnect_delay_s=0.05, identify_delay_s=0.05)
+        try:
+            self.launched = await launch(self.engine, config, capabilities=self.capabilities,
+                                         guild_ready_timeout=0.05, first_reconnect_delay_s=0.05,
+                                         identify_delay_s=0.05)
+        except BaseException:
+            self.store.close()
+            raise
         await self.engine.start()
         self.running = True
         if wait_ready:

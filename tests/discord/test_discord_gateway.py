@@ -15,33 +15,39 @@ from tests.fakes.discord_api import FakeDiscord
 FATAL_GUARD_S = 15.0
 
 
-async def test_a_refused_message_content_intent_is_fatal_and_names_the_portal_setting(
+async def test_a_refused_message_content_intent_stops_the_start_with_one_sentence_naming_the_portal_setting(
         relay: RelayFactory, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture) -> None:
     fake_discord.refuse_intents = True
-    r = await relay(wait_ready=False)
-    with caplog.at_level(logging.WARNING, logger="acp_relay"):
-        error = await asyncio.wait_for(r.launched.fatal(), FATAL_GUARD_S)
-        await asyncio.sleep(0.1)  # the disconnect event runs in its own task
-    assert isinstance(error, StartupError)
-    text = str(error)
+    with caplog.at_level(logging.WARNING, logger="acp_relay"), pytest.raises(StartupError) as refused:
+        await relay(wait_ready=False)
+    text = str(refused.value)
     assert "Message Content" in text and "Developer Portal" in text and "\n" not in text
     assert fake_discord.identifies == 1  # no reconnect storm: refused once, stopped
     assert "reconnecting" not in caplog.text
 
 
-async def test_a_token_refused_at_login_or_by_the_gateway_is_fatal_and_names_the_config_key(
+async def test_a_token_refused_at_login_or_by_the_gateway_names_the_config_key(
         relay: RelayFactory, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_discord.refuse_token_at_gateway = True
-    r = await relay(wait_ready=False)
-    error = await asyncio.wait_for(r.launched.fatal(), FATAL_GUARD_S)
-    assert "$DISCORD_BOT_TOKEN" in str(error) and "surfaces.discord.token_env" in str(error)
-    await r.stop()
+    with pytest.raises(StartupError) as refused:
+        await relay(wait_ready=False)
+    assert "$DISCORD_BOT_TOKEN" in str(refused.value) and "surfaces.discord.token_env" in str(refused.value)
+    fake_discord.refuse_token_at_gateway = False
     monkeypatch.setenv("DISCORD_BOT_TOKEN", "not-the-token")
-    r = await relay(wait_ready=False)
+    with pytest.raises(StartupError) as refused:
+        await relay(wait_ready=False)
+    assert "surfaces.discord.token_env" in str(refused.value)
+    assert fake_discord.identifies == 1  # refused at login, before the gateway
+    assert fake_discord.token not in str(refused.value) and "not-the-token" not in str(refused.value)
+
+
+async def test_a_token_revoked_while_running_ends_the_run_through_fatal(relay: RelayFactory) -> None:
+    r = await relay()
+    r.fake.refuse_token_at_gateway = True
+    r.fake.invalidate_resume = True  # the session cannot resume: the client identifies again
+    await r.fake.drop(4000)
     error = await asyncio.wait_for(r.launched.fatal(), FATAL_GUARD_S)
-    assert "surfaces.discord.token_env" in str(error)
-    assert fake_discord.calls_to("GET", "/users/@me")  # refused at login, before any gateway
-    assert fake_discord.token not in str(error) and "not-the-token" not in str(error)
+    assert isinstance(error, StartupError) and "surfaces.discord.token_env" in str(error)
 
 
 async def test_a_gateway_disconnect_mid_turn_resumes_and_loses_nothing(

@@ -59,6 +59,7 @@ async def test_a_long_backlog_answers_the_latest_and_says_how_many_were_missed(r
     missed = [t for t in r.bot_texts(dm) if "While the bot was offline" in t]
     assert missed == ["While the bot was offline, 8 messages were sent here; only the latest 5 are answered now. "
                       "Send the others again if you still need them."]
+    assert not [t for t in r.bot_texts(dm) if t.startswith("Queued")]  # answered in order, no queue notices
     await r.restart()
     await r.settled()
     assert len(r.prompts()) == 6  # the skipped ones are not found again
