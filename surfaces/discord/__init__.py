@@ -165,16 +165,15 @@ async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilit
     receiver = Receiver(SURFACE_NAME, gateway.connect, first_delay_s=first_reconnect_delay_s)
     receiver.start()
     running = DiscordRelay(client, surface, router, presses, commands, catch_up, receiver, tasks)
-    waits = {asyncio.create_task(caught_up.wait(), name="discord-caught-up"),
-             asyncio.create_task(receiver.fatal(), name="discord-fatal")}
-    done, pending = await asyncio.wait(waits, timeout=startup_wait_s, return_when=asyncio.FIRST_COMPLETED)
-    for task in pending:
+    ready = asyncio.create_task(caught_up.wait(), name="discord-caught-up")
+    fatal = asyncio.create_task(receiver.fatal(), name="discord-fatal")
+    done, _ = await asyncio.wait({ready, fatal}, timeout=startup_wait_s, return_when=asyncio.FIRST_COMPLETED)
+    for task in (ready, fatal):
         task.cancel()
-    await asyncio.wait(waits)
-    refused = [t.result() for t in done if isinstance(t.result(), StartupError)]
-    if refused:
+    await asyncio.wait({ready, fatal})
+    if fatal in done:
         await running.close()
-        raise refused[0]
+        raise fatal.result()
     if not done:
         log.warning("Discord did not answer within %.0f s; the relay starts and keeps trying", startup_wait_s)
     return running
