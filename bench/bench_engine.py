@@ -121,6 +121,12 @@ class Bench:
         self.engine.attach(self.surface, ["u"])
         self._ids = 0
 
+    @classmethod
+    async def open(cls, tmp: Path) -> Bench:
+        bench = cls(tmp)
+        await bench.engine.start()  # messages before start() are only journaled
+        return bench
+
     async def close(self) -> None:
         await self.engine.close()
         await self.engine.pool.close()
@@ -186,7 +192,7 @@ async def load(bench: Bench, conversations: int, prompts: int, probe: list[float
 
 
 async def memory_per_conversation(tmp: Path, conversations: int, prompts: int) -> float:
-    bench = Bench(tmp)
+    bench = await Bench.open(tmp)
     try:
         await bench.turn("memory:warm-up")  # the agent process, the store, imports: not per conversation
         bench.surface.messages.clear()
@@ -207,6 +213,34 @@ async def memory_per_conversation(tmp: Path, conversations: int, prompts: int) -
         await bench.close()
 
 
+async def memory_of_many(tmp: Path, conversations: int, batch: int = 100) -> tuple[float, float, int]:
+    """(KiB held after half, KiB held after all, conversations in memory): ``conversations`` that
+    each spoke once, ``batch`` at a time. Bounded memory: the second half adds (almost) nothing."""
+    bench = await Bench.open(tmp)
+    try:
+        await bench.turn("memory:warm-up")
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        half = 0.0
+        for start in range(0, conversations, batch):
+            async with asyncio.TaskGroup() as group:
+                for i in range(start, min(start + batch, conversations)):
+                    group.create_task(bench.turn(f"memory:once-{i}"), name=f"bench-once-{i}")
+            bench.surface.messages.clear()  # the fake platform's memory, not ours
+            bench.surface.calls.clear()
+            bench.reset_stats()
+            if start + batch == conversations // 2:
+                gc.collect()
+                half = (tracemalloc.get_traced_memory()[0] - base) / 1024
+        gc.collect()
+        full = (tracemalloc.get_traced_memory()[0] - base) / 1024
+        tracemalloc.stop()
+        return half, full, len(bench.engine.conversations)
+    finally:
+        await bench.close()
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
@@ -217,13 +251,14 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=20)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--think-ms", type=float, default=500.0)
+    parser.add_argument("--many", type=int, default=10_000)
     args = parser.parse_args()
     _time_prompts()
 
     async def run() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "latency").mkdir()
-            bench = Bench(Path(tmp) / "latency")
+            bench = await Bench.open(Path(tmp) / "latency")
             try:
                 direct, engine = await idle_latency(bench, args.turns)
                 print(f"idle: {args.turns} turns of {PROMPT!r}, one at a time, fake agent answering at once")
@@ -267,6 +302,16 @@ def main() -> None:
             per_conv = await memory_per_conversation(mem_dir, args.conversations, args.prompts)
             print(f"memory: {per_conv / 1024:.1f} KiB per conversation after {args.prompts} turns each "
                   f"(tracemalloc, our process, {args.conversations} conversations) (target < 1024 KiB)")
+            many_dir = Path(tmp) / "many"
+            many_dir.mkdir()
+            half, full, kept = await memory_of_many(many_dir, args.many)
+            second = (full - half) / (args.many - args.many // 2)
+            print(f"memory: {args.many} conversations that each spoke once: {half / 1024:.1f} MiB held after "
+                  f"{args.many // 2}, {full / 1024:.1f} MiB after {args.many}; the second half cost "
+                  f"{second:.2f} KiB per conversation, {second / max(1e-9, per_conv / 1024):.2f}x the "
+                  f"{per_conv / 1024:.1f} KiB of a conversation kept in memory; {kept} kept in memory, the rest "
+                  "in the store (what remains is the live agent's session handles, freed when the idle "
+                  "agent process is reaped)")
 
     asyncio.run(run())
 

@@ -3,6 +3,8 @@
 The boundary of the spec: AcpError -> the friendly message on stderr, exit 1, never a traceback;
 on timeout the partial output (already streamed) then the message; Ctrl-C sends session/cancel,
 waits for the agent to end the turn, exits 130 (also while the approval question waits for an answer).
+A turn that produced nothing is never a silent success: the first says so on stderr (exit 1); one
+answering a retry is the failure it retried again (the ladder goes on, or its prose when spent).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from core.acp.tool_gate import Approver
 from core.acp.types import (
     STOP_REASON_REFUSAL,
     AcpEvent,
+    AcpPromptStats,
     PermissionRequest,
     RefusalInfo,
     TextChunk,
@@ -29,8 +32,9 @@ from core.acp.types import (
     TurnEnded,
 )
 from core.engine import wording
+from core.engine.holdback import is_echo
 from core.engine.wording import refusal_card_text
-from core.failures import _format_acp_error, echoes_error
+from core.failures import _format_acp_error
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["EXIT_INTERRUPTED", "run_ask"]
@@ -73,7 +77,7 @@ class _Printer:
 
     def drop_echo(self, error: BaseException) -> None:
         """Forget a held chunk that only repeats ``error``; otherwise show what was held."""
-        if self.held and not self.shown and echoes_error(self.held, error):
+        if self.held and not self.shown and is_echo(self.held, error):
             self.held, self.text = "", []
         self.release()
 
@@ -149,8 +153,9 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
     interrupted = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    last_failure: AcpError | AcpRuntimeError | None = None  # what the ladder is retrying
 
-    async def attempt(state: Attempt) -> int:
+    async def attempt(state: Attempt) -> AcpPromptStats:
         nonlocal runtime, session
         if runtime is None or not runtime.alive:
             if runtime is not None:
@@ -161,17 +166,22 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
         state.reached_agent = True
         printer.new_attempt()
         try:
-            await session.prompt(prompt, on_event=printer, approver=approver, timeout_s=timeout_s,
-                                 approval_timeout_s=approval_s)
+            stats = await session.prompt(prompt, on_event=printer, approver=approver, timeout_s=timeout_s,
+                                         approval_timeout_s=approval_s)
         except AcpError as exc:
             printer.drop_echo(exc)
             raise
         finally:
             state.side_effects = printer.produced
         printer.release()
-        return 0
+        if stats.empty and last_failure is not None:
+            raise last_failure  # an empty answer to a retry is that failure again (claude-agent-acp 0.23)
+        return stats
 
     async def on_retry(state: Attempt, delay: float, exc: BaseException) -> None:
+        nonlocal last_failure
+        if isinstance(exc, AcpError | AcpRuntimeError):
+            last_failure = exc
         err.write(f"{_format_acp_error(exc, backend=spec.backend or 'generic')} "
                   f"(retrying in {delay:.0f}s)\n")
 
@@ -189,7 +199,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
             err.write(wording.STOPPED + "\n")
             return EXIT_INTERRUPTED
         try:
-            code = turn.result()
+            stats = turn.result()
         except (AcpError, AcpRuntimeError) as exc:  # anything else is our bug: cli.main logs it once
             _newline(out, printer)
             backend = runtime.backend if runtime is not None else spec.backend or "generic"
@@ -199,7 +209,10 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
         if printer.end is not None and printer.end.stop_reason == STOP_REASON_REFUSAL:
             err.write(refusal_card_text(printer.end.refusal or RefusalInfo(), streamed="".join(printer.text)) + "\n")
             return 1
-        return code
+        if stats.empty:  # never a silent success: the person is told, and a script sees exit 1
+            err.write(wording.EMPTY_ANSWER + "\n")
+            return 1
+        return 0
     finally:
         stop.cancel()
         loop.remove_signal_handler(signal.SIGINT)

@@ -1,8 +1,10 @@
 """Classification and wording of every failure a turn can end with (spec: error-handling.md).
 
-One table, ``_RULES``, maps each module-level ``_RE_*`` pattern to a kind, a retry verdict and a
-prose builder. ``_is_transient_raw_error`` and ``_format_acp_error`` both read that one match, so
-the wording a person sees and the retry verdict can never drift apart.
+One table, ``_RULES``, says what every failure is: each row matches a raw error's words (a
+module-level ``_RE_*`` pattern) or the exception raised (``raised``), and gives its kind, its retry
+verdict and its prose. ``_is_transient_raw_error`` (the verdict the retry ladder reads) and
+``_format_acp_error`` both read that one match, so the wording a person sees and the retry verdict
+can never drift apart.
 
 Prose rules: plain sentences, redacted, request ids short; no command except ``/compact`` (the
 only one every surface understands); resets are described in words ("start a new conversation").
@@ -18,12 +20,20 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from core.acp.client import (
+    AcpAuthRequired,
+    AcpError,
+    AcpModelUnavailable,
+    AcpPermissionNeeded,
+    AcpProcessDied,
+    AcpPromptBusy,
+    AcpTimeoutError,
+    AcpToolGateUnroutable,
+)
+from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
-
-if TYPE_CHECKING:
-    from core.acp.client import AcpError
 
 __all__ = [
     "INTERNAL_FAILURE",
@@ -114,7 +124,7 @@ class Classification:
 
 @dataclass(frozen=True, slots=True)
 class _Facts:
-    """What the matcher read from one raw error: only the provider's own fields."""
+    """What the matcher read from one failure: the provider's own fields, and the exception if any."""
 
     code: int | None
     text: str
@@ -122,6 +132,8 @@ class _Facts:
     has_error_type: bool
     backend: str
     advertised: tuple[str, ...]
+    error: BaseException | None = None
+    data: Any = None
 
 
 _Builder = Callable[[_Facts, "re.Match[str] | None"], str]
@@ -130,19 +142,24 @@ _Failure = Mapping[str, Any] | BaseException
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    """One row of the table. ``prose`` is a template ({who}, {retry}, {sentence}) or a builder."""
+    """One row: it matches a raw error whose words match ``pattern``, or an exception that is one of
+    ``raised``; ``when``, if given, must agree. ``transient`` is a raw error's verdict (an exception
+    carries its own). ``prose`` is a template ({who}, {retry}, {sentence}, {agent}) or a builder.
+    """
 
     pattern: re.Pattern[str] | None
     kind: str
     transient: bool
     prose: str | _Builder
-    when: Callable[[_Facts, re.Match[str]], bool] | None = None
+    when: Callable[[_Facts, re.Match[str] | None], bool] | None = None
+    raised: type[BaseException] | None = None
 
     def render(self, facts: _Facts, match: re.Match[str] | None) -> str:
         if callable(self.prose):
             return self.prose(facts, match)
         who, retry = _PROVIDER.get(facts.backend, "The model provider"), _retry(facts.backend)
-        return self.prose.format(who=who, retry=retry, sentence=facts.sentence)
+        agent = facts.data.get("agent") if isinstance(facts.data, Mapping) else None
+        return self.prose.format(who=who, retry=retry, sentence=facts.sentence, agent=agent or "<name>")
 
 
 def _retry(backend: str) -> str:
@@ -155,7 +172,7 @@ def _model_name(match: re.Match[str] | None) -> str:
     return (match.group("model") or match.group("bare") or "").strip()
 
 
-def _advertised(facts: _Facts, match: re.Match[str]) -> bool:
+def _advertised(facts: _Facts, match: re.Match[str] | None) -> bool:
     name = _model_name(match).casefold()
     return bool(name) and name in {m.casefold() for m in facts.advertised}
 
@@ -212,7 +229,15 @@ def _refusal_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
 
 
 def _auth_rule_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    if isinstance(error := facts.error, AcpAuthRequired):
+        return _auth_prose(facts.backend, error.agent_line, error.command)
     return _auth_prose(facts.backend, facts.sentence, _LOGIN_COMMAND.get(facts.backend, ""))
+
+
+def _not_entitled_prose(facts: _Facts, m: re.Match[str] | None) -> str:
+    if isinstance(error := facts.error, AcpModelUnavailable):
+        return _model_prose(error.model, error.available)
+    return _model_prose(_model_name(m), facts.advertised)
 
 
 def _unknown_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
@@ -229,6 +254,72 @@ def _capacity_prose(facts: _Facts, m: re.Match[str] | None) -> str:
     return f"The model '{_model_name(m)}' has no capacity right now; {_retry(facts.backend)} shortly."
 
 
+def _died(lead: str) -> _Builder:
+    """The process ended: its exit code and its last stderr line, and "try again" when it may help."""
+
+    def prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+        error = facts.error
+        died = error if isinstance(error, AcpProcessDied | AcpRuntimeDead) else None
+        exit_code, tail = (died.exit_code, died.stderr_tail) if died else (None, "")
+        code = f" (exit code {exit_code})" if exit_code is not None else ""
+        lines = [line.strip() for line in strip_ansi(tail).splitlines() if line.strip()]
+        said = f' Its last output was: "{cut(lines[-1], 300)}".' if lines else ""
+        retry = f" {_retry(facts.backend).capitalize()}." if died and died.transient else ""
+        return f"{lead}{code}.{said}{retry}"
+
+    return prose
+
+
+def _permission_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    title = facts.error.tool_title if isinstance(facts.error, AcpPermissionNeeded) else ""
+    tool = f" ({title})" if title else ""
+    return f"The agent wanted to use a tool{tool} that needs approval, and nobody could be asked."
+
+
+def _tool_gate_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    data = facts.data if isinstance(facts.data, Mapping) else {}
+    name, flag = data.get("agent") or "<name>", data.get("flag") or "-a, --trust-all-tools or --trust-tools"
+    gate = f" is {data['tool_gate']!r}" if data.get("tool_gate") else " asks for approval or denies tools"
+    return (
+        f"This agent is started with {flag}, which lets its tool calls skip approval, but "
+        f"agents.{name}.tool_gate{gate}. Remove the trust flag from the agent's command, or change "
+        f"agents.{name}.tool_gate in the config."
+    )
+
+
+def _request_timeout_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    budget_s = facts.error.budget_s if isinstance(facts.error, AcpRequestTimeout) else 0.0
+    budget = f"within {budget_s:g} seconds" if budget_s else "in time"
+    return f"The agent did not answer {budget}; {_retry(facts.backend)}."
+
+
+def _runtime_error_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    message = facts.error.message if isinstance(facts.error, AcpRuntimeError) else ""
+    detail = f": {message}" if message else ""
+    return f"The connection to the agent failed{detail}; {_retry(facts.backend)}."
+
+
+def _setup(kind: str) -> Callable[[_Facts, re.Match[str] | None], bool]:
+    """The agent could not even be started (a plain AcpError whose ``data`` says why): never retried."""
+
+    def when(facts: _Facts, _m: re.Match[str] | None) -> bool:
+        data = facts.data
+        return type(facts.error) is AcpError and isinstance(data, Mapping) and data.get("kind") == kind
+
+    return when
+
+
+def _agent_missing_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    hint = str(facts.data.get("hint") or "install it, or correct that setting")
+    return (f"The agent command {facts.data.get('command', '')!r} was not found on PATH "
+            f"(agents.{facts.data.get('agent', '<name>')}.command). To fix it: {hint}.")
+
+
+def _protocol_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    return (f"The agent speaks version {facts.data.get('version')} of the Agent Client Protocol, and this "
+            f"relay speaks version {facts.data.get('supported')}; update the agent or the relay.")
+
+
 _SESSION_LOST = (
     "The agent no longer has this conversation (it may have been restarted or cleared). Start a new "
     "conversation; the agent will not remember the earlier messages."
@@ -242,19 +333,25 @@ _MALFORMED = (
     "The model provider rejected the request as malformed, so sending it again would fail the same way. "
     "Use /compact to shrink and repair the conversation, or start a new conversation."
 )
-_AUTH_RULE = _Rule(_RE_AUTH, "auth", False, _auth_rule_prose)
+#: What a person reads when the relay itself failed; the traceback is in the log (written at the funnel).
+INTERNAL_FAILURE = ("The relay hit a problem it did not expect, so this message was not answered; "
+                    "its log has the details.")
+_AUTH_RULE = _Rule(_RE_AUTH, "auth", False, _auth_rule_prose, raised=AcpAuthRequired)
 _SESSION_LOST_RULE = _Rule(_RE_SESSION_LOST, "session_lost", False, _SESSION_LOST)
 _UNKNOWN_RULE = _Rule(None, "unknown", False, _unknown_prose)
-# First match wins, so the specific wordings come before the generic status classes.
+# Our own bug, not the agent's: its text (paths, internals) is for the log, not a person.
+_INTERNAL_RULE = _Rule(None, "unknown", False, INTERNAL_FAILURE)
+# An exception is matched by its type first; a raw error (or a plain AcpError, which only carries
+# one) by its words, where the first match wins, so the specific wordings come before the generic
+# status classes. A subclass's row comes before its base's.
 _RULES: tuple[_Rule, ...] = (
-    _Rule(_RE_PROMPT_BUSY, "prompt_busy", False, _BUSY),
+    _Rule(_RE_PROMPT_BUSY, "prompt_busy", False, _BUSY, raised=AcpPromptBusy),
     _SESSION_LOST_RULE,
     _AUTH_RULE,
     _Rule(_RE_REFUSAL, "refusal", False, _refusal_prose),
     # "The model 'X' is not available": capacity when X is advertised to us, else not entitled.
     _Rule(_RE_MODEL_NOT_AVAILABLE, "model_temporarily_unavailable", True, _capacity_prose, _advertised),
-    _Rule(_RE_MODEL_NOT_AVAILABLE, "model_not_entitled", False,
-          lambda f, m: _model_prose(_model_name(m), f.advertised)),
+    _Rule(_RE_MODEL_NOT_AVAILABLE, "model_not_entitled", False, _not_entitled_prose, raised=AcpModelUnavailable),
     _Rule(_RE_MODEL_TEMP_UNAVAILABLE, "model_temporarily_unavailable", True,
           "The selected model is temporarily unavailable; {retry} shortly."),
     _Rule(_RE_USAGE_LIMIT, "usage_limit", False, _usage_prose),
@@ -267,10 +364,27 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(_RE_CONNECTION_REFUSED, "connection_refused", True,
           "The agent could not connect to its model provider; {retry} in a moment."),
     _Rule(_RE_SERVER_ERROR, "server_error", True, "{who} had a server error; {retry} in a moment."),
+    # Only an exception reaches these rows: its fields, never its text, make the prose.
+    _Rule(None, "agent_missing", False, _agent_missing_prose, _setup("agent_missing"), AcpError),
+    _Rule(None, "cwd_missing", False, "The agent's working folder does not exist; check agents.{agent}.cwd in "
+          "the config.", _setup("cwd_missing"), AcpError),
+    _Rule(None, "protocol_version", False, _protocol_prose, _setup("protocol_version"), AcpError),
+    _Rule(None, "timeout", True, "The agent timed out before finishing its answer; {retry}.",
+          raised=AcpTimeoutError),
+    _Rule(None, "process_died", True, _died("The agent stopped unexpectedly"), raised=AcpProcessDied),
+    _Rule(None, "permission_needed", False, _permission_prose, raised=AcpPermissionNeeded),
+    _Rule(None, "tool_gate", False, _tool_gate_prose, raised=AcpToolGateUnroutable),
+    _Rule(None, "runtime_dead", True, _died("The agent process has ended"), raised=AcpRuntimeDead),
+    _Rule(None, "request_timeout", True, _request_timeout_prose, raised=AcpRequestTimeout),
+    _Rule(None, "workspace_binding", False, "This agent works in another workspace folder, not this one.",
+          raised=AcpWorkspaceBindingError),
+    _Rule(None, "runtime_error", True, _runtime_error_prose, raised=AcpRuntimeError),
 )
 
 
-def _facts(raw: Mapping[str, Any], backend: str, advertised: Sequence[str]) -> _Facts:
+def _facts(error: _Failure, backend: str, advertised: Sequence[str]) -> _Facts:
+    exc = error if isinstance(error, BaseException) else None
+    raw = error.raw() if isinstance(error, AcpError) else {} if isinstance(error, BaseException) else error
     code, message, data = raw.get("code"), raw.get("message"), raw.get("data")
     # Only these fields are the provider speaking; anything else in ``data`` may merely echo a pattern.
     # For the sentence shown, data is the specific part and ``message`` often mere boilerplate.
@@ -285,11 +399,17 @@ def _facts(raw: Mapping[str, Any], backend: str, advertised: Sequence[str]) -> _
     text = "\n".join(unwrap(f, for_matching=True, envelope=_RE_KIRO_ENVELOPE) for f in fields)
     has_error_type = isinstance(data, Mapping) and "errorType" in data
     code = code if isinstance(code, int) else None
-    return _Facts(code, text, sentence, has_error_type, backend, tuple(advertised))
+    return _Facts(code, text, sentence, has_error_type, backend, tuple(advertised), exc, data)
 
 
 def _match(facts: _Facts) -> tuple[_Rule, re.Match[str] | None]:
     """The single matcher behind both the retry verdict and the wording."""
+    if (error := facts.error) is not None:
+        for rule in _RULES:
+            if rule.raised and isinstance(error, rule.raised) and (rule.when is None or rule.when(facts, None)):
+                return rule, None
+        if not isinstance(error, AcpError):
+            return _INTERNAL_RULE, None
     if facts.code == -32002:  # ACP's "resource not found": on a session request, the session
         return _SESSION_LOST_RULE, None
     for rule in _RULES:
@@ -302,116 +422,12 @@ def _match(facts: _Facts) -> tuple[_Rule, re.Match[str] | None]:
     return _UNKNOWN_RULE, None
 
 
-def _raw_verdict(raw: Mapping[str, Any], backend: str, advertised: Sequence[str]) -> Classification:
-    facts = _facts(raw, backend, advertised)
+def _verdict(facts: _Facts) -> tuple[Classification, re.Match[str] | None]:
     rule, match = _match(facts)
-    return Classification(rule.kind, rule.transient, person_text(rule.render(facts, match)))
-
-
-def _is_transient_raw_error(raw: Mapping[str, Any], *, backend: str = "generic",
-                            advertised_models: Sequence[str] = ()) -> bool:
-    """Retry verdict for a raw JSON-RPC error ``{"code", "message", "data"}``."""
-    return _match(_facts(raw, backend, advertised_models))[0].transient
-
-
-def _died(lead: str, exit_code: int | None, tail: str, transient: bool, backend: str) -> str:
-    code = f" (exit code {exit_code})" if exit_code is not None else ""
-    lines = [line.strip() for line in strip_ansi(tail).splitlines() if line.strip()]
-    said = f' Its last output was: "{cut(lines[-1], 300)}".' if lines else ""
-    retry = f" {_retry(backend).capitalize()}." if transient else ""
-    return f"{lead}{code}.{said}{retry}"
-
-
-def _tool_gate_prose(data: Any) -> str:
-    data = data if isinstance(data, Mapping) else {}
-    name, flag = data.get("agent") or "<name>", data.get("flag") or "-a, --trust-all-tools or --trust-tools"
-    gate = f" is {data['tool_gate']!r}" if data.get("tool_gate") else " asks for approval or denies tools"
-    return (
-        f"This agent is started with {flag}, which lets its tool calls skip approval, but "
-        f"agents.{name}.tool_gate{gate}. Remove the trust flag from the agent's command, or change "
-        f"agents.{name}.tool_gate in the config."
-    )
-
-
-_SETUP_KINDS = frozenset({"agent_missing", "cwd_missing", "protocol_version"})
-
-
-#: What a person reads when the relay itself failed; the traceback is in the log (written at the funnel).
-INTERNAL_FAILURE = ("The relay hit a problem it did not expect, so this message was not answered; "
-                    "its log has the details.")
-
-
-def _setup_verdict(data: Mapping[str, Any]) -> Classification:
-    """The agent could not even be started: a fact of this machine's set-up, never retried."""
-    key = f"agents.{data.get('agent', '<name>')}"
-    if data.get("kind") == "cwd_missing":
-        return Classification("cwd_missing", False,
-                              f"The agent's working folder does not exist; check {key}.cwd in the config.")
-    if data.get("kind") == "protocol_version":
-        return Classification("protocol_version", False,
-                              f"The agent speaks version {data.get('version')} of the Agent Client Protocol, and "
-                              f"this relay speaks version {data.get('supported')}; update the agent or the relay.")
-    hint = str(data.get("hint") or "install it, or correct that setting")
-    return Classification("agent_missing", False,
-                          f"The agent command {data.get('command', '')!r} was not found on PATH ({key}.command). "
-                          f"To fix it: {hint}.")
-
-
-def _exception_verdict(exc: BaseException, backend: str, advertised: Sequence[str]) -> Classification:
-    # Imported here: core.acp's package init imports the runtime, which imports this module.
-    from core.acp import client as c
-    from core.acp.runtime import AcpWorkspaceBindingError
-    from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError
-
-    retry, transient = _retry(backend), bool(getattr(exc, "transient", False))
-    if isinstance(exc, c.AcpPromptBusy):
-        return _raw_verdict({"message": "Prompt already in progress"}, backend, advertised)
-    if type(exc) is c.AcpError and isinstance(exc.data, dict) and exc.data.get("kind") in _SETUP_KINDS:
-        return _setup_verdict(exc.data)
-    if isinstance(exc, c.AcpError) and type(exc) is c.AcpError:  # built from a raw error: same table
-        return _raw_verdict(exc.raw(), backend, advertised)
-    if isinstance(exc, c.AcpAuthRequired):
-        kind, prose = "auth", _auth_prose(backend, exc.agent_line, exc.command)
-    elif isinstance(exc, c.AcpModelUnavailable):
-        kind, prose = "model_not_entitled", _model_prose(exc.model, exc.available)
-    elif isinstance(exc, c.AcpTimeoutError):
-        kind, prose = "timeout", f"The agent timed out before finishing its answer; {retry}."
-    elif isinstance(exc, c.AcpProcessDied):
-        kind = "process_died"
-        prose = _died("The agent stopped unexpectedly", exc.exit_code, exc.stderr_tail, transient, backend)
-    elif isinstance(exc, c.AcpPermissionNeeded):
-        tool = f" ({exc.tool_title})" if exc.tool_title else ""
-        kind = "permission_needed"
-        prose = f"The agent wanted to use a tool{tool} that needs approval, and nobody could be asked."
-    elif isinstance(exc, c.AcpToolGateUnroutable):
-        kind, prose = "tool_gate", _tool_gate_prose(exc.data)
-    elif isinstance(exc, AcpRuntimeDead):
-        kind = "runtime_dead"
-        prose = _died("The agent process has ended", exc.exit_code, exc.stderr_tail, transient, backend)
-    elif isinstance(exc, AcpRequestTimeout):
-        budget = f"within {exc.budget_s:g} seconds" if exc.budget_s else "in time"
-        kind, prose = "request_timeout", f"The agent did not answer {budget}; {retry}."
-    elif isinstance(exc, AcpWorkspaceBindingError):
-        kind, prose = "workspace_binding", "This agent works in another workspace folder, not this one."
-    elif isinstance(exc, AcpRuntimeError):
-        detail = f": {exc.message}" if exc.message else ""
-        kind, prose = "runtime_error", f"The connection to the agent failed{detail}; {retry}."
-    elif isinstance(exc, c.AcpError):  # a subclass this table does not know yet
-        return _raw_verdict(exc.raw(), backend, advertised)
-    else:  # our own bug, not the agent's: its text (paths, internals) is for the log, not a person
-        kind, transient, prose = "unknown", False, INTERNAL_FAILURE
-    return Classification(kind, transient, prose)
-
-
-def echoes_error(text: str, error: BaseException) -> bool:
-    """True when ``text`` only repeats the error's own words: claude-agent-acp and codex-acp stream the
-    error as an ordinary chunk just before the JSON-RPC error, and a person should read it once."""
-    said = " ".join(text.split())
-    if not said:
-        return False
-    data = getattr(error, "data", None)
-    raw = " ".join(f"{getattr(error, 'message', '') or error} {json.dumps(data) if data is not None else ''}".split())
-    return said in raw or said in " ".join(str(data).split())
+    error = facts.error
+    # An exception carries its own verdict (one built from a raw error carries its row's).
+    transient = bool(error.transient) if isinstance(error, AcpError | AcpRuntimeError) else rule.transient
+    return Classification(rule.kind, transient, person_text(rule.render(facts, match))), match
 
 
 def classify(error: _Failure, *, backend: str = "generic",
@@ -425,10 +441,14 @@ def classify(error: _Failure, *, backend: str = "generic",
     stored = getattr(error, "classification", None) if isinstance(error, BaseException) else None
     if isinstance(stored, Classification):
         return stored
-    if isinstance(error, BaseException):
-        verdict = _exception_verdict(error, backend, advertised_models)
-        return Classification(verdict.kind, verdict.transient, person_text(verdict.prose))
-    return _raw_verdict(error, backend, advertised_models)
+    return _verdict(_facts(error, backend, advertised_models))[0]
+
+
+def _is_transient_raw_error(error: _Failure, *, backend: str = "generic",
+                            advertised_models: Sequence[str] = ()) -> bool:
+    """The retry verdict the retry ladder reads, for a raw JSON-RPC error ``{"code", "message", "data"}``
+    or an exception (one built from a raw error carries that error's verdict)."""
+    return classify(error, backend=backend, advertised_models=advertised_models).transient
 
 
 def _format_acp_error(error: _Failure, *, backend: str = "generic",
@@ -437,13 +457,20 @@ def _format_acp_error(error: _Failure, *, backend: str = "generic",
     return classify(error, backend=backend, advertised_models=advertised_models).prose
 
 
+def echoes_error(text: str, error: BaseException) -> bool:
+    """True when ``text`` only repeats the error's own words: claude-agent-acp and codex-acp stream the
+    error as an ordinary chunk just before the JSON-RPC error, and a person should read it once."""
+    said = " ".join(text.split())
+    if not said:
+        return False
+    data = getattr(error, "data", None)
+    raw = " ".join(f"{getattr(error, 'message', '') or error} {json.dumps(data) if data is not None else ''}".split())
+    return said in raw or said in " ".join(str(data).split())
+
+
 def is_session_lost(exc: BaseException) -> bool:
     """True when the agent no longer knows the session (-32002, or its own "session not found")."""
-    from core.acp.client import AcpError  # see _exception_verdict
-
     return isinstance(exc, AcpError) and classify(exc).kind == "session_lost"
-
-
 
 
 def error_from_rpc(raw: Mapping[str, Any], *, backend: str = "generic",
@@ -453,22 +480,19 @@ def error_from_rpc(raw: Mapping[str, Any], *, backend: str = "generic",
     The Classification is computed once, here, and stored on the exception (``exc.classification``):
     later callers of :func:`classify` / :func:`_format_acp_error` may not know the advertised models.
     """
-    from core.acp import client as c  # see _exception_verdict
-
     facts = _facts(raw, backend, advertised_models)
-    rule, match = _match(facts)
+    verdict, match = _verdict(facts)
     code, message, data = facts.code, str(raw.get("message") or ""), raw.get("data")
     exc: AcpError
-    if rule.kind == "auth":
+    if verdict.kind == "auth":
         command = login_command(backend)
-        exc = c.AcpAuthRequired(message, agent_line=facts.sentence, command=command, code=code, data=data)
-    elif rule.kind == "prompt_busy":
-        exc = c.AcpPromptBusy(message, code=code, data=data)
-    elif rule.kind == "model_not_entitled":
+        exc = AcpAuthRequired(message, agent_line=facts.sentence, command=command, code=code, data=data)
+    elif verdict.kind == "prompt_busy":
+        exc = AcpPromptBusy(message, code=code, data=data)
+    elif verdict.kind == "model_not_entitled":
         model, available = _model_name(match), tuple(advertised_models)
-        exc = c.AcpModelUnavailable(message, model=model, available=available, code=code, data=data)
+        exc = AcpModelUnavailable(message, model=model, available=available, code=code, data=data)
     else:
-        exc = c.AcpError(message, code=code, data=data, transient=rule.transient)
-    verdict = classify(exc, backend=backend, advertised_models=advertised_models)
-    exc.classification = Classification(rule.kind, rule.transient, verdict.prose)
+        exc = AcpError(message, code=code, data=data, transient=verdict.transient)
+    exc.classification = verdict
     return exc

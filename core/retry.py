@@ -1,8 +1,12 @@
 """The retry ladder: transient failures retried with backoff and jitter, never after side effects.
 
-A retry is allowed only while the turn has produced no text and run no tool, so it can never
-repeat a side effect. Terminal failures (and refusals, which are not failures) skip the ladder.
-An attempt that failed before its prompt reached the agent gives its attempt back.
+Whether a failure is transient is the one verdict of ``core.failures`` (``_is_transient_raw_error``,
+keyed off the same ``_RE_*`` patterns as the wording a person reads). On top of it the ladder has
+two limits of its own: a retry is allowed only while the turn has produced no text and run no
+tool, so it can never repeat a side effect; and a prompt timeout is not retried here, because that
+attempt already spent the whole prompt budget (the person is told to try again instead).
+Terminal failures (and refusals, which are not failures) skip the ladder. An attempt that failed
+before its prompt reached the agent gives its attempt back.
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from core.acp.client import AcpError, AcpTimeoutError
-from core.acp.session_handle import AcpRuntimeError
+from core.acp.client import AcpTimeoutError
+from core.failures import _is_transient_raw_error
 
-__all__ = ["Attempt", "RetryPolicy", "is_transient", "with_retries"]
+__all__ = ["Attempt", "RetryPolicy", "with_retries"]
 
 T = TypeVar("T")
 
@@ -48,13 +52,11 @@ class Attempt:
     side_effects: bool = False
 
 
-def is_transient(exc: BaseException) -> bool:
-    """The retry verdict. A prompt timeout already spent its whole budget: not retried here."""
-    if isinstance(exc, AcpTimeoutError):
+def _may_retry(exc: BaseException, attempt: Attempt) -> bool:
+    """The shared verdict says transient, and the ladder's own limits allow another try."""
+    if attempt.side_effects or isinstance(exc, AcpTimeoutError):
         return False
-    if isinstance(exc, AcpError | AcpRuntimeError):
-        return bool(exc.transient)
-    return False
+    return _is_transient_raw_error(exc)
 
 
 async def with_retries(
@@ -71,7 +73,7 @@ async def with_retries(
         try:
             return await run(attempt)
         except Exception as exc:
-            if not is_transient(exc) or attempt.side_effects:
+            if not _may_retry(exc, attempt):
                 raise
             if attempt.reached_agent or given_back >= policy.attempts:
                 counted += 1

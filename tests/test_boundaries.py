@@ -3,6 +3,9 @@
 1. ``core`` imports no platform SDK and no ``surfaces`` package.
 2. A surface imports no other surface (nor another platform's SDK).
 3. Only ``core/acp`` speaks the JSON-RPC wire: no other module has a ``"jsonrpc"`` string literal.
+4. No import circle among ``core`` and ``surfaces`` modules: an import inside a function counts as
+   one that runs (hiding an import there does not break a circle), and two modules that import
+   each other only for type annotations are a circle too, unless they are one concept.
 
 Each rule is a small function over source text, tested on synthetic sources too, so a rule that
 could never fail would be noticed.
@@ -11,7 +14,7 @@ could never fail would be noticed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -78,6 +81,73 @@ def jsonrpc_literal_lines(source: str) -> list[int]:
             and node.value.strip().lower() == "jsonrpc" and id(node) not in docstrings)
 
 
+def import_edges(source: str, module: str, is_package: bool, known: Iterable[str]) -> tuple[set[str], set[str]]:
+    """The ``known`` modules ``source`` imports: (those whose import runs, those under ``if TYPE_CHECKING``).
+
+    Importing ``a.b.c`` runs the packages ``a`` and ``a.b`` first, so they count. An import inside a
+    function runs too (later, but it still needs the module).
+    """
+    known = set(known)
+    runtime: set[str] = set()
+    typing_only: set[str] = set()
+
+    def targets(node: ast.stmt) -> set[str]:
+        names = imported_modules(ast.unparse(node), module, is_package)
+        return {".".join(n.split(".")[:i]) for n in names for i in range(1, n.count(".") + 2)} & known
+
+    def visit(nodes: list[ast.stmt], type_only: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                (typing_only if type_only else runtime).update(targets(node))
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.body, True)
+                visit(node.orelse, type_only)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, field, None)
+                    if isinstance(inner, list):
+                        visit([n for n in inner if isinstance(n, ast.stmt | ast.ExceptHandler)], type_only)
+                if isinstance(node, ast.ExceptHandler):
+                    visit(node.body, type_only)
+
+    visit(ast.parse(source).body, False)
+    runtime.discard(module)
+    typing_only.discard(module)
+    return runtime, typing_only - runtime
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected groups of more than one module, leaving out a package together with
+    its own submodules only (a package importing its submodules is how packages work)."""
+    reach = {m: set() for m in graph}
+    for start in graph:
+        todo = list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m not in reach[start] and m in graph:
+                reach[start].add(m)
+                todo.extend(graph[m])
+    groups = {frozenset({m} | {n for n in reach[m] if m in reach[n]}) for m in graph}
+    groups = {g for g in groups if len(g) > 1}
+
+    def only_packaging(group: frozenset[str]) -> bool:
+        first = min(group, key=len)
+        return all(m == first or m.startswith(first + ".") for m in group)
+
+    return sorted((g for g in groups if not only_packaging(g)), key=sorted)
+
+
+def project_graphs() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(runtime edges, runtime and type-only edges) among the modules of core/ and surfaces/."""
+    paths = {module_name(p): p for base in (CORE, SURFACES) for p in python_files(base)}
+    runtime: dict[str, set[str]] = {}
+    both: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        run, typing_only = import_edges(path.read_text(encoding="utf-8"), name, path.name == "__init__.py", paths)
+        runtime[name], both[name] = run, run | typing_only
+    return runtime, both
+
+
 def python_files(base: Path) -> Iterator[Path]:
     for path in sorted(base.rglob("*.py")):
         if "__pycache__" not in path.parts:
@@ -134,6 +204,23 @@ def test_jsonrpc_literals_are_found_in_code_not_in_docstrings() -> None:
     assert jsonrpc_literal_lines("x = {'method': 'session/prompt'}\n") == []
 
 
+def test_import_circles_are_found_through_functions_and_type_checking_blocks() -> None:
+    known = ["pkg", "pkg.a", "pkg.b", "pkg.c"]
+    a_run, a_types = import_edges("from pkg import b\n", "pkg.a", False, known)
+    b_run, _ = import_edges("def f():\n    from pkg.a import x\n", "pkg.b", False, known)
+    c_run, c_types = import_edges(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import y\n", "pkg.c", False, known)
+    assert a_run == {"pkg", "pkg.b"} and not a_types
+    assert b_run == {"pkg", "pkg.a"}, "an import inside a function still runs"
+    assert c_types == {"pkg", "pkg.a"} and "pkg.a" not in c_run
+    graph = {"pkg": set(), "pkg.a": a_run, "pkg.b": b_run, "pkg.c": c_run}
+    assert circles(graph) == [frozenset({"pkg.a", "pkg.b"})]
+    assert circles({**graph, "pkg.a": a_run | {"pkg.c"}, "pkg.c": c_run | c_types}) == [
+        frozenset({"pkg.a", "pkg.b", "pkg.c"})]
+    # a package and its own submodules alone are not a design circle
+    assert circles({"pkg": {"pkg.a"}, "pkg.a": {"pkg"}}) == []
+
+
 # -- the rules on the real tree ------------------------------------------------------------------
 
 
@@ -182,3 +269,16 @@ def test_core_acp_does_speak_json_rpc() -> None:
 def test_the_exemptions_still_exist() -> None:
     for rel in JSONRPC_EXEMPT:
         assert (ROOT / rel).exists(), f"{rel} is gone: drop its exemption"
+
+
+def test_no_import_circle_among_core_and_surfaces_even_through_imports_inside_functions() -> None:
+    runtime, _ = project_graphs()
+    assert len(runtime) > 30
+    found = [" <-> ".join(sorted(c)) for c in circles(runtime)]
+    assert not found, f"import circles: {found}"
+
+
+def test_no_two_modules_import_each_other_even_for_type_annotations() -> None:
+    _, both = project_graphs()
+    found = [" <-> ".join(sorted(c)) for c in circles(both)]
+    assert not found, f"circles through type-only imports: {found}"

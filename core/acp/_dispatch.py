@@ -76,6 +76,14 @@ def _finite(value: Any) -> float | None:
     return float(value)
 
 
+def _thread_status(meta: Any) -> str:
+    """codex-acp 2.x's ``_meta.codex.threadStatus.type``, or "" when the update carries none."""
+    codex = meta.get("codex") if isinstance(meta, dict) else None
+    status = codex.get("threadStatus") if isinstance(codex, dict) else None
+    kind = status.get("type") if isinstance(status, dict) else None
+    return kind if isinstance(kind, str) else ""
+
+
 def _log_unknown_once(kind: str) -> None:
     if kind not in _logged_unknown:
         _logged_unknown.add(kind)
@@ -116,7 +124,7 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
               and 0 <= used <= _MAX_TOKENS and 0 < size <= _MAX_TOKENS)
         return UsageUpdate(used if ok else None, size if ok else None)
     if kind == "session_info_update":
-        return SessionInfo(str(update.get("title") or ""))
+        return SessionInfo(str(update.get("title") or ""), _thread_status(update.get("_meta")))
     if kind == "compaction_update":
         return CompactionStatus(str(update.get("status", "")))
     if kind == "compaction_summary_chunk":

@@ -26,7 +26,8 @@ INSTALL_HINTS = {
     "kiro-cli": "install Kiro CLI from kiro.dev and run `kiro-cli login`",
     "claude-agent-acp": "npm install -g @agentclientprotocol/claude-agent-acp (the package was called "
     "@zed-industries/claude-agent-acp before)",
-    "codex-acp": "npm install -g @zed-industries/codex-acp",
+    "codex-acp": "npm install -g @agentclientprotocol/codex-acp (the package was called "
+    "@zed-industries/codex-acp before)",
 }
 
 

@@ -13,7 +13,7 @@ from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied, AcpPrompt
 from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
 from core.acp.process import AgentProcess, child_env
 from core.acp.session import AcpSession
-from core.acp.session_handle import AcpRuntimeDead, AcpRuntimeError
+from core.acp.session_handle import AcpRuntimeDead, AcpWorkspaceBindingError
 from core.acp.spec import AgentSpec, detect_backend, resolve_cwd
 from core.acp.tool_gate import check_routable
 from core.failures import error_from_rpc, login_command
@@ -25,12 +25,6 @@ log = logging.getLogger("acp_relay.acp.runtime")
 CLIENT_INFO = {"name": "acp-relay", "title": "acp-relay", "version": "0.1.0"}
 PROTOCOL_VERSION = 1
 _NOT_LOGGED_IN = re.compile(r"not logged in|please log ?in|login required", re.I)
-
-
-class AcpWorkspaceBindingError(AcpRuntimeError):
-    """A runtime bound to one cwd was asked to serve another (spec: acp/runtime.py)."""
-
-    transient = False
 
 
 class AcpRuntime:
@@ -157,12 +151,6 @@ class AcpRuntime:
     def pid(self) -> int:
         """The agent's process id (also its process group id)."""
         return self.process.pid
-
-    @property
-    def agent_info(self) -> dict[str, Any]:
-        """``agentInfo`` from the ``initialize`` answer (name, version...), or empty."""
-        info = self.init_result.get("agentInfo")
-        return info if isinstance(info, dict) else {}
 
     @property
     def accepts_images(self) -> bool:

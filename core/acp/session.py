@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from core.acp._dispatch import (
     KIRO_INTERRUPTED,
@@ -23,8 +23,10 @@ from core.acp.client import (
     AcpTimeoutError,
     AcpToolGateUnroutable,
 )
-from core.acp.connection import Reply
+from core.acp.connection import JsonRpcConnection, Reply
 from core.acp.session_handle import AcpRuntimeDead
+from core.acp.spec import AgentSpec
+from core.acp.thread_failure import ThreadFailure
 from core.acp.tool_gate import Approver, decide
 from core.acp.types import (
     STOP_REASON_CANCELLED,
@@ -42,16 +44,47 @@ from core.acp.types import (
 )
 from core.failures import classify
 
-if TYPE_CHECKING:
-    from core.acp.runtime import AcpRuntime
-
-__all__ = ["AcpSession", "EventSink", "prompt_blocks"]
+__all__ = ["AcpSession", "EventSink", "SessionRuntime", "prompt_blocks"]
 
 log = logging.getLogger("acp_relay.acp.session")
 
 EventSink = Callable[[AcpEvent], None]
+
+
+class SessionRuntime(Protocol):
+    """What a session uses of the runtime that serves it (``core.acp.runtime.AcpRuntime``), so the
+    runtime can make sessions without the two modules importing each other."""
+
+    spec: AgentSpec
+    backend: str
+    cwd: str
+    conn: JsonRpcConnection
+    sessions: dict[str, AcpSession]
+
+    @property
+    def alive(self) -> bool:
+        """The agent process is running."""
+        ...
+
+    @property
+    def accepts_images(self) -> bool:
+        """The agent takes image content blocks."""
+        ...
+
+    async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
+                      idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
+        """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
+        ...
+
+    def forget(self, session_id: str) -> None:
+        """Stop routing frames to a session."""
+        ...
 #: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
-_BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "dontAsk", "full-access"})
+_BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "dontAsk", "full-access",
+                           "agent-full-access", "yolo", "autoEdit"})
+#: A backend's own such modes, whose names mean something else elsewhere. codex-acp 2.x starts in
+#: "agent" (auto review): a second model call, not the person, approves or denies each tool call.
+_BACKEND_BYPASS_MODES = {"codex": frozenset({"agent"})}
 #: Where to go instead, in order of preference (claude: default; codex: read-only).
 _ASKING_MODES = ("default", "read-only")
 #: ``_meta`` keys of a session/new answer that a later session/load needs back.
@@ -91,12 +124,13 @@ class _Turn:
     cancel_requested: bool = False
     error: BaseException | None = None
     permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
 
 
 class AcpSession:
     """A session handle. One prompt in flight at a time; ``cancel()`` really ends the turn."""
 
-    def __init__(self, runtime: AcpRuntime, session_id: str, result: dict[str, Any], *,
+    def __init__(self, runtime: SessionRuntime, session_id: str, result: dict[str, Any], *,
                  loading: bool = False) -> None:
         self.runtime = runtime
         self.session_id = session_id
@@ -143,11 +177,16 @@ class AcpSession:
 
     async def prepare(self) -> None:
         """Leave a mode that would run tools without asking, when the gate must see them."""
-        if self.runtime.spec.tool_gate == "allow" or self.current_mode not in _BYPASS_MODES:
+        if self.runtime.spec.tool_gate == "allow" or not self._bypasses(self.current_mode):
             return
         target = next((m for m in _ASKING_MODES if m in self.modes), None)
         if target is not None:
             await self.set_mode(target)
+
+    def _bypasses(self, mode_id: str | None) -> bool:
+        """True for a mode in which this agent runs tools without asking the person."""
+        extra = _BACKEND_BYPASS_MODES.get(self.runtime.backend, frozenset())
+        return mode_id in _BYPASS_MODES or mode_id in extra
 
     @property
     def busy(self) -> bool:
@@ -180,6 +219,11 @@ class AcpSession:
 
     def _on_turn_event(self, turn: _Turn, event: AcpEvent) -> None:
         stats = turn.stats
+        kept_back, released = turn.thread.observe(event, len(stats.text))
+        if kept_back:
+            return  # the failure's text: never an answer (prompt() raises it)
+        if released:
+            self._on_turn_event(turn, TextChunk(released))
         if isinstance(event, TextChunk):
             if self.runtime.backend == "kiro" and event.text.strip() == KIRO_INTERRUPTED:
                 turn.forced_stop = STOP_REASON_CANCELLED if turn.cancel_requested else STOP_REASON_END_TURN
@@ -287,6 +331,12 @@ class AcpSession:
             finished = True
             if turn.error is not None:
                 raise turn.error
+            if turn.thread.failed and stop == STOP_REASON_END_TURN:
+                failure = turn.thread.error(turn.stats.text, backend=self.runtime.backend,
+                                            advertised_models=self.models)
+                if isinstance(failure, AcpError):
+                    raise failure
+                turn.stats.refusal = failure
             end = turn.stats.terminal_refusal(stop)
             self._emit(turn, end)
             return turn.stats
@@ -352,7 +402,7 @@ class AcpSession:
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode; a gate of ask or deny refuses modes in which tools run without asking."""
         gate = self.runtime.spec.tool_gate
-        if gate != "allow" and mode_id in _BYPASS_MODES:
+        if gate != "allow" and self._bypasses(mode_id):
             raise AcpToolGateUnroutable(
                 f"mode {mode_id!r} lets tools run without asking, but tool_gate is {gate!r}",
                 data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate})

@@ -1,11 +1,16 @@
 """The AcpRuntimeError family: the process and request transport underneath AcpError
-(spec: acp/session_handle.py). AcpWorkspaceBindingError lives in ``core.acp.runtime``."""
+(spec: acp/session_handle.py).
+
+AcpWorkspaceBindingError sits here with the rest of its family, so that ``core.failures`` can word
+it without importing the runtime (which imports ``core.failures``). The spec documents it as
+``acp/runtime.py``, which re-exports it: both imports give the same class.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-__all__ = ["AcpRequestTimeout", "AcpRuntimeDead", "AcpRuntimeError"]
+__all__ = ["AcpRequestTimeout", "AcpRuntimeDead", "AcpRuntimeError", "AcpWorkspaceBindingError"]
 
 
 class AcpRuntimeError(Exception):
@@ -38,3 +43,9 @@ class AcpRequestTimeout(AcpRuntimeError):
         super().__init__(message, transient=transient)
         self.method = method
         self.budget_s = budget_s
+
+
+class AcpWorkspaceBindingError(AcpRuntimeError):
+    """A runtime bound to one cwd was asked to serve another (spec: acp/runtime.py)."""
+
+    transient = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -36,10 +37,43 @@ def resolve_cwd(cwd: str) -> Path:
     return Path(os.path.expandvars(os.path.expanduser(cwd))).resolve()
 
 
+#: The npm packages (their unscoped names) and programs of each backend; ``agentInfo.name`` is one
+#: of these too: "@agentclientprotocol/claude-agent-acp" (0.101), "@zed-industries/claude-agent-acp"
+#: (0.23), "@agentclientprotocol/codex-acp" (2.x), "codex-acp" (the Rust 0.16), "kiro-cli".
+_KNOWN_NAMES = {
+    "claude-agent-acp": "claude",
+    "claude-code-acp": "claude",
+    "codex-acp": "codex",
+    "kiro-cli": "kiro",
+}
+_MARKERS = (("kiro", "kiro"), ("claude", "claude"), ("codex", "codex"))
+_RE_PACKAGE = re.compile(r"(?:^|/)node_modules/((?:@[^/]+/)?[^/]+)")
+_RE_EXTENSION = re.compile(r"\.(?:exe|cmd|js|mjs|cjs)$", re.I)
+
+
+def _bare_name(word: str) -> str:
+    """A program, a path or a package spec -> the bare package or program name: npx's
+    "@agentclientprotocol/codex-acp@2.6.0", ".../node_modules/@scope/x/dist/index.js", "x.exe"."""
+    word = word.strip().replace("\\", "/")
+    if match := _RE_PACKAGE.search(word):
+        word = match.group(1)  # the package a script inside node_modules belongs to
+    name = word.rsplit("/", 1)[-1].split("@", 1)[0]  # no directory or scope, no version
+    return _RE_EXTENSION.sub("", name).lower()
+
+
 def detect_backend(command: str, args: tuple[str, ...] = (), agent_name: str = "") -> str:
-    """Backend from the command name (and, once known, the agent's ``agentInfo.name``)."""
-    haystack = " ".join((Path(command).name, *args[:1], agent_name)).lower()
-    for backend, marker in (("kiro", "kiro"), ("claude", "claude"), ("codex", "codex")):
+    """Backend from the agent's ``agentInfo.name`` once known, else from its command line.
+
+    The command's program, and the first argument that is no option (``node <path>``,
+    ``npx -y <package>``), are read as package or program names; a known one decides. Failing that,
+    a backend's name inside those words does (``kiro-cli-chat``), else ``generic``.
+    """
+    words = [command, next((a for a in args if not a.startswith("-")), "")]
+    for word in (agent_name, *words):
+        if word and (backend := _KNOWN_NAMES.get(_bare_name(word))):
+            return backend
+    haystack = " ".join((*(_bare_name(w) for w in words if w), agent_name)).lower()
+    for backend, marker in _MARKERS:
         if marker in haystack:
             return backend
     return "generic"

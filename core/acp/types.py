@@ -10,6 +10,7 @@ __all__ = [
     "STOP_REASON_CANCELLED",
     "STOP_REASON_END_TURN",
     "STOP_REASON_REFUSAL",
+    "THREAD_SYSTEM_ERROR",
     "AcpEvent",
     "AcpPromptStats",
     "AvailableCommands",
@@ -161,11 +162,17 @@ class UsageUpdate(AcpEvent):
     size: int | None = None
 
 
+#: codex-acp 2.x's thread status for a turn whose model call failed (``_meta.codex.threadStatus``).
+THREAD_SYSTEM_ERROR = "systemError"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionInfo(AcpEvent):
-    """Session metadata, so far its title (``session_info_update``)."""
+    """Session metadata (``session_info_update``): its title, and the agent's own thread status
+    when it sends one (codex-acp 2.x: ``active``, ``idle``, ``systemError``)."""
 
     title: str = ""
+    status: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +259,16 @@ class AcpPromptStats:
     credits: float | None = None
     turn_ms: int | None = None
     chunks: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """The turn ended normally yet produced nothing at all: no text, no tool, no refusal.
+
+        claude-agent-acp 0.23 answers a prompt retried after a failed model call like this, although
+        the model call failed again; it is never a silent success.
+        """
+        return (not self.text.strip() and not self.tool_ran and self.refusal is None
+                and self.stop_reason not in (STOP_REASON_CANCELLED, STOP_REASON_REFUSAL))
 
     def terminal_refusal(self, stop_reason: str) -> TurnEnded:
         """The turn's terminal event: a parsed structured refusal rewrites the stop reason."""

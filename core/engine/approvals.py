@@ -100,10 +100,6 @@ class Approvals:
             pending.future.set_result(kind)
         return pending
 
-    def pending_in(self, conversation_key: str) -> bool:
-        """True while the conversation has an approval waiting for an answer."""
-        return bool(self._by_conversation.get(conversation_key))
-
     def forget_session(self, conversation_key: str) -> None:
         """Drop the conversation's "allow for this session" choices (its session is gone)."""
         self._session_allows = {k for k in self._session_allows if k[0] != conversation_key}

@@ -29,13 +29,14 @@ from core.config import TimeoutsConfig
 from core.engine import wording
 from core.engine.delivery import Outbox
 from core.engine.document import Document
+from core.engine.holdback import RawErrorHold, is_echo
 from core.engine.indicator import TypingIndicator
 from core.engine.journal import Journal
 from core.engine.messages import InboundMessage, QueueItem
 from core.engine.ports import ConversationView
 from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError
-from core.failures import _format_acp_error, echoes_error, is_session_lost
+from core.failures import _format_acp_error, is_session_lost
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
@@ -62,17 +63,19 @@ class _AttemptOutput:
     def __init__(self) -> None:
         self.text: list[str] = []
         self.tool_ran = False
+        self.hold = RawErrorHold()  # text that reads like a raw provider error waits to be shown
 
     def reset(self) -> None:
         self.text.clear()
         self.tool_ran = False
+        self.hold = RawErrorHold()
 
     def joined(self) -> str:
         return "".join(self.text)
 
     def only_echoes(self, exc: AcpError) -> bool:
         """True when the only thing this attempt produced is the error's own words."""
-        return not self.tool_ran and echoes_error(self.joined(), exc)
+        return not self.tool_ran and is_echo(self.joined(), exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,7 @@ class _Turn:
         self.seen = _AttemptOutput()
         self.lost_once = False
         self.compaction_failed = False
+        self.last_failure: AcpError | AcpRuntimeError | None = None  # what the ladder is retrying
 
     # -- the error funnel ------------------------------------------------------------------
 
@@ -189,17 +193,26 @@ class _Turn:
                 # claude-agent-acp and codex-acp stream the error text before the error: that is
                 # not an answer, so it does not block a retry, and the person reads it once.
                 state.side_effects = False
+                self.seen.hold.drop()
                 self.doc.drop_echo(self.seen.joined())
+            for shown in self.seen.hold.release():  # held text that was an answer after all
+                self.doc.apply(shown)
             if not is_session_lost(exc) or self.lost_once or state.side_effects:
                 raise
             self.lost_once = True  # the agent forgot the session: once, on a new one, with a notice
             conv.drop_session()
             self.on_event(Notice(wording.SESSION_LOST, key="session"))
             return await self.attempt(state)
+        if stats.empty and self.last_failure is not None:
+            # claude-agent-acp 0.23 answers a prompt retried after a failed model call with an empty
+            # end_turn although that call failed again: the failure again, never a silent success.
+            raise self.last_failure
         return stats.stop_reason
 
     async def on_retry(self, state: Attempt, delay: float, exc: BaseException) -> None:
         """One "retrying" notice, corrected in place as the ladder goes on."""
+        if isinstance(exc, AcpError | AcpRuntimeError):
+            self.last_failure = exc
         self.on_event(Notice(wording.retrying(state.number, self.deps.policy.attempts), key="retry"))
 
     # -- what the agent sends --------------------------------------------------------------
@@ -221,7 +234,8 @@ class _Turn:
         self.current.side_effects = seen.tool_ran or bool(seen.text)
         if self.streamer.rollover_due(self.doc.part_count):
             self.doc.break_here()  # the message being written is too old to keep editing
-        self.doc.apply(event)
+        for shown in seen.hold.take(event):
+            self.doc.apply(shown)
         self.streamer.update(self.doc.parts)  # rendered when the streamer flushes, not per event
 
     async def approver(self, request: PermissionRequest) -> str:

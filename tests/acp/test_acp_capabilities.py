@@ -37,4 +37,4 @@ async def test_the_command_is_found_on_the_path_the_agent_is_given(start, tmp_pa
     path = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
     spec = AgentSpec("mine", "my-acp-agent", env={"PATH": path}, cwd=str(tmp_path))
     runtime = await start(spec)  # not on the relay's PATH, only on the one in agents.mine.env
-    assert runtime.agent_info["name"] == "fake-acp-agent"
+    assert runtime.init_result["agentInfo"]["name"] == "fake-acp-agent"

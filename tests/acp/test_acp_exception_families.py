@@ -1,5 +1,9 @@
 """The two exception families exactly as spec/error-handling.md draws them: names, bases, the
-modules they live in, ``transient`` on the class and per instance, ``partial_output``."""
+modules they live in, ``transient`` on the class and per instance, ``partial_output``.
+
+AcpWorkspaceBindingError is documented as ``acp/runtime.py``: it is importable from there, and is
+defined beside its base in ``acp/session_handle.py`` so that ``core.failures`` can word it without
+importing the runtime (which imports ``core.failures``)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ ACP_ERRORS = {  # name: (class-level transient)
     "AcpPromptBusy": False,
 }
 RUNTIME_ERRORS = {"AcpRuntimeDead": (session_handle, True), "AcpRequestTimeout": (session_handle, True),
-                  "AcpWorkspaceBindingError": (runtime, False)}
+                  "AcpWorkspaceBindingError": (session_handle, False)}
 NEVER_RETRIED = ("AcpAuthRequired", "AcpToolGateUnroutable", "AcpModelUnavailable")
 
 
@@ -48,6 +52,11 @@ def test_runtime_errors_sit_directly_under_acp_runtime_error(name: str, where: t
     assert cls.__module__ == module.__name__  # type: ignore[attr-defined]
     assert cls.transient is transient
     assert cls("x", transient=not transient).transient is (not transient)  # per-instance verdict
+
+
+def test_the_workspace_binding_error_is_importable_where_the_spec_documents_it() -> None:
+    assert runtime.AcpWorkspaceBindingError is session_handle.AcpWorkspaceBindingError
+    assert "AcpWorkspaceBindingError" in runtime.__all__
 
 
 @pytest.mark.parametrize("name", [n for n in ACP_ERRORS if n not in NEVER_RETRIED])

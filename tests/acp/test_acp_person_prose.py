@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from core.acp._dispatch import parse_refusal, refusal_from_error
-from core.acp.client import AcpAuthRequired
+from core.acp.client import AcpAuthRequired, AcpError
+from core.acp.process import AgentProcess
 from core.acp.runtime import AcpRuntime
 from core.acp.spec import AgentSpec
 from core.engine.wording import refusal_card_text
@@ -95,3 +96,15 @@ async def test_a_missing_claude_agent_is_installed_under_its_current_npm_name(
     prose = classify(info.value, backend="claude").prose
     assert "npm install -g @agentclientprotocol/claude-agent-acp" in prose
     assert "@zed-industries/claude-agent-acp" in prose  # the older name people may still have
+
+
+async def test_a_missing_codex_agent_is_installed_under_its_current_npm_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing is found
+    spec = AgentSpec(name="codex", command="codex-acp", args=(), env={}, cwd=str(tmp_path),
+                     backend="codex", tool_gate="ask")
+    with pytest.raises(AcpError) as info:
+        await AgentProcess.spawn(spec)
+    prose = classify(info.value, backend="codex").prose
+    assert "npm install -g @agentclientprotocol/codex-acp" in prose
+    assert "@zed-industries/codex-acp" in prose  # the older name people may still have

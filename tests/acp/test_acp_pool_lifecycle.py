@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from core.acp import AgentSpec, RuntimePool
+from core.acp import AgentSpec
+from core.acp.pool import RuntimePool
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead
 
 

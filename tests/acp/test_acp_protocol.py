@@ -18,7 +18,7 @@ PNG_1PX = base64.b64encode(
 
 async def test_initialize_reads_agent_info_and_capabilities(start, agent, recorder) -> None:
     rt = await start(agent())
-    assert rt.agent_info["name"] == "fake-acp-agent"
+    assert rt.init_result["agentInfo"]["name"] == "fake-acp-agent"
     assert rt.load_supported is True
     assert rt.backend == "generic"
     init = recorder.frames()[0]

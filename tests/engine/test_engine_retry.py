@@ -6,13 +6,21 @@ are counted on the wire, not inferred from the chat.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from core.engine import wording
-from tests.engine.conftest import Relay, RelayFactory
+from tests.engine.conftest import HANG_GUARD_S, Relay, RelayFactory
 
 THROTTLED = json.dumps({"message": "Internal error",
                         "data": "Encountered an error in the response stream: ThrottlingException"})
+# claude-agent-acp 0.23.1's usage-policy refusal, which it sends as a -32603 error (docs/acp-facts.md).
+CLAUDE_023_REFUSAL = (
+    "Internal error: API Error: Claude Code is unable to respond to this request, which appears to violate "
+    "our Usage Policy (https://www.anthropic.com/legal/aup). Please double press esc to edit your last "
+    "message or start a new session for Claude Code to assist with a different task. If you are seeing "
+    "this refusal repeatedly, try running /model claude-sonnet-4-20250514 to switch models."
+)
 MALFORMED = json.dumps({"message": "Internal error",
                         "data": "Encountered an error in the response stream: Improperly formed request. "
                                 "(request_id: abc)"})
@@ -20,6 +28,24 @@ MALFORMED = json.dumps({"message": "Internal error",
 
 def notices_like(r: Relay, fragment: str) -> list[str]:
     return [t for t in r.texts() if fragment in t]
+
+
+async def answer_every_approval(r: Relay, label: str) -> None:
+    """Tap ``label`` on each approval request as it appears, until the conversation is idle."""
+    tapped: set[str] = set()
+    async with asyncio.timeout(HANG_GUARD_S):
+        while not r.is_idle():
+            for message in r.messages():
+                if message.message_id not in tapped and message.text.startswith("The agent wants to run"):
+                    tapped.add(message.message_id)
+                    await r.press(next(b.token for b in message.buttons if b.label == label))
+            await asyncio.sleep(0.01)
+
+
+def permission_answers(r: Relay) -> list[str]:
+    """The optionId of every answer to session/request_permission the agent received."""
+    results = [f.get("result") for f in r.frames() if "method" not in f and isinstance(f.get("result"), dict)]
+    return [res["outcome"].get("optionId", "") for res in results if isinstance(res.get("outcome"), dict)]
 
 
 async def test_a_transient_failure_is_retried_and_the_answer_arrives(relay: RelayFactory) -> None:
@@ -78,11 +104,23 @@ async def test_no_retry_once_a_tool_ran(relay: RelayFactory) -> None:
 
 
 async def test_no_retry_after_an_approved_tool(relay: RelayFactory) -> None:
-    r = await relay(timeouts={"approval_s": 0.2})
-    msg = await r.send(f"tool t1 execute ls\npermission t1\nerror_data -32603 {THROTTLED}")
-    await r.idle()
-    assert len(r.prompts()) == 1
-    assert "permission:selected:reject" in r.answer(msg)
+    r = await relay()
+    # "quiet": after the answer the agent sends nothing (no text, no tool update) before failing,
+    # so nothing but the approval itself tells the ladder that a retry could run the tool twice.
+    msg = await r.send(f"tool t1 execute ls\npermission t1 quiet\nerror_data -32603 {THROTTLED}")
+    await answer_every_approval(r, "Allow once")
+    assert permission_answers(r) == ["allow-once"], "the person's approval reached the agent"
+    assert len(r.prompts()) == 1, "a retry could run the approved tool again"
+    assert "Retrying" not in r.answer(msg)
+
+
+async def test_no_retry_after_an_approval_request_even_a_denied_one(relay: RelayFactory) -> None:
+    r = await relay()
+    msg = await r.send(f"tool t1 execute rm -rf build\npermission t1 quiet\nerror_data -32603 {THROTTLED}")
+    await answer_every_approval(r, "Deny")
+    assert permission_answers(r) == ["reject"], "asked once, denied once"
+    assert len(r.prompts()) == 1, "a retry would ask the person the same question again"
+    assert "Retrying" not in r.answer(msg)
 
 
 async def test_a_refusal_is_never_retried(relay: RelayFactory) -> None:
@@ -91,6 +129,19 @@ async def test_a_refusal_is_never_retried(relay: RelayFactory) -> None:
     assert len(r.prompts()) == 1
     assert wording.REFUSAL_LEAD in reply.text
     assert "Retrying" not in reply.text
+
+
+async def test_a_refusal_sent_as_an_error_is_a_refusal_card_and_never_retried(relay: RelayFactory) -> None:
+    # claude-agent-acp 0.23 reports a usage-policy refusal as a JSON-RPC error, not a stop reason;
+    # the session folds it onto a refusal, so the person sees the refusal card, not an error.
+    r = await relay()
+    reply = await r.ask(f"error -32603 {CLAUDE_023_REFUSAL}")
+    assert len(r.prompts()) == 1
+    assert wording.REFUSAL_LEAD in reply.text
+    assert "Suggested model: claude-sonnet-4-20250514" in reply.text
+    assert "Usage Policy" in reply.text, "the provider's own reason is shown"
+    assert "declined this message under the provider's usage policy" not in reply.text, "not the error prose"
+    assert "Retrying" not in reply.text and "/model" not in reply.text
 
 
 async def test_error_text_streamed_before_the_error_is_shown_once(relay: RelayFactory) -> None:

@@ -148,3 +148,27 @@ def test_plain_text_removes_markup_and_escape_debris() -> None:
 
 def test_plain_text_keeps_identifiers_and_arithmetic() -> None:
     assert plain_text("snake_case_name and 2*3*4") == "snake_case_name and 2*3*4"
+    assert plain_text("fix x*y*z, then *this* is emphasis") == "fix x*y*z, then this is emphasis"
+
+
+def test_plain_text_finds_code_inside_lists_and_quotes() -> None:
+    # A fence in a nested list item (indented past three spaces) or in a quote is still code: its
+    # text is kept verbatim and its fence lines (with the info string) go.
+    md = "1. Build it:\n   - run:\n\n     ```sh\n     echo **not bold** _x_\n     ```\n2. done"
+    assert plain_text(md) == "1. Build it:\n   - run:\n\n     echo **not bold** _x_\n2. done"
+    quoted = "> quoted *text* and `a*b*c`\n>\n> ```\n> keep __this__\n> ```"
+    assert plain_text(quoted) == "> quoted text and a*b*c\n>\n> keep __this__"
+
+
+def test_plain_text_keeps_tables_lists_and_blank_lines_readable() -> None:
+    table = "| name | value |\n|---|---|\n| `a_b` | **bold** \\| pipe |"
+    assert plain_text(table) == "| name | value |\n| --- | --- |\n| a_b | bold | pipe |"
+    assert plain_text("3. three\n4. four\n\n* star\n- [ ] task ~~old~~") == (
+        "3. three\n4. four\n\n* star\n- [ ] task old")
+    assert plain_text("one\n\n\ntwo\nsoft  \nhard") == "one\n\ntwo\nsoft\nhard"
+
+
+def test_plain_text_spells_out_links_and_images() -> None:
+    md = "![diagram](https://x/d.png), <https://a.b/c>, [https://a.b](https://a.b) and [](https://e.f)"
+    assert plain_text(md) == "diagram (https://x/d.png), https://a.b/c, https://a.b and https://e.f"
+    assert plain_text("&amp; &lt;tag&gt; <b>as typed</b>") == "& <tag> <b>as typed</b>"

@@ -12,7 +12,7 @@ initialize
     -> {protocolVersion: 1, agentCapabilities: {loadSession, promptCapabilities: {image: true,
     audio: false, embeddedContext: true}, mcpCapabilities}, agentInfo: {name, title, version},
     authMethods}. loadSession is true unless --no-load; authMethods is [] unless --auth-env.
-    agentInfo.name is "fake-acp-agent" ("kiro-cli" with --kiro).
+    agentInfo.name is "fake-acp-agent" ("kiro-cli" with --kiro, NAME with --agent-name NAME).
 authenticate {methodId}
     With --auth-env VAR: methodId "var-auth" succeeds ({}) when VAR is set (non-empty) in the agent's
     environment, else -32000 "Authentication required". Any other methodId: -32602.
@@ -68,6 +68,7 @@ Flags
 --kiro                 agentInfo name "kiro-cli"; session/new answers _meta["_kiro.dev/session_file"] and
                        session/load needs it back;
                        session/set_config_option -> -32601.
+--agent-name NAME      agentInfo.name NAME (a real agent's, e.g. "@agentclientprotocol/codex-acp").
 --record FILE          append every frame received from the client (parsed JSON, one per line;
                        undecodable lines as {"_invalid": text}) BEFORE handling it.
 --state-dir DIR        persist sessions (history, mode, model) and fail_times counters in DIR, so a
@@ -101,6 +102,8 @@ permission <id>         session/request_permission {sessionId, toolCall: {toolCa
                         (outcome "selected" or "cancelled"; "error" with the error code in place of
                         the optionId if the client answered with an error), then tool_call_update
                         status "completed" if an allow_* option was selected, else "failed".
+permission <id> quiet   the same, but nothing at all is sent after the answer (an agent that fails
+                        right after asking).
 plan <a>|<b>|<c>        plan update; entry prefix "x:" = completed, ">:" = in_progress, else pending.
 usage <used> <size>     usage_update {used, size}.
 kiro_meta <json>        notification `_kiro.dev/metadata`, params = json object + sessionId.
@@ -117,6 +120,13 @@ error_data <code> <json {"message": ..., "data": ...}>
 fail_times <key> <N> <code> <json {"message", "data"}>
                         the first N times <key> is seen (counted across this process, and across
                         processes with --state-dir) answer with that error; afterwards continue.
+thread_status <type>    session_info_update {_meta: {codex: {threadStatus: {type}}}} (codex-acp 2.x).
+system_error_times <key> <N> <words>
+                        the first N times <key> is seen (like fail_times), fail as codex-acp 2.x does:
+                        thread_status systemError, an agent_message_chunk "<words>\n\n", then
+                        {"stopReason": "end_turn"} (no JSON-RPC error); afterwards continue.
+empty_times <key> <N>   the first N times <key> is seen (like fail_times) answer {"stopReason":
+                        "end_turn"} at once, with nothing streamed; afterwards continue.
 die <code>              write "fatal: dying as scripted" to stderr and exit with <code> immediately.
 stderr <words>          write the line to stderr.
 raw <text>              write <text> as a raw stdout line.
@@ -177,6 +187,9 @@ VERBS = {
     "error",
     "error_data",
     "fail_times",
+    "thread_status",
+    "system_error_times",
+    "empty_times",
     "die",
     "stderr",
     "raw",
@@ -500,6 +513,8 @@ class Agent:
             )
         if self.args.kiro:
             info = {"name": "kiro-cli", "title": "Kiro", "version": "1.20.0"}
+        elif self.args.agent_name:
+            info = {"name": self.args.agent_name, "title": "Fake ACP Agent", "version": "0.1.0"}
         else:
             info = {"name": "fake-acp-agent", "title": "Fake ACP Agent", "version": "0.1.0"}
         return {
@@ -713,7 +728,8 @@ class Agent:
                 upd["content"] = [{"type": "content", "content": {"type": "text", "text": bits[2]}}]
             self.update(sid, upd)
         elif verb == "permission":
-            self.permission(turn, rest.strip())
+            tid, _, quiet = rest.strip().partition(" ")
+            self.permission(turn, tid, quiet=quiet.strip() == "quiet")
         elif verb == "plan":
             entries = []
             for item in rest.split("|"):
@@ -757,6 +773,18 @@ class Agent:
             if self.bump_fail_count(key) <= int(n):
                 obj = json.loads(payload)
                 raise RpcError(int(code), str(obj.get("message", "")), obj.get("data"), "data" in obj)
+        elif verb == "thread_status":
+            self.thread_status(sid, rest.strip())
+        elif verb == "system_error_times":
+            key, n, words = rest.split(" ", 2)
+            if self.bump_fail_count(key) <= int(n):
+                self.thread_status(sid, "systemError")
+                self.chunk(turn, f"{words}\n\n")
+                return {"result": {"stopReason": "end_turn"}}
+        elif verb == "empty_times":
+            key, n = rest.split()
+            if self.bump_fail_count(key) <= int(n):
+                return {"result": {"stopReason": "end_turn"}}
         elif verb == "die":
             self.end_turn(turn)
             self.log("fatal: dying as scripted")
@@ -793,7 +821,11 @@ class Agent:
             raise ValueError(f"unknown verb {verb!r}")
         return None
 
-    def permission(self, turn: Turn, tid: str) -> None:
+    def thread_status(self, sid: str, kind: str) -> None:
+        meta = {"codex": {"threadStatus": {"type": kind}}}
+        self.update(sid, {"sessionUpdate": "session_info_update", "_meta": meta})
+
+    def permission(self, turn: Turn, tid: str, *, quiet: bool = False) -> None:
         tool = turn.tools.get(tid, {"title": tid, "kind": "other"})
         params = {
             "sessionId": turn.session.id,
@@ -821,6 +853,8 @@ class Agent:
                 allowed = any(
                     o["optionId"] == opt and o["kind"].startswith("allow") for o in PERMISSION_OPTIONS
                 )
+        if quiet:
+            return
         self.chunk(turn, f"permission:{label}")
         self.update(
             turn.session.id,
@@ -854,6 +888,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--models", metavar="A,B")
     p.add_argument("--config-options", metavar="A,B")
     p.add_argument("--kiro", action="store_true")
+    p.add_argument("--agent-name", metavar="NAME")
     p.add_argument("--record", metavar="FILE")
     p.add_argument("--state-dir", metavar="DIR")
     p.add_argument("--env-dump", metavar="FILE")

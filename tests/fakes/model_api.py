@@ -1,23 +1,25 @@
-"""A loopback model-API mock: Anthropic Messages API and OpenAI Responses API on 127.0.0.1.
+"""A loopback model-API mock: Anthropic Messages, OpenAI Responses and Gemini APIs on 127.0.0.1.
 
-Real agents (claude-agent-acp, codex-acp) are pointed at it so the peer tier runs offline:
+Real agents (claude-agent-acp, codex-acp, gemini-cli) are pointed at it so the peer tier runs offline:
 
     async with ModelApiMock() as mock:
         mock.scenario = "text"            # or "401" "429" "400" "529" "refusal" "hang" "tool"
         env = {"ANTHROPIC_BASE_URL": mock.base_url}          # claude
         base = mock.openai_base_url                           # codex: ".../v1"
+        env = {"GOOGLE_GEMINI_BASE_URL": mock.base_url}      # gemini (model_api_gemini.py)
         ...
         await mock.wait_for_request("/v1/messages", timeout_s=10)
         mock.requests                      # every request received (RecordedRequest)
 
 Scenarios apply to the *conversation* requests, the ones an agent makes to run a turn: an
-Anthropic request that offers tools, every ``/v1/responses`` request. Housekeeping requests the
+Anthropic request that offers tools, every ``/v1/responses`` request, Gemini's streamed calls
+(gemini-cli knows text, the HTTP errors and "hang"; other scenarios answer text). Housekeeping requests the
 agent makes on the side (title generation, quota probes: Anthropic requests without tools) get a
 plain text answer except in the HTTP-error scenarios, where a real provider would fail them too.
 
 "tool" looks at the request itself: when the last user turn carries no tool result, the answer
 is a tool call running ``TOOL_COMMAND`` in the agent's cwd: Anthropic ``Bash``; on the Responses
-API whichever shell tool the agent offers (codex-acp 0.16 offers ``exec_command``, called with
+API whichever shell tool the agent offers (codex-acp 0.16 and 2.6 offer ``exec_command``, called with
 ``sandbox_permissions: "require_escalated"`` so that even its read-only default mode asks for
 approval). When the request carries the tool's result, the answer is the text ``"done"``.
 """
@@ -34,6 +36,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.model_api_gemini import GEMINI_ERRORS, gemini_chunk, gemini_error, gemini_sse
+from tests.fakes.model_api_wire import (
+    TOOL_COMMAND,
+    _anthropic_has_tool_result,
+    _anthropic_tool_names,
+    _openai_has_tool_output,
+    _openai_tool_item,
+    _openai_tool_names,
+    _sse,
+    openai_stream_events,
+)
 
 __all__ = [
     "ANTHROPIC_ERRORS",
@@ -52,7 +66,6 @@ SCENARIOS = ("text", "401", "429", "400", "529", "refusal", "hang", "tool")
 
 MOCK_TEXT_PARTS = ("Hello ", "from the ", "loopback mock.")
 MOCK_TEXT = "".join(MOCK_TEXT_PARTS)
-TOOL_COMMAND = "echo peer-tool-ran > marker.txt"
 TOOL_MARKER = "marker.txt"
 TOOL_DONE_TEXT = "done"
 MODEL_ID = "claude-mock-1"
@@ -84,7 +97,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any  # parsed JSON, the raw text when not JSON, None when empty
     t: float = field(default_factory=time.monotonic)
-    api: str = ""  # "anthropic" | "openai" | ""
+    api: str = ""  # "anthropic" | "openai" | "gemini" | ""
     conversation: bool = False  # a turn request the scenario applied to
     answered: str = ""  # what the mock did: "text", "tool_use", "error 429", "hang", ...
     disconnected: bool = False  # hang: the client went away
@@ -92,96 +105,6 @@ class RecordedRequest:
     @property
     def stream(self) -> bool:
         return isinstance(self.body, dict) and bool(self.body.get("stream"))
-
-
-def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-def _anthropic_has_tool_result(body: dict[str, Any]) -> bool:
-    """True when the last user message carries a tool_result block."""
-    messages = body.get("messages") or []
-    for msg in reversed(messages):
-        if not isinstance(msg, dict) or msg.get("role") != "user":
-            continue
-        content = msg.get("content")
-        return isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-        )
-    return False
-
-
-def _anthropic_tool_names(body: dict[str, Any]) -> list[str]:
-    return [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
-
-
-def _openai_has_tool_output(body: dict[str, Any]) -> bool:
-    """True when the input, after its last user message, carries a tool call's output."""
-    items = body.get("input")
-    if not isinstance(items, list):
-        return False
-    for item in reversed(items):
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        if kind in ("function_call_output", "local_shell_call_output", "custom_tool_call_output"):
-            return True
-        if item.get("role") == "user":
-            return False
-    return False
-
-
-def _openai_tool_names(body: dict[str, Any]) -> list[str]:
-    names = []
-    for t in body.get("tools") or []:
-        if isinstance(t, dict):
-            names.append(t.get("name") or t.get("type", ""))
-    return names
-
-
-def _openai_tool_item(names: list[str], n: int) -> dict[str, Any]:
-    """A shell call in whichever form the agent offers. ``exec_command`` (codex 0.13x unified exec)
-    asks for ``require_escalated`` so that even a read-only sandbox routes it through approval."""
-    call_id = f"call_mock{n}"
-    if "exec_command" in names:
-        name = "exec_command"
-        args: dict[str, Any] = {
-            "cmd": TOOL_COMMAND,
-            "sandbox_permissions": "require_escalated",
-            "justification": "Write the peer marker file?",
-            "yield_time_ms": 10_000,
-        }
-    elif "shell_command" in names:
-        name = "shell_command"
-        args = {
-            "command": TOOL_COMMAND,
-            "with_escalated_permissions": True,
-            "justification": "Write the marker?",
-        }
-    elif "local_shell" in names and "shell" not in names:
-        return {
-            "type": "local_shell_call",
-            "id": f"lsh_mock{n}",
-            "call_id": call_id,
-            "status": "completed",
-            "action": {"type": "exec", "command": ["bash", "-lc", TOOL_COMMAND]},
-        }
-    else:
-        name = "shell"
-        args = {
-            "command": ["bash", "-lc", TOOL_COMMAND],
-            "timeout_ms": 10_000,
-            "with_escalated_permissions": True,
-            "justification": "Write the marker?",
-        }
-    return {
-        "type": "function_call",
-        "id": f"fc_mock{n}",
-        "call_id": call_id,
-        "name": name,
-        "arguments": json.dumps(args),
-        "status": "completed",
-    }
 
 
 class ModelApiMock:
@@ -203,6 +126,7 @@ class ModelApiMock:
         app.router.add_post("/v1/messages", self._anthropic_messages)
         app.router.add_post("/v1/messages/count_tokens", self._anthropic_count_tokens)
         app.router.add_post("/v1/responses", self._openai_responses)
+        app.router.add_post("/v1beta/models/{call}", self._gemini)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/", self._root)
         app.router.add_route("*", "/{tail:.*}", self._fallback)
@@ -494,6 +418,33 @@ class ModelApiMock:
         await resp.write_eof()
         return resp
 
+    # -- Gemini --------------------------------------------------------------------------------
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        rec = await self._record(request, "gemini")
+        model, _, method = request.match_info["call"].partition(":")
+        rec.conversation = method == "streamGenerateContent"
+        scenario = self.scenario
+        if scenario in GEMINI_ERRORS:
+            status, body = gemini_error(scenario)
+            rec.answered = f"error {status}"
+            await self._notify()
+            return web.json_response(body, status=status)
+        if not rec.conversation:  # a side call (router, loop check): one plain answer
+            rec.answered = "text"
+            await self._notify()
+            return web.json_response(gemini_chunk(MOCK_TEXT, model, finish=True))
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        if scenario == "hang":
+            await self._hang(request, resp, rec)
+            return resp
+        rec.answered = "text"
+        await self._notify()
+        for i, part in enumerate(MOCK_TEXT_PARTS):
+            await resp.write(gemini_sse(gemini_chunk(part, model, finish=i == len(MOCK_TEXT_PARTS) - 1)))
+        await resp.write_eof()
+        return resp
+
     # -- OpenAI Responses ------------------------------------------------------------------------
     async def _openai_responses(self, request: web.Request) -> web.StreamResponse:
         rec = await self._record(request, "openai")
@@ -552,79 +503,7 @@ class ModelApiMock:
             rec.answered = "text"
         await self._notify()
 
-        for index, item in enumerate(items):
-            if item["type"] == "message":
-                text = item["content"][0]["text"]
-                added = {**item, "status": "in_progress", "content": []}
-                await resp.write(
-                    _sse(
-                        "response.output_item.added",
-                        {"type": "response.output_item.added", "output_index": index, "item": added},
-                    )
-                )
-                await resp.write(
-                    _sse(
-                        "response.content_part.added",
-                        {
-                            "type": "response.content_part.added",
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "content_index": 0,
-                            "part": {"type": "output_text", "text": "", "annotations": []},
-                        },
-                    )
-                )
-                parts = MOCK_TEXT_PARTS if text == MOCK_TEXT else (text,)
-                for part in parts:
-                    await resp.write(
-                        _sse(
-                            "response.output_text.delta",
-                            {
-                                "type": "response.output_text.delta",
-                                "item_id": item["id"],
-                                "output_index": index,
-                                "content_index": 0,
-                                "delta": part,
-                            },
-                        )
-                    )
-                await resp.write(
-                    _sse(
-                        "response.output_text.done",
-                        {
-                            "type": "response.output_text.done",
-                            "item_id": item["id"],
-                            "output_index": index,
-                            "content_index": 0,
-                            "text": text,
-                        },
-                    )
-                )
-            else:
-                await resp.write(
-                    _sse(
-                        "response.output_item.added",
-                        {"type": "response.output_item.added", "output_index": index, "item": item},
-                    )
-                )
-            await resp.write(
-                _sse(
-                    "response.output_item.done",
-                    {"type": "response.output_item.done", "output_index": index, "item": item},
-                )
-            )
-        done = {
-            **response_obj,
-            "status": "completed",
-            "output": items,
-            "usage": {
-                "input_tokens": 10,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": 16,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": 26,
-            },
-        }
-        await resp.write(_sse("response.completed", {"type": "response.completed", "response": done}))
+        for frame in openai_stream_events(items, response_obj, MOCK_TEXT_PARTS):
+            await resp.write(frame)
         await resp.write_eof()
         return resp

@@ -8,14 +8,15 @@ Without node or npm the whole tier is skipped.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.model_api import ModelApiMock
-from tests.peers.harness import MISSING_TOOLS, SKIP_REASON, Peer, claude_peer, codex_peer
+from tests.peers.harness import CLAUDE_KEYS, MISSING_TOOLS, PEER_KEYS, SKIP_REASON, Peer, build_peer
 from tests.peers.install import PeerInstallError, PeerPaths, ensure_installed
+from tests.peers.relay import PeerRelay, peer_relay
 
 PEERS_DIR = Path(__file__).resolve().parent
 
@@ -31,7 +32,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def peer_paths() -> PeerPaths:
-    """Both agents, installed from npm on first use (a no-op once cached)."""
+    """Every agent, installed from npm on first use (a no-op once cached)."""
     if MISSING_TOOLS:
         pytest.skip(SKIP_REASON)
     try:
@@ -46,20 +47,42 @@ async def model_api() -> AsyncIterator[ModelApiMock]:
         yield mock
 
 
-@pytest.fixture(params=["claude", "codex"])
-def peer(
-    request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock, tmp_path: Path
-) -> Peer:
-    """Each real agent in turn."""
-    build = claude_peer if request.param == "claude" else codex_peer
-    return build(peer_paths, model_api, tmp_path)
+def _kept(request: pytest.FixtureRequest, peer: Peer) -> Iterator[Peer]:
+    yield peer
+    peer.keep_capture(request.node.originalname.removeprefix("test_"))
+
+
+@pytest.fixture(params=PEER_KEYS)
+def peer(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock,
+         tmp_path: Path) -> Iterator[Peer]:
+    """Each of the four claude and codex releases in turn (pinned and current)."""
+    yield from _kept(request, build_peer(request.param, peer_paths, model_api, tmp_path))
+
+
+@pytest.fixture(params=CLAUDE_KEYS)
+def claude(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock,
+           tmp_path: Path) -> Iterator[Peer]:
+    """Both claude-agent-acp releases."""
+    yield from _kept(request, build_peer(request.param, peer_paths, model_api, tmp_path))
 
 
 @pytest.fixture
-def claude(peer_paths: PeerPaths, model_api: ModelApiMock, tmp_path: Path) -> Peer:
-    return claude_peer(peer_paths, model_api, tmp_path)
+def gemini(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock,
+           tmp_path: Path) -> Iterator[Peer]:
+    """gemini-cli in ACP mode: a real agent of the generic backend."""
+    yield from _kept(request, build_peer("gemini-0.61.0", peer_paths, model_api, tmp_path))
 
 
 @pytest.fixture
-def codex(peer_paths: PeerPaths, model_api: ModelApiMock, tmp_path: Path) -> Peer:
-    return codex_peer(peer_paths, model_api, tmp_path)
+async def relay(tmp_path: Path) -> AsyncIterator[peer_relay]:
+    """``r = await relay(peer)``: a real Engine on a memory surface, driving that agent."""
+    made: list[PeerRelay] = []
+
+    async def build(peer: Peer) -> PeerRelay:
+        r = await peer_relay(peer, tmp_path / f"relay{len(made)}")
+        made.append(r)
+        return r
+
+    yield build
+    for r in made:
+        await r.close()

@@ -1,9 +1,18 @@
-"""The peer tier's building blocks: agent specs wired to the model-API mock, approvers, time guard."""
+"""The peer tier's building blocks: agents wired to the model-API mock, recorded; approvers; time guard.
+
+Every agent runs under ``record.py``, which writes the session as a capture (the format of
+``tests/fixtures/captures``): the tests count the prompts the relay sent from it (what the relay
+decided, whatever the agent did with its model calls), and with ``ACP_RELAY_RECORD_DIR`` set each
+test's capture is kept there, named ``<agent>-<test>.jsonl``, to refresh the replay fixtures.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import shutil
+import sys
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,32 +23,41 @@ import pytest
 from core.acp import AgentSpec
 from core.acp.types import PermissionRequest
 from tests.fakes.model_api import ModelApiMock
-from tests.peers.install import PeerPaths
+from tests.peers.install import PACKAGES, Package, PeerPaths
 
 __all__ = [
-    "CODEX_MODEL",
+    "CLAUDE_KEYS",
+    "CODEX_KEYS",
     "MISSING_TOOLS",
+    "PEER_KEYS",
     "PEER_TEST_TIMEOUT_S",
     "PROMPT_TIMEOUT_S",
     "REQUEST_TIMEOUT_S",
     "SKIP_REASON",
     "Peer",
     "RecordingApprover",
-    "claude_peer",
-    "codex_peer",
+    "build_peer",
     "within",
 ]
 
 MISSING_TOOLS = [name for name in ("node", "npm") if shutil.which(name) is None]
 SKIP_REASON = "peer tier skipped: node/npm not found"
+RECORD = Path(__file__).resolve().parent / "record.py"
 
 #: Hard ceiling for one peer test, whatever hangs: a stuck agent cannot stall CI.
-PEER_TEST_TIMEOUT_S = 45.0
+PEER_TEST_TIMEOUT_S = 60.0
 #: Budget for one JSON-RPC request (initialize, session/new) and for one prompt.
 REQUEST_TIMEOUT_S = 30.0
 PROMPT_TIMEOUT_S = 30.0
-#: codex-acp streams a warning chunk for model names it has no metadata for; use one it knows.
-CODEX_MODEL = "gpt-5.4-mini"
+
+CLAUDE_KEYS = tuple(p.key for p in PACKAGES if p.key.startswith("claude"))
+CODEX_KEYS = tuple(p.key for p in PACKAGES if p.key.startswith("codex"))
+PEER_KEYS = CLAUDE_KEYS + CODEX_KEYS  # the four that every case runs against
+#: codex-acp streams a warning chunk for a model it has no metadata for; each knows different ones.
+CODEX_MODELS = {"codex-0.16.0": "gpt-5.4-mini", "codex-2.6.0": "gpt-5.5"}
+#: 0.23 is told not to retry (it does not say so in ACP); 0.101 retries once by itself, as people
+#: run it: the tier counts the prompts the relay sends, never the model calls.
+CLAUDE_RETRIES = {"claude-0.23.1": "0", "claude-0.101.0": "1"}
 
 T = TypeVar("T")
 
@@ -54,18 +72,56 @@ async def within(body: Coroutine[Any, Any, T], seconds: float = PEER_TEST_TIMEOU
 
 @dataclass
 class Peer:
-    """One real agent wired to this test's mock, HOME and cwd."""
+    """One real agent wired to this test's mock, HOME and cwd; ``capture`` is what it exchanged."""
 
-    name: str
+    key: str
+    package: Package
     spec: AgentSpec
     cwd: Path
     home: Path
     mock: ModelApiMock
+    capture: Path
+
+    @property
+    def name(self) -> str:
+        """The backend the relay must detect for it: "claude", "codex" or "generic"."""
+        backend = self.key.split("-", 1)[0]
+        return backend if backend in ("claude", "codex") else "generic"
 
     @property
     def marker(self) -> Path:
         """The file the mock's ``tool`` scenario makes the agent write (``echo ... > marker.txt``)."""
         return self.cwd / "marker.txt"
+
+    def frames(self, direction: str = "client->agent") -> list[dict[str, Any]]:
+        """The recorded frames one way (the relay's own by default), oldest first."""
+        if not self.capture.exists():
+            return []
+        out = []
+        for line in self.capture.read_text(encoding="utf-8").splitlines()[1:]:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line still being written
+            if entry.get("dir") == direction and isinstance(entry.get("data"), dict):
+                out.append(entry["data"])
+        return out
+
+    def prompts(self) -> int:
+        """How many ``session/prompt`` requests the relay sent this agent."""
+        return sum(1 for f in self.frames() if f.get("method") == "session/prompt")
+
+    def keep_capture(self, scenario: str) -> None:
+        """With ``ACP_RELAY_RECORD_DIR`` set, keep this test's capture there under ``scenario``."""
+        target = os.environ.get("ACP_RELAY_RECORD_DIR", "").strip()
+        if not target or not self.capture.exists():
+            return
+        lines = self.capture.read_text(encoding="utf-8").splitlines()
+        meta = json.loads(lines[0])
+        meta["_meta"]["scenario"] = scenario
+        Path(target).mkdir(parents=True, exist_ok=True)
+        out = Path(target) / f"{self.key}-{scenario}.jsonl"
+        out.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n", encoding="utf-8")
 
 
 @dataclass
@@ -83,6 +139,7 @@ class RecordingApprover:
 def _dirs(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     home, cwd = tmp_path / "home", tmp_path / "work"
     xdg = {
+        "TMPDIR": tmp_path / "tmp",  # gemini-cli writes an error report there on each failed call
         "XDG_CONFIG_HOME": home / ".config",
         "XDG_CACHE_HOME": home / ".cache",
         "XDG_DATA_HOME": home / ".local" / "share",
@@ -93,43 +150,27 @@ def _dirs(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return home, cwd, {k: str(v) for k, v in xdg.items()}
 
 
-def claude_peer(paths: PeerPaths, mock: ModelApiMock, tmp_path: Path, *, tool_gate: str = "ask") -> Peer:
-    """claude-agent-acp (``node dist/index.js``) on the mock's Anthropic Messages API."""
-    home, cwd, xdg = _dirs(tmp_path)
-    env = {
-        "HOME": str(home),
-        **xdg,
+def _claude_env(key: str, mock: ModelApiMock, home: Path) -> dict[str, str]:
+    """claude-agent-acp on the mock's Anthropic Messages API."""
+    return {
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "ANTHROPIC_API_KEY": "test-key",
         "ANTHROPIC_BASE_URL": mock.base_url,
-        "CLAUDE_CODE_MAX_RETRIES": "0",
+        "CLAUDE_CODE_MAX_RETRIES": CLAUDE_RETRIES[key],
         # Offline: no updater, no telemetry or error reporting, no other non-model traffic.
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
     }
-    spec = AgentSpec(
-        name="claude",
-        command="node",
-        args=(str(paths.claude_js),),
-        env=env,
-        cwd=str(cwd),
-        backend="claude",
-        tool_gate=tool_gate,
-    )
-    return Peer("claude", spec, cwd, home, mock)
 
 
-def codex_peer(paths: PeerPaths, mock: ModelApiMock, tmp_path: Path, *, tool_gate: str = "ask") -> Peer:
-    """codex-acp (native binary) on the mock's OpenAI Responses API, via a ``CODEX_HOME`` config."""
-    home, cwd, xdg = _dirs(tmp_path)
+def _codex_env(key: str, mock: ModelApiMock, tmp_path: Path) -> dict[str, str]:
+    """codex-acp on the mock's OpenAI Responses API, via a ``CODEX_HOME`` config."""
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir(exist_ok=True)
     (codex_home / "config.toml").write_text(
-        f'model_provider = "mock"\n'
-        f'model = "{CODEX_MODEL}"\n'
-        "\n"
+        f'model_provider = "mock"\nmodel = "{CODEX_MODELS[key]}"\n\n'
         "[model_providers.mock]\n"
         'name = "mock"\n'
         f'base_url = "{mock.openai_base_url}"\n'
@@ -138,13 +179,39 @@ def codex_peer(paths: PeerPaths, mock: ModelApiMock, tmp_path: Path, *, tool_gat
         "request_max_retries = 0\n"
         "stream_max_retries = 0\n"
     )
-    env = {"HOME": str(home), **xdg, "CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "test-key"}
+    return {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "test-key"}
+
+
+def _gemini_env(mock: ModelApiMock) -> dict[str, str]:
+    """gemini-cli on the mock's Gemini API; a fixed model keeps its model router (a side call) out."""
+    return {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": mock.base_url,
+            "GEMINI_MODEL": "gemini-2.5-pro", "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "1"}
+
+
+def build_peer(key: str, paths: PeerPaths, mock: ModelApiMock, tmp_path: Path, *,
+               tool_gate: str = "ask") -> Peer:
+    """The agent ``key`` (an install.PACKAGES key), recorded, on this test's mock, HOME and cwd."""
+    package = next(p for p in PACKAGES if p.key == key)
+    home, cwd, xdg = _dirs(tmp_path)
+    if key.startswith("claude"):
+        extra = _claude_env(key, mock, home)
+    elif key.startswith("codex"):
+        extra = _codex_env(key, mock, tmp_path)
+    else:
+        extra = _gemini_env(mock)
+    capture = tmp_path / "capture.jsonl"
+    meta = {"agent_package": package.name, "agent_version": package.version, "recorded": "live",
+            "model_api": "loopback mock model API", "scenario": ""}
+    record = ("--out", str(capture), "--meta", json.dumps(meta),
+              "--sub", f"{cwd}=<workspace>", "--sub", f"{home}=<home>", "--sub", f"{tmp_path}=<tmp>",
+              "--sub", f"{paths.cache}=<peers>", "--sub", f"{mock.base_url}=http://127.0.0.1:<port>", "--")
     spec = AgentSpec(
-        name="codex",
-        command=str(paths.codex_bin),
-        env=env,
+        name=key,
+        command=sys.executable,
+        args=(str(RECORD), *record, *paths.commands[key]),
+        env={"HOME": str(home), **xdg, **extra},
         cwd=str(cwd),
-        backend="codex",
+        backend="",  # detected, as for a config that names none: from the agent's agentInfo.name
         tool_gate=tool_gate,
     )
-    return Peer("codex", spec, cwd, home, mock)
+    return Peer(key, package, spec, cwd, home, mock, capture)

@@ -1,15 +1,20 @@
 """Install the real ACP agents used by the peer tier, from the npm registry, into a cache dir.
 
-    python tests/peers/install.py          # installs if needed, prints the two executables
+    python tests/peers/install.py          # installs if needed, prints each agent's command line
 
-Packages (pinned):
-  - ``@zed-industries/claude-agent-acp@0.23.1``: a Node program, run as ``node <bin js>``.
+Packages (pinned; ``npm view <name> version`` gives the newest):
+  - ``@zed-industries/claude-agent-acp@0.23.1``, the name most guides still give, and
+    ``@agentclientprotocol/claude-agent-acp@0.101.0``, what ``npm install`` brings today:
+    Node programs, run as ``node <bin js>`` (0.101 declares node >= 22 and runs on 20).
   - ``@zed-industries/codex-acp@0.16.0``: a Rust binary shipped in a per-platform optional
     dependency (``@zed-industries/codex-acp-linux-x64`` ...). ``--ignore-scripts`` keeps any
     install script from running, so the binary is located here rather than by a postinstall.
+  - ``@agentclientprotocol/codex-acp@2.6.0``: a TypeScript adapter over the Codex app server
+    (``@openai/codex``, whose binary also comes in a platform package), run as ``node dist/index.js``.
+  - ``@google/gemini-cli@0.61.0`` in its ACP mode (``--acp``): the ``generic`` backend's real agent.
 
 The cache defaults to ``<repo>/.cache/peers`` (override with ``ACP_RELAY_PEER_CACHE``). A second
-run is a no-op when both packages are already there at the pinned versions.
+run is a no-op when every package is already there at its pinned version.
 """
 
 from __future__ import annotations
@@ -23,25 +28,38 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-CLAUDE_PKG = "@zed-industries/claude-agent-acp"
-CLAUDE_VERSION = "0.23.1"
-CODEX_PKG = "@zed-industries/codex-acp"
-CODEX_VERSION = "0.16.0"
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CACHE = REPO_ROOT / ".cache" / "peers"
-
 __all__ = [
-    "CLAUDE_PKG",
-    "CLAUDE_VERSION",
-    "CODEX_PKG",
-    "CODEX_VERSION",
+    "PACKAGES",
+    "Package",
     "PeerInstallError",
     "PeerPaths",
     "cache_dir",
     "ensure_installed",
     "find_installed",
 ]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CACHE = REPO_ROOT / ".cache" / "peers"
+
+
+@dataclass(frozen=True)
+class Package:
+    """One agent package: ``key`` names it in the tests; ``native`` ones ship a platform binary."""
+
+    key: str
+    name: str
+    version: str
+    native: bool = False
+    args: tuple[str, ...] = ()  # arguments the agent needs to speak ACP
+
+
+PACKAGES = (
+    Package("claude-0.23.1", "@zed-industries/claude-agent-acp", "0.23.1"),
+    Package("claude-0.101.0", "@agentclientprotocol/claude-agent-acp", "0.101.0"),
+    Package("codex-0.16.0", "@zed-industries/codex-acp", "0.16.0", native=True),
+    Package("codex-2.6.0", "@agentclientprotocol/codex-acp", "2.6.0"),
+    Package("gemini-0.61.0", "@google/gemini-cli", "0.61.0", args=("--acp",)),
+)
 
 
 class PeerInstallError(RuntimeError):
@@ -50,10 +68,9 @@ class PeerInstallError(RuntimeError):
 
 @dataclass(frozen=True)
 class PeerPaths:
-    """``claude_js`` runs as ``node claude_js``; ``codex_bin`` is a native executable."""
+    """Each package's command line by ``Package.key`` (``node <js>`` or a native executable)."""
 
-    claude_js: Path
-    codex_bin: Path
+    commands: dict[str, tuple[str, ...]]
     cache: Path
 
 
@@ -101,49 +118,48 @@ def _platform_suffixes() -> list[str]:
     return [f"{system}-{arch}"]
 
 
-def _codex_binary(cache: Path) -> Path:
-    """The native codex-acp executable inside its platform package."""
-    scope = cache / "node_modules" / "@zed-industries"
-    candidates: list[Path] = []
-    for suffix in _platform_suffixes():
-        candidates.append(scope / f"codex-acp-{suffix}")
+def _native_binary(cache: Path, name: str) -> Path:
+    """The native executable of ``name`` inside its platform package (``<name>-linux-x64`` ...)."""
+    scope_name, _, bare = name.rpartition("/")
+    scope = cache / "node_modules" / scope_name
+    candidates = [scope / f"{bare}-{suffix}" for suffix in _platform_suffixes()]
     if scope.is_dir():  # any other platform package npm chose (naming may differ)
-        candidates += sorted(p for p in scope.iterdir() if p.name.startswith("codex-acp-"))
-    exe_names = ("codex-acp", "codex-acp.exe")
+        candidates += sorted(p for p in scope.iterdir() if p.name.startswith(f"{bare}-"))
     for pkg in candidates:
         if not pkg.is_dir():
             continue
-        for name in exe_names:
-            for hit in sorted(pkg.rglob(name)):
+        for exe in (bare, f"{bare}.exe"):
+            for hit in sorted(pkg.rglob(exe)):
                 if hit.is_file():
                     if not os.access(hit, os.X_OK):
                         hit.chmod(hit.stat().st_mode | 0o111)
                     return hit.resolve()
-    raise PeerInstallError(
-        f"codex-acp native binary not found under {scope} (looked for platform packages "
-        f"{', '.join('codex-acp-' + s for s in _platform_suffixes())})"
-    )
+    raise PeerInstallError(f"{bare} native binary not found under {scope} (looked for platform packages "
+                           f"{', '.join(f'{bare}-{s}' for s in _platform_suffixes())})")
+
+
+def _command(cache: Path, package: Package) -> tuple[str, ...]:
+    if package.native:
+        return (str(_native_binary(cache, package.name)), *package.args)
+    entry = _bin_entry(_pkg_dir(cache, package.name))
+    if not entry.is_file():
+        raise PeerInstallError(f"{package.name}: {entry} is missing")
+    return ("node", str(entry), *package.args)
 
 
 def find_installed(cache: Path | None = None) -> PeerPaths | None:
-    """The executables if both packages are installed at the pinned versions, else None."""
+    """Every agent's command line if all packages are installed at their pinned versions, else None."""
     cache = cache or cache_dir()
-    if _installed_version(cache, CLAUDE_PKG) != CLAUDE_VERSION:
-        return None
-    if _installed_version(cache, CODEX_PKG) != CODEX_VERSION:
+    if any(_installed_version(cache, p.name) != p.version for p in PACKAGES):
         return None
     try:
-        claude_js = _bin_entry(_pkg_dir(cache, CLAUDE_PKG))
-        codex_bin = _codex_binary(cache)
+        return PeerPaths({p.key: _command(cache, p) for p in PACKAGES}, cache)
     except (OSError, ValueError, PeerInstallError):
         return None
-    if not claude_js.is_file():
-        return None
-    return PeerPaths(claude_js=claude_js, codex_bin=codex_bin, cache=cache)
 
 
 def ensure_installed(cache: Path | None = None, *, quiet: bool = False) -> PeerPaths:
-    """Install both agents into ``cache`` unless already there; return their executables."""
+    """Install every agent into ``cache`` unless already there; return their command lines."""
     cache = cache or cache_dir()
     found = find_installed(cache)
     if found is not None:
@@ -156,17 +172,9 @@ def ensure_installed(cache: Path | None = None, *, quiet: bool = False) -> PeerP
     manifest = cache / "package.json"
     if not manifest.exists():
         manifest.write_text(json.dumps({"name": "acp-relay-peers", "private": True}, indent=2) + "\n")
-    cmd = [
-        npm,
-        "install",
-        "--ignore-scripts",
-        "--no-audit",
-        "--no-fund",
-        "--prefix",
-        str(cache),
-        f"{CLAUDE_PKG}@{CLAUDE_VERSION}",
-        f"{CODEX_PKG}@{CODEX_VERSION}",
-    ]
+    # --prefer-offline: what the npm cache already holds is used without asking the registry again.
+    cmd = [npm, "install", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline",
+           "--loglevel=error", "--prefix", str(cache), *(f"{p.name}@{p.version}" for p in PACKAGES)]
     proc = subprocess.run(
         cmd,
         cwd=cache,
@@ -180,9 +188,9 @@ def ensure_installed(cache: Path | None = None, *, quiet: bool = False) -> PeerP
         raise PeerInstallError(f"npm install failed (exit {proc.returncode}): {' '.join(cmd)}\n{out}")
     found = find_installed(cache)
     if found is None:
-        got = (_installed_version(cache, CLAUDE_PKG), _installed_version(cache, CODEX_PKG))
-        # Surface the precise reason (e.g. the codex binary could not be located).
-        _codex_binary(cache)
+        got = {p.name: _installed_version(cache, p.name) for p in PACKAGES}
+        for p in PACKAGES:  # surface the precise reason (e.g. a native binary could not be located)
+            _command(cache, p)
         raise PeerInstallError(f"after npm install, versions found: {got}")
     return found
 
@@ -193,8 +201,8 @@ def main() -> int:
     except PeerInstallError as exc:
         print(f"peer install failed: {exc}", file=sys.stderr)
         return 1
-    print(f"claude-agent-acp: node {paths.claude_js}")
-    print(f"codex-acp: {paths.codex_bin}")
+    for key, command in paths.commands.items():
+        print(f"{key}: {' '.join(command)}")
     return 0
 
 

@@ -150,3 +150,22 @@ async def test_hang_holds_the_stream_until_the_client_leaves_and_stop_is_prompt(
     assert time.monotonic() - started < 2.0
     resp2.close()
     await http2.close()
+
+
+async def test_gemini_stream_side_call_and_error_envelope() -> None:
+    async with ModelApiMock() as mock:
+        status, raw = await _post(mock, "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", {})
+        assert status == 200
+        chunks = [json.loads(line[len("data: "):]) for line in raw.splitlines() if line.startswith("data: ")]
+        texts = "".join(c["candidates"][0]["content"]["parts"][0]["text"] for c in chunks)
+        assert texts == MOCK_TEXT
+        assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+        assert "finishReason" not in chunks[0]["candidates"][0]
+        status, raw = await _post(mock, "/v1beta/models/gemini-2.5-flash:generateContent", {})
+        assert status == 200 and json.loads(raw)["candidates"][0]["content"]["parts"][0]["text"] == MOCK_TEXT
+        assert [r.conversation for r in mock.requests] == [True, False], "only the stream is a turn request"
+        mock.scenario = "400"
+        status, raw = await _post(mock, "/v1beta/models/gemini-2.5-pro:streamGenerateContent", {})
+    assert status == 400
+    assert json.loads(raw)["error"] == {"code": 400, "message": "Improperly formed request.",
+                                        "status": "INVALID_ARGUMENT"}

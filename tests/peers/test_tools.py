@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.acp import AcpRuntime
+from core.acp.runtime import AcpRuntime
 from core.acp.types import AcpEvent, AcpPromptStats, ToolCall
 from tests.fakes.model_api import TOOL_DONE_TEXT
 from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer, RecordingApprover, within
@@ -46,7 +46,9 @@ async def test_allowed_tool_runs_for_real(peer: Peer) -> None:
     statuses = [e.status for e in events if isinstance(e, ToolCall)]
     assert "completed" in statuses, statuses
     answers = [r.answered for r in peer.mock.conversation_requests()]
-    assert answers == ["tool_use", "text"], "the second model call carried the tool's result"
+    # claude-agent-acp 0.101 may make a model call of its own after the turn (seen: one more with tools)
+    assert answers[:2] == ["tool_use", "text"], "the second model call carried the tool's result"
+    assert peer.prompts() == 1
 
 
 async def test_denied_tool_does_not_run(peer: Peer) -> None:
@@ -57,3 +59,4 @@ async def test_denied_tool_does_not_run(peer: Peer) -> None:
     assert not peer.marker.exists()
     # claude reports the refusal to the model and ends the turn; codex aborts the turn ("cancelled").
     assert stats.stop_reason in ("end_turn", "cancelled")
+    assert peer.prompts() == 1

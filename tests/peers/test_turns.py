@@ -1,34 +1,41 @@
-"""Real agents, plain turns: streamed text and a cancel that really ends a hung model call."""
+"""Real agents, plain turns: streamed text, the backend detected, a cancel that really ends a hung model call."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
-from core.acp import AcpRuntime
+from core.acp.runtime import AcpRuntime
 from core.acp.types import AcpEvent, AcpPromptStats, TextChunk, TurnEnded
 from tests.fakes.model_api import MOCK_TEXT, MOCK_TEXT_PARTS
 from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer, within
 
 pytestmark = pytest.mark.peer
 
-#: After session/cancel the turn must end well inside this (agents answer within milliseconds).
-CANCEL_LATENCY_S = 3.0
+#: A hang guard: after session/cancel agents end the turn within milliseconds, and our own forced
+#: end (cancel's wait) comes far later, so a turn that ends inside this was ended by the agent.
+CANCEL_GUARD_S = 5.0
 
 
-async def test_text_turn_streams_the_model_text_and_ends_end_turn(peer: Peer) -> None:
+async def _text_turn(peer: Peer) -> tuple[AcpPromptStats, list[AcpEvent], str]:
     peer.mock.scenario = "text"
     events: list[AcpEvent] = []
 
-    async def body() -> AcpPromptStats:
+    async def body() -> tuple[AcpPromptStats, str]:
         async with await AcpRuntime.start(peer.spec, request_timeout_s=REQUEST_TIMEOUT_S) as rt:
             session = await rt.new_session()
-            return await session.prompt("say hi", on_event=events.append, timeout_s=PROMPT_TIMEOUT_S)
+            stats = await session.prompt("say hi", on_event=events.append, timeout_s=PROMPT_TIMEOUT_S)
+            return stats, rt.backend
 
-    stats = await within(body())
+    stats, backend = await within(body())
+    return stats, events, backend
 
+
+async def test_text_turn_streams_the_model_text_and_ends_end_turn(peer: Peer) -> None:
+    stats, events, backend = await _text_turn(peer)
+
+    assert backend == peer.name, "detected from the agent's agentInfo.name (the config names none)"
     assert stats.stop_reason == "end_turn"
     assert stats.text == MOCK_TEXT
     chunks = [e.text for e in events if isinstance(e, TextChunk) and e.text]
@@ -38,28 +45,44 @@ async def test_text_turn_streams_the_model_text_and_ends_end_turn(peer: Peer) ->
     turns = peer.mock.conversation_requests()
     assert len(turns) == 1
     assert "say hi" in str(turns[0].body), "the prompt reached the model API"
+    assert peer.prompts() == 1
 
 
-async def test_cancel_during_a_hung_model_call_ends_the_turn_cancelled(peer: Peer) -> None:
+async def test_gemini_text_turn(gemini: Peer) -> None:
+    stats, _events, backend = await _text_turn(gemini)
+    assert (backend, stats.stop_reason, stats.text) == ("generic", "end_turn", MOCK_TEXT)
+    assert [r.path for r in gemini.mock.conversation_requests()] == [
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent"]
+
+
+async def _cancel_hung_call(peer: Peer) -> AcpPromptStats:
     peer.mock.scenario = "hang"
 
-    async def body() -> tuple[AcpPromptStats, float]:
+    async def body() -> AcpPromptStats:
         async with await AcpRuntime.start(peer.spec, request_timeout_s=REQUEST_TIMEOUT_S) as rt:
             session = await rt.new_session()
             turn = asyncio.create_task(session.prompt("say hi", timeout_s=PROMPT_TIMEOUT_S))
             try:
                 await peer.mock.wait_for_request(timeout_s=REQUEST_TIMEOUT_S)
                 assert not turn.done(), "the turn must still be waiting on the hung model call"
-                started = time.monotonic()
                 # A generous wait: cancel() would end the turn itself after it, which must not happen.
-                await session.cancel(wait_s=10.0)
-                stats = await asyncio.wait_for(turn, CANCEL_LATENCY_S)
-                return stats, time.monotonic() - started
+                await session.cancel(wait_s=30.0)
+                assert not session.unresponsive, "the agent ended the turn, not our cancel's deadline"
+                return await asyncio.wait_for(turn, CANCEL_GUARD_S)
             finally:
                 turn.cancel()
 
-    stats, latency = await within(body())
+    return await within(body())
+
+
+async def test_cancel_during_a_hung_model_call_ends_the_turn_cancelled(peer: Peer) -> None:
+    stats = await _cancel_hung_call(peer)
 
     assert stats.stop_reason == "cancelled"
-    assert latency < CANCEL_LATENCY_S, f"the agent took {latency:.2f}s to end the turn after session/cancel"
     assert peer.mock.conversation_requests()[0].answered == "hang"
+
+
+async def test_gemini_cancel_during_a_hung_model_call(gemini: Peer) -> None:
+    stats = await _cancel_hung_call(gemini)
+    assert stats.stop_reason == "cancelled"
+    assert gemini.mock.conversation_requests()[0].answered == "hang"

@@ -1,0 +1,70 @@
+"""A turn the agent failed without a JSON-RPC error: codex-acp 2.x's ``systemError`` thread status.
+
+codex-acp 2.x (the TypeScript adapter over the Codex app server) answers a failed model call with
+no error at all: it sends ``session_info_update`` with ``_meta.codex.threadStatus.type`` set to
+``systemError``, streams the provider's text as an ``agent_message_chunk`` (the raw JSON body of a
+400, "exceeded retry limit, last status: 429 Too Many Requests" for a 429) and ends the turn with
+``end_turn``. That text is the error, never an answer: it is kept back from the turn's events and
+the prompt raises the AcpError it stands for, classified by the same patterns as every other error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.acp._dispatch import refusal_from_error
+from core.acp.client import AcpError
+from core.acp.types import THREAD_SYSTEM_ERROR, AcpEvent, RefusalInfo, SessionInfo, TextChunk
+from core.failures import classify, error_from_rpc
+
+__all__ = ["ThreadFailure"]
+
+
+class ThreadFailure:
+    """Watches one turn's events for the agent saying its thread failed, and keeps its text back."""
+
+    def __init__(self) -> None:
+        self._run_start: int | None = None  # where the text run streaming now began in the turn's text
+        self._held: list[str] | None = None  # the text streamed since the agent said its thread failed
+        self._start = 0  # the turn's text from here on is the failure's (it streamed before the status)
+
+    @property
+    def failed(self) -> bool:
+        """The agent said the turn's thread failed (and has not resumed it since)."""
+        return self._held is not None
+
+    def observe(self, event: AcpEvent, streamed: int) -> tuple[bool, str]:
+        """Look at one event; ``streamed`` is the length of the turn's text so far.
+
+        Returns ``(True, "")`` when ``event`` is the failure's text (keep it back), else
+        ``(False, released)``: ``released`` is text kept back needlessly (the thread runs again)
+        that is part of the answer after all.
+        """
+        if isinstance(event, TextChunk):
+            if self._held is not None:
+                self._held.append(event.text)
+                return True, ""
+            if self._run_start is None:
+                self._run_start = streamed
+            return False, ""
+        released = ""
+        if isinstance(event, SessionInfo) and event.status == THREAD_SYSTEM_ERROR:
+            if self._held is None:
+                self._held = []
+                # Should the text come before the status, the run that just streamed is the failure's.
+                self._start = streamed if self._run_start is None else self._run_start
+        elif isinstance(event, SessionInfo) and event.status and self._held is not None:
+            released, self._held = "".join(self._held), None
+        self._run_start = None
+        return False, released
+
+    def error(self, text: str, *, backend: str, advertised_models: Sequence[str]) -> AcpError | RefusalInfo:
+        """What the failed turn stands for: the classified AcpError (``text`` is the turn's answer text,
+        its partial output), or a RefusalInfo when the provider's words are a refusal."""
+        said = "".join(self._held or ()).strip() or text[self._start:].strip()
+        raw = {"code": -32603, "message": said, "data": {"message": said, "threadStatus": THREAD_SYSTEM_ERROR}}
+        exc = error_from_rpc(raw, backend=backend, advertised_models=advertised_models)
+        if classify(exc).kind == "refusal":
+            return refusal_from_error(said)  # declined, not failed
+        exc.partial_output = text
+        return exc

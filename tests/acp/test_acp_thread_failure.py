@@ -1,0 +1,146 @@
+"""codex-acp 2.x fails a turn without a JSON-RPC error: a ``systemError`` thread status, the provider's
+text streamed as the answer, then end_turn. The session turns that into the AcpError it stands for."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from core.acp.client import AcpError
+from core.acp.spec import detect_backend
+from core.acp.types import AcpPromptStats, SessionInfo, TurnEnded
+from core.failures import classify
+
+HANG = 15.0
+SYSTEM_ERROR = "thread_status systemError"
+RATE_LIMITED = "exceeded retry limit, last status: 429 Too Many Requests, request id: req_mock"
+RAW_400 = json.dumps({"error": {"type": "invalid_request_error", "code": None,
+                                "message": "Improperly formed request.", "param": None}})
+
+
+async def _turn(start, agent, events, script: str, *flags: str):
+    rt = await start(agent(*flags, backend="codex"))
+    session = await rt.new_session()
+    ev = events()
+    async with asyncio.timeout(HANG):
+        try:
+            return await session.prompt(script, on_event=ev), ev, session
+        except AcpError as exc:
+            return exc, ev, session
+
+
+async def test_a_system_error_turn_raises_the_rate_limit_it_streamed(start, agent, events) -> None:
+    got, ev, session = await _turn(start, agent, events,
+                                   f"thread_status active\n{SYSTEM_ERROR}\ntext {RATE_LIMITED}\n\n")
+    assert isinstance(got, AcpError), got
+    verdict = classify(got, backend="codex")
+    assert (verdict.kind, verdict.transient, got.transient) == ("rate_limit", True, True)
+    assert ev.text == "", "the provider's text never reached the consumer as an answer"
+    assert not any(isinstance(e, TurnEnded) for e in ev.items)
+    assert got.partial_output == ""
+    assert not session.busy
+
+
+async def test_a_raw_400_body_is_the_malformed_error_and_never_an_answer(start, agent, events) -> None:
+    got, ev, _ = await _turn(start, agent, events, f"{SYSTEM_ERROR}\ntext {RAW_400}")
+    assert isinstance(got, AcpError), got
+    verdict = classify(got, backend="codex")
+    assert (verdict.kind, got.transient) == ("malformed", False)
+    assert "/compact" in verdict.prose
+    assert "invalid_request_error" not in verdict.prose and "{" not in verdict.prose
+    assert "invalid_request_error" not in ev.text
+
+
+async def test_text_streamed_before_the_failure_stays_the_partial_answer(start, agent, events) -> None:
+    got, ev, _ = await _turn(start, agent, events, f"text Working on it.\n{SYSTEM_ERROR}\ntext {RATE_LIMITED}")
+    assert isinstance(got, AcpError), got
+    assert ev.text == "Working on it."
+    assert got.partial_output == "Working on it."
+    assert classify(got).kind == "rate_limit"
+
+
+async def test_failure_text_streamed_before_the_status_is_still_the_error(start, agent, events) -> None:
+    """Should the agent stream the text first and only then say the thread failed, the text run that
+    just streamed is the error (the engine's echo handling drops it from the answer)."""
+    got, _ev, _ = await _turn(start, agent, events,
+                             f"text Working on it.\nthread_status active\ntext {RATE_LIMITED}\n{SYSTEM_ERROR}")
+    assert isinstance(got, AcpError), got
+    assert classify(got).kind == "rate_limit"
+    assert RATE_LIMITED in got.message
+    assert "Working on it." not in got.message
+
+
+async def test_a_thread_that_runs_again_was_no_failure(start, agent, events) -> None:
+    got, ev, _ = await _turn(start, agent, events,
+                             f"{SYSTEM_ERROR}\ntext held\nthread_status active\ntext  and answered")
+    assert isinstance(got, AcpPromptStats), got
+    assert got.stop_reason == "end_turn"
+    assert got.text == ev.text == "held and answered"
+
+
+async def test_the_idle_status_of_a_good_turn_changes_nothing(start, agent, events) -> None:
+    got, ev, _ = await _turn(start, agent, events, "thread_status active\ntext fine\nthread_status idle")
+    assert isinstance(got, AcpPromptStats) and got.text == "fine"
+    assert [e.status for e in ev.of(SessionInfo)] == ["active", "idle"]
+
+
+async def test_a_refusal_streamed_as_a_system_error_is_a_refusal(start, agent, events) -> None:
+    words = "This request appears to violate our Usage Policy."
+    got, ev, _ = await _turn(start, agent, events, f"{SYSTEM_ERROR}\ntext {words}")
+    assert isinstance(got, AcpPromptStats), got
+    assert got.stop_reason == "refusal"
+    assert got.refusal is not None and "Usage Policy" in got.refusal.explanation
+    assert ev.items[-1] == TurnEnded("refusal", got.refusal)
+
+
+async def test_the_retry_after_a_system_error_answers(start, agent, events) -> None:
+    rt = await start(agent(backend="codex"))
+    session = await rt.new_session()
+    script = f"system_error_times k 1 {RATE_LIMITED}\ntext the answer"
+    async with asyncio.timeout(HANG):
+        with pytest.raises(AcpError):
+            await session.prompt(script)
+        stats = await session.prompt(script)
+    assert stats.text == "the answer"
+
+
+def test_an_empty_turn_is_one_that_produced_nothing() -> None:
+    assert AcpPromptStats(stop_reason="end_turn").empty
+    assert AcpPromptStats(stop_reason="end_turn", text=" \n").empty
+    assert not AcpPromptStats(stop_reason="end_turn", text="hi").empty
+    assert not AcpPromptStats(stop_reason="end_turn", tool_ran=True).empty
+    assert not AcpPromptStats(stop_reason="cancelled").empty
+    assert not AcpPromptStats(stop_reason="refusal").empty
+
+
+@pytest.mark.parametrize(("command", "args", "agent_name", "backend"), [
+    ("claude-agent-acp", (), "", "claude"),
+    ("npx", ("-y", "@agentclientprotocol/claude-agent-acp@0.101.0"), "", "claude"),
+    ("npx", ("--yes", "@zed-industries/claude-agent-acp"), "", "claude"),
+    ("node", ("/x/node_modules/@agentclientprotocol/codex-acp/dist/index.js",), "", "codex"),
+    ("/x/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp", (), "", "codex"),
+    ("C:\\tools\\codex-acp.exe", (), "", "codex"),
+    ("node", ("dist/index.js",), "@agentclientprotocol/codex-acp", "codex"),
+    ("node", ("dist/index.js",), "codex-acp", "codex"),
+    ("node", ("dist/index.js",), "@agentclientprotocol/claude-agent-acp", "claude"),
+    ("node", ("dist/index.js",), "@zed-industries/claude-agent-acp", "claude"),
+    ("codex-acp", (), "@agentclientprotocol/claude-agent-acp", "claude"),  # what the agent says wins
+    ("/usr/local/bin/kiro-cli", ("acp",), "", "kiro"),
+    ("kiro-cli-chat", ("acp",), "", "kiro"),
+    ("node", ("bundle/gemini.js", "--acp"), "gemini-cli", "generic"),
+    ("/home/claude/bin/agent", (), "fake-acp-agent", "generic"),  # a directory name decides nothing
+])
+def test_backend_detection(command: str, args: tuple[str, ...], agent_name: str, backend: str) -> None:
+    assert detect_backend(command, args, agent_name) == backend
+
+
+@pytest.mark.parametrize(("agent_name", "backend"), [
+    ("@agentclientprotocol/codex-acp", "codex"), ("@agentclientprotocol/claude-agent-acp", "claude"),
+    ("codex-acp", "codex"), ("gemini-cli", "generic")])
+async def test_the_backend_is_detected_from_the_agents_own_name(start, agent, agent_name: str,
+                                                                backend: str) -> None:
+    rt = await start(agent("--agent-name", agent_name, backend=""))
+    assert rt.backend == backend
+
