@@ -10,7 +10,8 @@ logs every REST call in ``calls``, and injects one-shot errors with ``fail_next`
 Tests drive it as the people in the chat: ``say`` (a MESSAGE_CREATE), ``slash`` (an application
 command), ``press`` (a button), ``drop`` (the gateway connection closes), and read it back with
 ``messages`` and ``transcript``. Responses carry ``Content-Type: application/json`` exactly (see
-docs/platform-fakes.md: discord.py compares that header for equality).
+docs/platform-fakes.md: discord.py compares that header for equality). The payloads themselves, and
+how a person reads a message, are in ``discord_payloads``.
 """
 
 from __future__ import annotations
@@ -18,128 +19,37 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import re
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
 
 from aiohttp import WSMsgType, web
 
-__all__ = ["BOT_ID", "Failure", "FakeDiscord", "shown_text", "user"]
+from tests.fakes.discord_payloads import (
+    APP_ID,
+    BOT_ID,
+    DISCORD_EPOCH_MS,
+    EPHEMERAL,
+    LOADING,
+    MESSAGE_CONTENT_INTENT,
+    Channel,
+    Failure,
+    Interaction,
+    Json,
+    buttons,
+    error_response,
+    failure_response,
+    guild_payload,
+    interaction_payload,
+    json_response,
+    message_payload,
+    now,
+    shown_text,
+    too_long,
+    transcript,
+    user,
+)
 
-DISCORD_EPOCH_MS = 1_420_070_400_000
-BOT_ID = 900_000_000_000_000_001
-APP_ID = 900_000_000_000_000_002
-MESSAGE_CONTENT_INTENT = 1 << 15
-EPHEMERAL, LOADING = 64, 128
-MAX_CONTENT = 2000
-Json = dict[str, Any]
-
-
-def user(uid: int, name: str, *, bot: bool = False) -> Json:
-    """A user payload as Discord sends it."""
-    return {"id": str(uid), "username": name, "global_name": name, "discriminator": "0", "avatar": None,
-            "bot": bot, "public_flags": 0, "flags": 0}
-
-
-_CODE = re.compile(r"(?ms)^```[^\n`]*\n(.*?)^```[ \t]*$\n?|(`+)(.+?)\2")
-_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
-_EMPHASIS = re.compile(r"(?<![\w\\])(\*\*\*|\*\*|\*|__|_|~~|\|\|)(?=\S)(.+?)(?<=\S)\1(?!\w)")
-_HEADING = re.compile(r"(?m)^(?:#{1,3}|-#) ")
-
-
-def shown_text(content: str) -> str:
-    """What a person reads in a message: Discord's Markdown rendered (code kept as it is, emphasis,
-    headings and backslash escapes gone)."""
-    out: list[str] = []
-    pos = 0
-    for m in _CODE.finditer(content):
-        out.append(_shown_prose(content[pos:m.start()]))
-        out.append(m.group(1) if m.group(1) is not None else m.group(3))
-        pos = m.end()
-    out.append(_shown_prose(content[pos:]))
-    return "".join(out)
-
-
-def _shown_prose(text: str) -> str:
-    kept: list[str] = []
-
-    def hold(m: re.Match[str]) -> str:
-        kept.append(m.group(1))
-        return f"\0{len(kept) - 1}\0"
-
-    text = _ESCAPED.sub(hold, text)  # an escaped character is never markup
-    for _ in range(3):
-        text = _EMPHASIS.sub(lambda m: m.group(2), text)
-    text = _HEADING.sub("", text)
-    return re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, body=json.dumps(data).encode(),
-                        headers={"Content-Type": "application/json", **(headers or {})})
-
-
-def _error(status: int, code: int, message: str, **extra: Any) -> web.Response:
-    return _json({"code": code, "message": message, **extra}, status)
-
-
-@dataclass
-class Failure:
-    """A one-shot error for a route: 429 (with or without the ``Via`` header), 400, 403, 404, 500."""
-
-    status: int
-    code: int = 0
-    message: str = "injected"
-    retry_after: float = 0.05
-    via: bool = False
-
-
-@dataclass
-class Channel:
-    """A channel as the fake keeps it: kind 0 text, 1 DM, 11 public thread."""
-
-    id: int
-    type: int
-    guild_id: int | None = None
-    parent_id: int | None = None
-    name: str = ""
-    owner_id: int | None = None
-    messages: dict[int, Json] = field(default_factory=dict)  # id -> payload, in posting order
-
-    def payload(self) -> Json:
-        data: Json = {"id": str(self.id), "type": self.type, "name": self.name}
-        if self.guild_id is not None:
-            data.update(guild_id=str(self.guild_id), position=0, permission_overwrites=[], nsfw=False,
-                        rate_limit_per_user=0)
-        if self.type == 11:
-            data.update(parent_id=str(self.parent_id), owner_id=str(self.owner_id), message_count=0,
-                        member_count=1, thread_metadata={"archived": False, "auto_archive_duration": 10080,
-                                                         "archive_timestamp": _now(), "locked": False},
-                        flags=0)
-        return data
-
-
-@dataclass
-class Interaction:
-    """An interaction the fake sent: its callback, original response and followups."""
-
-    id: int
-    token: str
-    channel_id: int
-    user_id: int
-    kind: str  # "command" or "press"
-    name: str
-    callback_type: int | None = None
-    original: Json | None = None
-    followups: list[int] = field(default_factory=list)
-
+__all__ = ["BOT_ID", "EPHEMERAL", "LOADING", "Failure", "FakeDiscord", "shown_text", "user"]
 
 class FakeDiscord:
     """The fake platform. ``await start()``, then point discord.py at ``api_base`` / ``gateway_url``."""
@@ -284,37 +194,18 @@ class FakeDiscord:
         return ch if ch is not None and ch.type == 11 else None
 
     def buttons(self, message: Json) -> list[tuple[str, str]]:
-        return [(b["label"], b["custom_id"]) for row in message.get("components", []) for b in row["components"]]
+        return buttons(message)
 
     def thinking(self) -> list[Json]:
         """Interaction responses still showing "is thinking…"."""
         return [m for ch in self.channels.values() for m in ch.messages.values() if m["flags"] & LOADING]
 
+    def transcript(self) -> str:
+        """Every channel as a person reads it (see ``discord_payloads.transcript``)."""
+        return transcript(self.channels.values())
+
     def calls_to(self, method: str, fragment: str) -> list[Json]:
         return [body for m, path, body in self.calls if m == method and fragment in path]
-
-    def transcript(self) -> str:
-        """Every channel as a person reads it: who wrote what, edits, buttons, who alone sees it."""
-        lines: list[str] = []
-        for ch in self.channels.values():
-            if not ch.messages:
-                continue
-            where = {0: f"#{ch.name}", 1: "DM", 11: f"thread '{ch.name}'"}[ch.type]
-            lines.append(f"== {where} ({ch.id})")
-            for m in ch.messages.values():
-                tags = []
-                if m.get("_edits"):
-                    tags.append(f"edited {m['_edits']}x")
-                if m["flags"] & EPHEMERAL:
-                    tags.append("only the asker sees this")
-                if m["flags"] & LOADING:
-                    tags.append("STILL THINKING")
-                if m.get("message_reference"):
-                    tags.append(f"reply to {m['message_reference']['message_id']}")
-                buttons = " ".join(f"[{label}]" for label, _ in self.buttons(m))
-                head = f"{m['author']['username']}" + (f" ({', '.join(tags)})" if tags else "")
-                lines.append(f"-- {head}: {m['content']}" + (f"\n   {buttons}" if buttons else ""))
-        return "\n".join(lines)
 
     # -- the gateway ------------------------------------------------------------------------
 
@@ -361,7 +252,7 @@ class FakeDiscord:
                  "application": {"id": str(APP_ID), "flags": 0}, "private_channels": [], "relationships": []}
         await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
         self._ready.set()
-        await self.dispatch("GUILD_CREATE", self._guild())
+        await self.dispatch("GUILD_CREATE", guild_payload(self.guild_id, self.bot, self.channels.values()))
 
     async def _resume(self, ws: web.WebSocketResponse, data: Json) -> None:
         self.resumes += 1
@@ -377,22 +268,6 @@ class FakeDiscord:
         self._seq += 1
         await ws.send_str(json.dumps({"op": 0, "t": "RESUMED", "s": self._seq, "d": {}}))
 
-    def _guild(self) -> Json:
-        gid = str(self.guild_id)
-        role = {"id": gid, "name": "@everyone", "permissions": str((1 << 50) - 1), "position": 0, "color": 0,
-                "hoist": False, "managed": False, "mentionable": False, "flags": 0}
-        member = {"user": self.bot, "roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0}
-        guild_channels = [c.payload() for c in self.channels.values() if c.guild_id and c.type == 0]
-        threads = [c.payload() for c in self.channels.values() if c.type == 11]
-        return {"id": gid, "name": "fake guild", "icon": None, "owner_id": "1", "roles": [role], "emojis": [],
-                "stickers": [], "features": [], "channels": guild_channels, "threads": threads,
-                "members": [member], "member_count": 1, "unavailable": False, "large": False,
-                "joined_at": _now(), "voice_states": [], "presences": [], "stage_instances": [],
-                "guild_scheduled_events": [], "premium_tier": 0, "mfa_level": 0, "verification_level": 0,
-                "explicit_content_filter": 0, "default_message_notifications": 0, "afk_timeout": 300,
-                "system_channel_flags": 0, "nsfw_level": 0, "preferred_locale": "en-US",
-                "premium_progress_bar_enabled": False}
-
     async def _interaction(self, channel_id: int, uid: int, type_: int, data: Json, *, kind: str, name: str,
                            message: Json | None = None) -> int:
         ch = self.channels[channel_id]
@@ -400,19 +275,7 @@ class FakeDiscord:
         iid = self.snowflake()
         token = f"itoken-{iid}"
         self.interactions[iid] = Interaction(iid, token, channel_id, uid, kind, name)
-        payload: Json = {"id": str(iid), "application_id": str(APP_ID), "type": type_, "token": token,
-                         "version": 1, "channel_id": str(channel_id), "channel": ch.payload(), "data": data,
-                         "locale": "en-US", "entitlements": [], "attachment_size_limit": 8_388_608,
-                         "app_permissions": str((1 << 50) - 1)}
-        if ch.guild_id is not None:
-            payload.update(guild_id=str(ch.guild_id), guild_locale="en-US", context=0,
-                           member={"user": who, "roles": [], "joined_at": _now(), "deaf": False, "mute": False,
-                                   "flags": 0, "permissions": str((1 << 50) - 1)})
-        else:
-            payload.update(user=who, context=1)
-        if message is not None:
-            payload["message"] = message
-        await self.dispatch("INTERACTION_CREATE", payload)
+        await self.dispatch("INTERACTION_CREATE", interaction_payload(iid, token, type_, ch, who, data, message))
         return iid
 
     # -- REST -------------------------------------------------------------------------------
@@ -421,18 +284,8 @@ class FakeDiscord:
                  mentions: list[Json] | None = None, components: list[Json] | None = None,
                  reference: Json | None = None, flags: int = 0, webhook: bool = False) -> Json:
         mid = self.snowflake()
-        msg: Json = {"id": str(mid), "channel_id": str(ch.id), "author": author, "content": content,
-                     "timestamp": _now(), "edited_timestamp": None, "tts": False, "mention_everyone": False,
-                     "mentions": mentions or [], "mention_roles": [], "attachments": attachments or [],
-                     "embeds": [], "pinned": False, "type": 19 if reference else 0, "flags": flags,
-                     "components": components or []}
-        if reference:
-            msg["message_reference"] = reference
-        if webhook:
-            msg["webhook_id"] = str(APP_ID)
-        if ch.guild_id is not None:
-            msg["guild_id"] = str(ch.guild_id)
-            msg["member"] = {"roles": [], "joined_at": _now(), "deaf": False, "mute": False, "flags": 0}
+        msg = message_payload(mid, ch, author, content, attachments=attachments, mentions=mentions,
+                              components=components, reference=reference, flags=flags, webhook=webhook)
         ch.messages[mid] = msg
         return msg
 
@@ -454,13 +307,13 @@ class FakeDiscord:
         route = self._route_name(request.method, parts)
         failure = self._failures.get(route)
         if failure:
-            return self._fail(failure.popleft())
+            return failure_response(failure.popleft())
         webhook = parts[0] in ("webhooks", "interactions")
         if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
-            return _error(401, 0, "401: Unauthorized")
+            return error_response(401, 0, "401: Unauthorized")
         handler = getattr(self, f"_r_{route}", None)
         if handler is None:
-            return _error(404, 0, f"404: Not Found ({request.method} {path})")
+            return error_response(404, 0, f"404: Not Found ({request.method} {path})")
         return await handler(request, parts, body)
 
     @staticmethod
@@ -488,59 +341,42 @@ class FakeDiscord:
             return {"PATCH": "edit", "DELETE": "delete"}.get(method, "get_message")
         return "unknown"
 
-    @staticmethod
-    def _fail(f: Failure) -> web.Response:
-        if f.status == 429:
-            headers = {"Retry-After": str(f.retry_after), "X-RateLimit-Scope": "user"}
-            if f.via:
-                headers["Via"] = "1.1 google"
-            return _json({"message": "You are being rate limited.", "retry_after": f.retry_after, "global": False},
-                         429, headers)
-        return _error(f.status, f.code, f.message)
-
     async def _r_me(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
-        return _json(self.bot)
+        return json_response(self.bot)
 
     async def _r_application(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
-        return _json({"id": str(APP_ID), "name": "relay-bot", "description": "", "icon": None, "bot_public": True,
-                      "bot_require_code_grant": False, "owner": user(1, "owner"), "verify_key": "00", "flags": 0,
-                      "team": None, "summary": ""})
+        return json_response({"id": str(APP_ID), "name": "relay-bot", "description": "", "icon": None,
+                              "bot_public": True, "bot_require_code_grant": False, "owner": user(1, "owner"),
+                              "verify_key": "00", "flags": 0, "team": None, "summary": ""})
 
     async def _r_sync(self, request: web.Request, parts: list[str], body: Json | list[Json]) -> web.Response:
         where = parts[3] if len(parts) > 4 and parts[2] == "guilds" else "global"
         synced = [{**c, "id": str(self.snowflake()), "application_id": str(APP_ID), "version": "1",
                    "default_member_permissions": None, "type": c.get("type", 1)} for c in body]  # type: ignore[union-attr]
         self.commands[where] = synced
-        return _json(synced)
+        return json_response(synced)
 
     def _channel(self, parts: list[str]) -> Channel | None:
         return self.channels.get(int(parts[1])) if parts[1].isdigit() else None
 
-    @staticmethod
-    def _too_long(content: str | None) -> web.Response | None:
-        if content is not None and len(content) > MAX_CONTENT:
-            return _error(400, 50035, "Invalid Form Body", errors={"content": {"_errors": [
-                {"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {MAX_CONTENT} or fewer in length."}]}})
-        return None
-
     async def _r_send(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         ch = self._channel(parts)
         if ch is None:
-            return _error(404, 10003, "Unknown Channel")
-        if (bad := self._too_long(body.get("content"))) is not None:
+            return error_response(404, 10003, "Unknown Channel")
+        if (bad := too_long(body.get("content"))) is not None:
             return bad
         ref = body.get("message_reference")
         if ref:
             ref = {k: str(v) if k.endswith("_id") else v for k, v in ref.items()}
         if ref and int(ref["message_id"]) not in ch.messages:
             if ref.get("fail_if_not_exists", True):
-                return _error(400, 50035, "Invalid Form Body", errors={"message_reference": {"_errors": [
+                return error_response(400, 50035, "Invalid Form Body", errors={"message_reference": {"_errors": [
                     {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}]}})
             ref = None
         msg = self._message(ch, self.bot, body.get("content") or "", components=body.get("components"),
                             reference=ref)
         await self.dispatch("MESSAGE_CREATE", msg)
-        return _json(msg)
+        return json_response(msg)
 
     def _find(self, parts: list[str]) -> tuple[Channel | None, Json | None]:
         ch = self._channel(parts)
@@ -550,13 +386,13 @@ class FakeDiscord:
     async def _r_edit(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         ch, msg = self._find(parts)
         if ch is None:
-            return _error(404, 10003, "Unknown Channel")
+            return error_response(404, 10003, "Unknown Channel")
         if msg is None:
-            return _error(404, 10008, "Unknown Message")
-        if (bad := self._too_long(body.get("content"))) is not None:
+            return error_response(404, 10008, "Unknown Message")
+        if (bad := too_long(body.get("content"))) is not None:
             return bad
         self._apply_edit(msg, body)
-        return _json(msg)
+        return json_response(msg)
 
     @staticmethod
     def _apply_edit(msg: Json, body: Json) -> None:
@@ -565,38 +401,38 @@ class FakeDiscord:
         if "components" in body:
             msg["components"] = body["components"] or []
         msg["flags"] &= ~LOADING
-        msg["edited_timestamp"] = _now()
+        msg["edited_timestamp"] = now()
         msg["_edits"] = msg.get("_edits", 0) + 1
 
     async def _r_delete(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         ch, msg = self._find(parts)
         if ch is None or msg is None:
-            return _error(404, 10008, "Unknown Message")
+            return error_response(404, 10008, "Unknown Message")
         del ch.messages[int(msg["id"])]
         return web.Response(status=204)
 
     async def _r_typing(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         if self._channel(parts) is None:
-            return _error(404, 10003, "Unknown Channel")
+            return error_response(404, 10003, "Unknown Channel")
         return web.Response(status=204)
 
     async def _r_history(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         ch = self._channel(parts)
         if ch is None:
-            return _error(404, 10003, "Unknown Channel")
+            return error_response(404, 10003, "Unknown Channel")
         after = int(request.query.get("after", "0"))
         limit = int(request.query.get("limit", "50"))
         found = sorted((m for i, m in ch.messages.items() if i > after), key=lambda m: int(m["id"]))[:limit]
-        return _json(list(reversed(found)))  # Discord returns newest first
+        return json_response(list(reversed(found)))  # Discord returns newest first
 
     async def _r_thread(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         ch, msg = self._find(parts)
         if ch is None or msg is None:
-            return _error(404, 10008, "Unknown Message")
+            return error_response(404, 10008, "Unknown Message")
         thread = Channel(int(msg["id"]), 11, ch.guild_id, parent_id=ch.id, name=body["name"], owner_id=BOT_ID)
         self.channels[thread.id] = thread
         await self.dispatch("THREAD_CREATE", {**thread.payload(), "newly_created": True})
-        return _json(thread.payload(), 201)
+        return json_response(thread.payload(), 201)
 
     # -- interactions -----------------------------------------------------------------------
 
@@ -606,9 +442,9 @@ class FakeDiscord:
     async def _r_callback(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         inter = self.interactions.get(int(parts[1]))
         if inter is None or inter.token != parts[2]:
-            return _error(404, 10062, "Unknown interaction")
+            return error_response(404, 10062, "Unknown interaction")
         if inter.callback_type is not None:
-            return _error(400, 40060, "Interaction has already been acknowledged.")
+            return error_response(400, 40060, "Interaction has already been acknowledged.")
         inter.callback_type = kind = int(body["type"])
         data = body.get("data") or {}
         resource: Json = {"type": kind}
@@ -619,7 +455,7 @@ class FakeDiscord:
             msg["interaction_metadata"] = {"id": str(inter.id), "type": 2, "user": self.users[inter.user_id]}
             inter.original = msg
             resource["message"] = msg
-        return _json({"interaction": {"id": str(inter.id), "type": 2 if inter.kind == "command" else 3,
+        return json_response({"interaction": {"id": str(inter.id), "type": 2 if inter.kind == "command" else 3,
                                       "response_message_id": inter.original["id"] if inter.original else None,
                                       "response_message_loading": kind == 5,
                                       "response_message_ephemeral": bool((data.get("flags") or 0) & EPHEMERAL)},
@@ -628,35 +464,35 @@ class FakeDiscord:
     async def _r_original(self, request: web.Request, parts: list[str], body: Json) -> web.StreamResponse:
         inter = self._by_token(parts[2])
         if inter is None or inter.original is None:
-            return _error(404, 10008, "Unknown Message")
+            return error_response(404, 10008, "Unknown Message")
         if request.method == "DELETE":
             self.channels[inter.channel_id].messages.pop(int(inter.original["id"]), None)
             return web.Response(status=204)
         if request.method == "PATCH":
-            if (bad := self._too_long(body.get("content"))) is not None:
+            if (bad := too_long(body.get("content"))) is not None:
                 return bad
             self._apply_edit(inter.original, body)
-        return _json(inter.original)
+        return json_response(inter.original)
 
     async def _r_followup(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         inter = self._by_token(parts[2])
         if inter is None:
-            return _error(404, 10015, "Unknown Webhook")
-        if (bad := self._too_long(body.get("content"))) is not None:
+            return error_response(404, 10015, "Unknown Webhook")
+        if (bad := too_long(body.get("content"))) is not None:
             return bad
         msg = self._message(self.channels[inter.channel_id], self.bot, body.get("content") or "",
                             components=body.get("components"), flags=int(body.get("flags") or 0), webhook=True)
         inter.followups.append(int(msg["id"]))
-        return _json(msg)
+        return json_response(msg)
 
     async def _r_webhook_message(self, request: web.Request, parts: list[str], body: Json) -> web.StreamResponse:
         inter = self._by_token(parts[2])
         mid = int(parts[4]) if parts[4].isdigit() else 0
         if inter is None or mid not in inter.followups:
-            return _error(404, 10008, "Unknown Message")
+            return error_response(404, 10008, "Unknown Message")
         msg = self.channels[inter.channel_id].messages.get(mid)
         if msg is None:
-            return _error(404, 10008, "Unknown Message")
+            return error_response(404, 10008, "Unknown Message")
         if request.method == "PATCH":
             self._apply_edit(msg, body)
-        return _json(msg)
+        return json_response(msg)
