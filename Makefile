@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.bench_turns
 	$(BIN)/python -m bench.bench_streamer
 	$(BIN)/python -m bench.bench_engine
+	$(BIN)/python -m bench.bench_telegram
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache

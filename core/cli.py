@@ -102,21 +102,17 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _surface_doctor(name: str, config: RelayConfig) -> int:
-    """A surface's own checks, where its package offers ``async doctor(config) -> [(ok, line)]`` (a
-    token tried against the platform); returns how many failed. A surface that cannot load is
-    check-config's to report."""
+def _surface_doctor(name: str, config: RelayConfig) -> list[tuple[bool, str]] | None:
+    """A surface's own doctor lines (``doctor(config)``: its token checked with the platform), if it has one."""
     try:
         module = load_surface(name)
     except StartupError:
-        return 0
-    if not hasattr(module, "doctor"):
-        return 0
-    failed = 0
-    for ok, line in asyncio.run(module.doctor(config)):
-        print(f"surface {name}: {line}")
-        failed += not ok
-    return failed
+        return None
+    probe = getattr(module, "doctor", None)
+    if probe is None:
+        return None
+    lines: list[tuple[bool, str]] = asyncio.run(probe(config))
+    return lines
 
 
 def _doctor(config: RelayConfig) -> int:
@@ -135,13 +131,15 @@ def _doctor(config: RelayConfig) -> int:
                       if surfaces.slack.mode == "socket" else surfaces.slack.signing_secret_env]}
     for surface, names in envs.items():
         if getattr(surfaces, surface).enabled:
+            if (checked := _surface_doctor(surface, config)) is not None:
+                for ok, line in checked:
+                    problems += not ok
+                    print(f"surface {surface}: {line}")
+                continue
             for env in names:
                 present = secret(env) is not None
                 problems += not present
                 print(f"surface {surface}: ${env} {'present' if present else 'MISSING'}")
-    for surface in type(surfaces).model_fields:
-        if getattr(surfaces, surface).enabled:
-            problems += _surface_doctor(surface, config)
     try:
         with Store.open(config.store.path) as store:
             store.set_offset("doctor", "probe", "ok")

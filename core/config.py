@@ -98,12 +98,25 @@ class StoreConfig(_Model):
 
 
 class TelegramConfig(_Model):
-    """Telegram surface; ``api_base_url`` is the Bot API server root."""
+    """Telegram surface; ``api_base_url`` is the Bot API server root (``http://127.0.0.1:8081``).
+
+    Beyond the contract's keys: ``mode`` is ``polling`` (long polling, ``poll_timeout_s`` seconds per
+    ``getUpdates``) or ``webhook``: Telegram posts updates to ``webhook_url`` (the public HTTPS address
+    a reverse proxy forwards to ``webhook_host``:``webhook_port``, at the URL's path), each carrying the
+    secret from the environment variable ``webhook_secret_env`` in its
+    ``X-Telegram-Bot-Api-Secret-Token`` header.
+    """
 
     enabled: bool = False
     token_env: str = "TELEGRAM_BOT_TOKEN"
     allowed_user_ids: list[int] = Field(default_factory=list)
     api_base_url: str | None = None
+    mode: Literal["polling", "webhook"] = "polling"
+    poll_timeout_s: int = Field(default=30, ge=1, le=50)  # 0 would poll Telegram in a busy loop
+    webhook_url: str | None = None
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=0, le=65535)
+    webhook_secret_env: str = "TELEGRAM_WEBHOOK_SECRET"
 
 
 class DiscordConfig(_Model):

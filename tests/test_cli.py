@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -234,10 +235,15 @@ def test_doctor_reports_a_missing_token_and_exits_1(tmp_path: Path, env: dict[st
     assert proc.returncode == 1
     assert "surface telegram: $ACP_TEST_TG_TOKEN MISSING" in proc.stdout
 
+    # With the token there, doctor asks Telegram (getMe): here nothing answers at the Bot API address.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        data["surfaces"]["telegram"]["api_base_url"] = f"http://127.0.0.1:{closed.getsockname()[1]}"
     proc = run({**env, "ACP_TEST_TG_TOKEN": "123:abc"}, "doctor", "--config", str(write_config(tmp_path, data)))
-    assert proc.returncode == 0
-    assert "surface telegram: $ACP_TEST_TG_TOKEN present" in proc.stdout
+    assert proc.returncode == 1
+    assert "surface telegram: $ACP_TEST_TG_TOKEN present; Telegram did not answer getMe" in proc.stdout
     assert "123:abc" not in proc.stdout
+    no_traceback(proc)
 
 
 def test_doctor_reports_an_unwritable_store_and_exits_1(tmp_path: Path, env: dict[str, str]) -> None:
@@ -259,13 +265,26 @@ def test_doctor_reports_a_missing_agent_binary_and_exits_1(tmp_path: Path, env: 
     assert proc.returncode == 1, "core.cli._doctor prints NOT FOUND for an agent binary but does not count it"
 
 
+NO_PTB = "raise ModuleNotFoundError(\"No module named 'telegram'\", name='telegram')\n"
+MISSING_EXTRA = "the telegram surface needs telegram, which is not installed: pip install 'acp-relay[telegram]'"
+
+
+def without_telegram(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` on which ``import telegram`` fails as it does where the extra is not installed."""
+    shim = tmp_path / "no-ptb" / "telegram"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text(NO_PTB, encoding="utf-8")
+    return {**env, "PYTHONPATH": os.pathsep.join([str(shim.parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
 def test_run_refuses_to_start_a_surface_this_version_does_not_have(tmp_path: Path, env: dict[str, str]) -> None:
     config = fake_config(tmp_path)
     config["surfaces"] = {"dashboard": {"enabled": False}, "telegram": {"enabled": True}}
-    proc = run(env, "run", "--config", str(write_config(tmp_path, config)))
+    proc = run(without_telegram(tmp_path, env), "run", "--config", str(write_config(tmp_path, config)))
     assert proc.returncode == 2
-    assert "telegram: this version has no telegram surface yet" in proc.stderr
+    assert f"acp-relay: telegram: {MISSING_EXTRA}\n" in proc.stderr
     no_traceback(proc)
+    assert not methods(tmp_path / "record.jsonl"), "no agent was started"
 
 
 def test_run_refuses_a_dashboard_off_loopback_without_an_access_token(tmp_path: Path, env: dict[str, str]) -> None:
@@ -387,9 +406,9 @@ def test_check_config_reports_an_enabled_surface_this_version_does_not_have(
         tmp_path: Path, env: dict[str, str]) -> None:
     data = fake_config(tmp_path)
     data["surfaces"] = {"telegram": {"enabled": True}, "slack": {"enabled": False}}
-    proc = run(env, "check-config", "--config", str(write_config(tmp_path, data)))
+    proc = run(without_telegram(tmp_path, env), "check-config", "--config", str(write_config(tmp_path, data)))
     assert proc.returncode == 2
-    assert "surfaces.telegram.enabled: this version has no telegram surface yet" in proc.stderr
+    assert f"surfaces.telegram.enabled: {MISSING_EXTRA}" in proc.stderr  # the sentence run says
     assert "slack" not in proc.stderr and "dashboard" not in proc.stderr
     assert proc.stdout == ""
     no_traceback(proc)

@@ -292,7 +292,9 @@ def test_effective_dump_redacts_secrets_under_any_key(tmp_path: Path) -> None:
 def test_effective_dump_is_plain_json_that_loads_back(tmp_path: Path) -> None:
     cfg = load_config_strict(EXAMPLE)
     dumped = cfg.effective_dump()
-    assert set(dumped["surfaces"]["telegram"]) == {"enabled", "token_env", "allowed_user_ids", "api_base_url"}
+    contract = {"enabled", "token_env", "allowed_user_ids", "api_base_url"}
+    webhook = {"mode", "poll_timeout_s", "webhook_url", "webhook_host", "webhook_port", "webhook_secret_env"}
+    assert set(dumped["surfaces"]["telegram"]) == contract | webhook
     assert load_config_strict(write(tmp_path, dumped)) == cfg
 
 

@@ -146,22 +146,46 @@ class Engine:
 
     async def handle_message(self, message: InboundMessage) -> None:
         """A person wrote: de-duplicate, check access, then a command or a queued prompt."""
+        then = self.accept(message)
+        if then is not None:
+            await then()
+
+    def accept(self, message: InboundMessage) -> Callable[[], Awaitable[None]] | None:
+        """The first half of ``handle_message``, without waiting: once this returns, ``message`` is
+        journaled (or refused, or known as a redelivery), so a surface may confirm it to its platform.
+
+        Returns the rest of its handling (its dispatch, or the refusal to send), for the surface to
+        await in arrival order per conversation; None when nothing more is to be done. A dispatch
+        that finds the engine closing leaves the message journaled, answered after the next start.
+        """
         surface = self.surfaces.get(message.surface)
         if surface is None:
             log.warning("message from a surface that is not attached: %s", message.surface)
-            return
+            return None
         if not self.access.permits(message.surface, message.user_id):
-            if self.access.first_refusal(message.surface, message.user_id):
-                await self.outbox.reply(surface, message, wording.unauthorised_text(message.user_id), private=True)
-            return
+            if not self.access.first_refusal(message.surface, message.user_id):
+                return None
+            text = wording.unauthorised_text(message.user_id)
+
+            async def refuse() -> None:
+                await self.outbox.reply(surface, message, text, private=True)
+
+            return refuse
         if not self.journal.record(message):
             log.info("ignoring a redelivered message %s/%s", message.surface, message.message_id)
-            return
-        if self.state != "running":
+            return None
+        if self.state != "running":  # start() replays it (it looks at the journal until nothing is new)
             log.info("journaled %s/%s to answer after the %s", message.surface, message.message_id,
                      "restart" if self.closing else "start")
-            return
-        await self._dispatch(self.conversation(message.conversation_key, surface), message)
+            return None
+
+        async def dispatch() -> None:
+            if self.closing:
+                log.info("journaled %s/%s to answer after the restart", message.surface, message.message_id)
+                return
+            await self._dispatch(self.conversation(message.conversation_key, surface), message)
+
+        return dispatch
 
     async def _dispatch(self, conv: Conversation, msg: InboundMessage, *, replay: bool = False) -> None:
         reply = parse_approval_reply(msg.text)

@@ -13,7 +13,7 @@ is paced by the core under that chat's ``rate_key`` (Telegram topics share their
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -241,6 +241,12 @@ class Inbound(Protocol):
         Before the engine has started (replayed what a killed relay left) and once it is closing, the
         message is only journaled: it is answered after the (next) start, never twice.
         """
+        ...
+
+    def accept(self, message: InboundMessage) -> Callable[[], Awaitable[None]] | None:
+        """``handle_message`` in two halves, for a surface that confirms a message to its platform
+        only once it is stored (Telegram's update offset): when this returns, ``message`` is
+        journaled; the surface then awaits the returned rest (if any) in order per conversation."""
         ...
 
     async def handle_button(self, press: ButtonPress) -> PressResult:

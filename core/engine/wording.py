@@ -187,7 +187,9 @@ def approval_outcome_text(outcome: str, title: str = "", kind: str = "") -> str:
     what = " ".join(title.split())
     line = f"{text}: {what}" if what else f"{text}."
     if outcome == "allow_always" and kind:
-        line += f" (and every other {kind} tool call in this session)"
+        # ACP's catch-all kind "other" names no kind a person would recognise.
+        what = "tool call of that kind" if kind == "other" else f"{kind} tool call"
+        line += f" (and every other {what} in this session)"
     return line
 
 

@@ -40,6 +40,7 @@ log = logging.getLogger("acp_relay.discord")
 
 #: How long ``launch`` waits for Discord before the relay starts anyway (it keeps trying).
 STARTUP_WAIT_S = 15.0
+DOCTOR_TIMEOUT_S = 15.0
 
 
 class DiscordRelay:
@@ -94,25 +95,31 @@ def check(config: RelayConfig) -> list[tuple[str, str]]:
 
 
 async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
-    """The token checked against the REST API (``GET /users/@me``): (ok, line) for ``acp-relay doctor``."""
+    """``acp-relay doctor``: is the token there, and does Discord take it (``GET /users/@me``)?
+
+    Lines name the environment variable and the bot's name, never the token.
+    """
     settings = config.surfaces.discord
-    token = secret(settings.token_env)
-    if token is None or _endpoint_problems(config):
-        return []  # the doctor and check-config already say what is missing
+    env = settings.token_env
+    token = secret(env)
+    if token is None:
+        return [(False, f"${env} MISSING")]
+    if problems := _endpoint_problems(config):
+        return [(False, f"{path}: {problem}") for path, problem in problems]
     use_endpoints(settings.api_base_url, settings.gateway_url)
     url = f"{Route.BASE}/users/@me"
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as session, \
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=DOCTOR_TIMEOUT_S)) as session, \
                 session.get(url, headers={"Authorization": f"Bot {token.strip()}"}) as response:
             body = await response.json(content_type=None) if response.status == 200 else {}
             status = response.status
     except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
-        return [(False, f"cannot reach Discord at {Route.BASE} ({type(exc).__name__})")]
+        return [(False, f"${env} present; Discord did not answer /users/@me at {Route.BASE} ({type(exc).__name__})")]
     if status == 401:
-        return [(False, f"Discord REFUSED the token in ${settings.token_env} (401 Unauthorized)")]
+        return [(False, f"${env} present, but Discord REFUSED it (401 Unauthorized on /users/@me)")]
     if status != 200:
-        return [(False, f"Discord answered {status} to /users/@me")]
-    return [(True, f"token accepted: bot {body.get('username', '?')} (id {body.get('id', '?')})")]
+        return [(False, f"${env} present; Discord answered {status} to /users/@me")]
+    return [(True, f"${env} present; /users/@me: bot {body.get('username', '?')} (id {body.get('id', '?')})")]
 
 
 async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilities = CAPABILITIES,

@@ -105,13 +105,19 @@ async def test_doctor_checks_the_token_against_the_rest_api(tmp_path: Path, fake
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(good.communicate(), PROCESS_GUARD_S)
     assert good.returncode == 0, out.decode() + err.decode()
-    assert "surface discord: $DISCORD_BOT_TOKEN present" in out.decode()
-    assert "surface discord: token accepted: bot relay-bot" in out.decode()
+    assert "surface discord: $DISCORD_BOT_TOKEN present; /users/@me: bot relay-bot (id " in out.decode()
     bad = await asyncio.create_subprocess_exec(CLI, "doctor", "--config", config,
                                                env=environment(tmp_path, "a-wrong-token"),
                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(bad.communicate(), PROCESS_GUARD_S)
     assert bad.returncode == 1
-    assert "surface discord: Discord REFUSED the token in $DISCORD_BOT_TOKEN (401 Unauthorized)" in out.decode()
+    assert ("surface discord: $DISCORD_BOT_TOKEN present, but Discord REFUSED it (401 Unauthorized on /users/@me)"
+            in out.decode())
     assert "a-wrong-token" not in out.decode() + err.decode()
     assert fake_discord.calls_to("GET", "/users/@me")
+    missing = await asyncio.create_subprocess_exec(CLI, "doctor", "--config", config,
+                                                   env={k: v for k, v in environment(tmp_path, "x").items()
+                                                        if k != "DISCORD_BOT_TOKEN"},
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(missing.communicate(), PROCESS_GUARD_S)
+    assert missing.returncode == 1 and "surface discord: $DISCORD_BOT_TOKEN MISSING" in out.decode()

@@ -258,3 +258,5 @@ def test_the_allow_always_outcome_line_names_the_kind() -> None:
     line = wording.approval_outcome_text("allow_always", "ls", "execute")
     assert "every other execute tool call" in line
     assert "every other" not in wording.approval_outcome_text("allow_once", "ls", "execute")
+    other = wording.approval_outcome_text("allow_always", "p1", "other")
+    assert other == "Allowed for this session: p1 (and every other tool call of that kind in this session)"

@@ -20,6 +20,7 @@ from discord.http import Route
 from fakes.discord_api import FakeDiscord, shown_text
 from fakes.memory_surface import MemorySurface
 
+from core.config import TelegramConfig
 from core.engine.router import ACTIONS
 from core.engine.splitter import plain_text
 from core.engine.surface import (
@@ -35,6 +36,9 @@ from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
 from surfaces.discord.gateway import RelayClient, use_endpoints
 from surfaces.discord.surface import DiscordSurface
+from surfaces.telegram.running import build_application
+from surfaces.telegram.surface import TelegramSurface
+from tests.fakes.telegram_api import TOKEN, FakeBotApi
 
 
 @dataclass(frozen=True)
@@ -116,11 +120,36 @@ async def discord_surface() -> AsyncIterator[SurfaceUnderTest]:
         Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = saved
 
 
+@asynccontextmanager
+async def telegram_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """The real PTB bot against the fake Bot API; the text read back is what the chat shows."""
+    api = await FakeBotApi().start()
+    chat = api.private(4242)
+    app = build_application(TOKEN, TelegramConfig(enabled=True, api_base_url=api.url))
+    await app.initialize()
+
+    def read(mid: str) -> Shown | None:
+        msg = api.messages.get((chat, int(mid)))
+        if msg is None:
+            return None  # entities carry the formatting: the text is what a person reads
+        rows = msg.get("reply_markup", {}).get("inline_keyboard", [])
+        return Shown(str(msg["text"]), tuple(b["text"] for row in rows for b in row))
+
+    try:
+        # Typing cannot be read back: Telegram has no call that clears it (it ends by itself after
+        # 5 s, or at the bot's next message).
+        yield SurfaceUnderTest(TelegramSurface(app.bot), f"telegram:{chat}", read)
+    finally:
+        await app.shutdown()
+        await api.close()
+
+
 SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [
     memory_surface,
     streaming_memory_surface,
     dashboard_surface,
     discord_surface,
+    telegram_surface,
 ]
 
 #: The methods of the seam: (name, is a coroutine, keyword-only parameters it must accept).

@@ -1,0 +1,136 @@
+"""Telegram updates as the core's neutral inbound data: a message, a button press, or nothing.
+
+Rules of who is heard where:
+
+* A private chat is one conversation and everything said in it is for the bot.
+* In a group (a forum topic included, which is its own conversation) the bot hears a message that
+  mentions it, replies to one of its messages, or is one of its commands (``/new`` or
+  ``/new@ThisBot``); the mention is taken out of the text. A command addressed to another bot
+  (``/stop@OtherBot``) is dropped here, so it never reaches the engine (nor its refusal).
+* Messages from bots and channels, and service messages (nothing to read), are dropped.
+
+In a forum every message of a topic "replies" to the topic's opening service message, so only a
+reply to a message the bot wrote counts as a reply to the bot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from telegram import Bot, CallbackQuery, Message, MessageEntity, Update, User
+from telegram.constants import ChatType
+
+from core.engine.surface import Attachment, ButtonPress, InboundMessage
+from surfaces.telegram.keys import SURFACE_NAME, conversation_key
+from surfaces.telegram.wording import COMMANDS
+
+__all__ = ["MAX_IMAGE_BYTES", "Incoming", "fetch_image", "message_in", "press_in"]
+
+#: The Bot API lets a bot download files up to 20 MB.
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A message for the engine, and the image it came with (a Telegram file id) still to fetch."""
+
+    message: InboundMessage
+    image_file_id: str | None = None
+    image_mime: str = "image/jpeg"
+
+
+def _topic(message: Message) -> int | None:
+    return message.message_thread_id if getattr(message, "is_topic_message", False) else None
+
+
+def _command(message: Message, text: str) -> tuple[str, str] | None:
+    """The leading ``/command`` and the bot it names ('' when it names none)."""
+    first: MessageEntity | None = (message.entities or (None,))[0]
+    if first is None or first.type != MessageEntity.BOT_COMMAND or first.offset != 0:
+        return None
+    word, _, name = message.parse_entity(first).partition("@")
+    return word.lower(), name
+
+
+def _mentions(message: Message, me: User) -> bool:
+    for entity, value in message.parse_entities([MessageEntity.MENTION, MessageEntity.TEXT_MENTION]).items():
+        if entity.type == MessageEntity.TEXT_MENTION and entity.user is not None and entity.user.id == me.id:
+            return True
+        if entity.type == MessageEntity.MENTION and me.username and value.lower() == f"@{me.username.lower()}":
+            return True
+    for value in message.parse_caption_entities([MessageEntity.MENTION]).values():
+        if me.username and value.lower() == f"@{me.username.lower()}":
+            return True
+    return False
+
+
+def _replies_to_bot(message: Message, me: User) -> bool:
+    earlier = message.reply_to_message
+    return (earlier is not None and earlier.forum_topic_created is None and earlier.from_user is not None
+            and earlier.from_user.id == me.id)
+
+
+def _strip_mention(text: str, me: User) -> str:
+    if not me.username:
+        return text.strip()
+    return re.sub(rf"(?i)@{re.escape(me.username)}\b", "", text).strip()
+
+
+def _image(message: Message) -> tuple[str, str] | None:
+    if message.photo:
+        return message.photo[-1].file_id, "image/jpeg"  # sizes come smallest first
+    doc = message.document
+    if doc is not None and (doc.mime_type or "").startswith("image/") and (doc.file_size or 0) <= MAX_IMAGE_BYTES:
+        return doc.file_id, doc.mime_type or "image/png"
+    return None
+
+
+def message_in(update: Update, me: User) -> Incoming | None:
+    """The message ``update`` carries for this bot, or None when it is not for the bot."""
+    message = update.message
+    if message is None or message.from_user is None or message.from_user.is_bot:
+        return None
+    chat = message.chat
+    if chat.type == ChatType.CHANNEL:
+        return None
+    text = message.text or message.caption or ""
+    image = _image(message)
+    if not text.strip() and image is None:
+        return None  # a sticker, a service message: nothing to answer
+    if chat.type != ChatType.PRIVATE:
+        command = _command(message, text)
+        if command is not None and command[1]:
+            if not me.username or command[1].lower() != me.username.lower():
+                return None  # /stop@OtherBot
+        elif not (command is not None and command[0] in COMMANDS) and not _mentions(message, me) \
+                and not _replies_to_bot(message, me):
+            return None
+        if command is None:
+            text = _strip_mention(text, me)
+    user = message.from_user
+    inbound = InboundMessage(SURFACE_NAME, conversation_key(chat.id, _topic(message)), str(user.id), text,
+                             f"{chat.id}:{message.message_id}", display_name=user.full_name)
+    if image is None:
+        return Incoming(inbound)
+    return Incoming(inbound, image[0], image[1])
+
+
+def press_in(query: CallbackQuery) -> ButtonPress | None:
+    """A tap on one of the relay's buttons (its data is the core's one-time token)."""
+    message = query.message
+    if message is None or not isinstance(query.data, str):
+        return None
+    key = conversation_key(message.chat.id, _topic(message) if isinstance(message, Message) else None)
+    return ButtonPress(SURFACE_NAME, key, str(query.from_user.id), query.data, str(message.message_id))
+
+
+async def fetch_image(bot: Bot, incoming: Incoming, *, timeout_s: float = 30.0) -> Attachment | None:
+    """Download the image of ``incoming`` (``getFile``, then the file itself)."""
+    if incoming.image_file_id is None:
+        return None
+    file = await bot.get_file(incoming.image_file_id, read_timeout=timeout_s)
+    if file.file_size is not None and file.file_size > MAX_IMAGE_BYTES:
+        return None
+    data = await file.download_as_bytearray(read_timeout=timeout_s)
+    return Attachment("image", incoming.image_mime, bytes(data), name=(file.file_path or "").rsplit("/", 1)[-1])

@@ -1,0 +1,121 @@
+"""A running Telegram surface: PTB's Application, the receive loop (polling or webhook), the intake.
+
+The Application (built with ``updater(None)``: the relay polls itself, see ``polling``) owns the
+bot and its HTTP connections. ``hello`` is getMe (once: the token checked, the bot's @username
+learnt) and the command menu (``setMyCommands``). An invalid token is a ``StartupError``, at start
+or later; anything else that fails is logged and retried by the ``Receiver``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from telegram import BotCommand
+from telegram.error import InvalidToken, TelegramError
+from telegram.ext import Application, ApplicationBuilder
+
+from core.config import TelegramConfig
+from core.engine.receiving import Receiver
+from core.engine.surface import StartupError
+from core.store import Store
+from surfaces.telegram.intake import Intake
+from surfaces.telegram.polling import ALLOWED_UPDATES, Poller
+from surfaces.telegram.surface import TelegramSurface
+from surfaces.telegram.webhook import Webhook, webhook_path
+from surfaces.telegram.wording import COMMAND_MENU, token_refused
+
+__all__ = ["TelegramRelay", "build_application"]
+
+log = logging.getLogger("acp_relay.telegram")
+
+#: Telegram's answer to the last ``getUpdates`` before shutting down is not worth a long wait.
+_CONFIRM_WAIT_S = 2.0
+
+
+def build_application(token: str, settings: TelegramConfig) -> Application:  # type: ignore[type-arg]
+    """PTB's Application for ``token``, pointed at ``api_base_url`` when one is set."""
+    builder = ApplicationBuilder().token(token).updater(None)
+    if settings.api_base_url:
+        root = settings.api_base_url.rstrip("/")
+        builder = builder.base_url(f"{root}/bot").base_file_url(f"{root}/file/bot")
+    return builder.build()
+
+
+class TelegramRelay:
+    """What ``launch`` returns (a ``Launched``)."""
+
+    def __init__(self, app: Application, surface: TelegramSurface, intake: Intake,  # type: ignore[type-arg]
+                 settings: TelegramConfig, store: Store, *, webhook_secret: str | None = None) -> None:
+        self.app = app
+        self.surface = surface
+        self.intake = intake
+        self.settings = settings
+        self.poller: Poller | None = None
+        self.webhook: Webhook | None = None
+        self._webhook_secret = webhook_secret
+        if settings.mode == "webhook" and webhook_secret is not None and settings.webhook_url:
+            self.webhook = Webhook(app.bot, intake, webhook_secret, webhook_path(settings.webhook_url))
+        else:
+            self.poller = Poller(app.bot, store, intake, timeout_s=settings.poll_timeout_s,
+                                 token_env=settings.token_env)
+        self.receiver = Receiver("telegram", self._connect)
+        self._menu_set = False
+
+    async def hello(self) -> None:
+        """getMe (the first time it answers) and the command menu."""
+        try:
+            await self.app.initialize()
+        except InvalidToken:  # PTB's message quotes the token: it never goes further
+            raise StartupError(token_refused(self.settings.token_env)) from None
+        if self.intake.me is None:
+            self.intake.identify(self.app.bot.bot)
+        if not self._menu_set:
+            try:
+                await self.app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMAND_MENU])
+                self._menu_set = True
+            except TelegramError as exc:  # a missing menu is a nicety lost, never a reason not to serve
+                log.warning("could not set the Telegram command menu: %s", exc)
+
+    async def start(self) -> None:
+        """Serve the webhook (if any), check the token, and start receiving."""
+        if self.webhook is not None:
+            await self.webhook.start(self.settings.webhook_host, self.settings.webhook_port)
+        try:
+            await self.hello()
+        except TelegramError as exc:  # not reachable yet: the receiver keeps trying, logging each failure
+            log.warning("Telegram is not reachable yet (%s); retrying", exc)
+        self.receiver.start()
+
+    async def _connect(self) -> None:
+        await self.hello()
+        bot = self.app.bot
+        if self.poller is not None:
+            await bot.delete_webhook()  # getUpdates is refused while a webhook is set
+            await self.poller.poll()
+            return
+        assert self.webhook is not None and self.settings.webhook_url
+        await bot.set_webhook(self.settings.webhook_url, secret_token=self._webhook_secret,
+                              allowed_updates=list(ALLOWED_UPDATES))
+        await asyncio.get_running_loop().create_future()  # Telegram posts; nothing to poll
+
+    async def stop_receiving(self) -> None:
+        """No more updates: stop polling (telling Telegram what is stored) or serving the webhook."""
+        await self.receiver.stop()
+        if self.webhook is not None:
+            await self.webhook.stop()
+        if self.poller is not None and self.intake.me is not None:
+            try:
+                async with asyncio.timeout(_CONFIRM_WAIT_S):
+                    await self.poller.confirm()
+            except (TelegramError, TimeoutError) as exc:  # the next start confirms it instead
+                log.info("could not confirm the last updates to Telegram: %s", exc)
+
+    async def fatal(self) -> StartupError:
+        """Returns when Telegram refuses the token (it was revoked while running)."""
+        return await self.receiver.fatal()
+
+    async def close(self) -> None:
+        """After the engine has closed: end the lanes, then the bot's connections."""
+        await self.intake.close()
+        await self.app.shutdown()

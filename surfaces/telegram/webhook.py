@@ -1,0 +1,96 @@
+"""Webhook mode: Telegram posts each update to the relay (aiohttp, behind a reverse proxy).
+
+Every post must carry the secret in ``X-Telegram-Bot-Api-Secret-Token`` (the one given to
+``setWebhook``); a wrong or missing one is answered 403 and never reaches the engine. The relay
+answers 200 only once the update is taken in (journaled): a 500 (the store failed) makes
+Telegram post it again later, and the engine's de-duplication catches a repeat.
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import json
+import logging
+import re
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from telegram import Bot, Update
+
+from core.engine.surface import StartupError
+from core.store import StoreError
+from surfaces.telegram.intake import Intake
+from surfaces.telegram.wording import invalid_secret, webhook_bind_failed
+
+__all__ = ["SECRET_HEADER", "Webhook", "check_secret", "webhook_path"]
+
+log = logging.getLogger("acp_relay.telegram.webhook")
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+#: Telegram's rule for ``secret_token``.
+_RE_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+#: Updates are small; anything larger is not Telegram.
+_MAX_BODY = 1024 * 1024
+
+
+def check_secret(secret: str, env: str) -> str:
+    """``secret`` if Telegram accepts it as a webhook secret, else ``StartupError``."""
+    if not _RE_SECRET.fullmatch(secret):
+        raise StartupError(invalid_secret(env))
+    return secret
+
+
+def webhook_path(url: str) -> str:
+    """The path the relay serves: the path of the public URL Telegram posts to."""
+    return urlsplit(url).path or "/"
+
+
+class Webhook:
+    """The aiohttp server that takes Telegram's posts."""
+
+    def __init__(self, bot: Bot, intake: Intake, secret: str, path: str) -> None:
+        self.bot = bot
+        self.intake = intake
+        self._secret = secret.encode()
+        self.path = path
+        app = web.Application(client_max_size=_MAX_BODY)
+        app.router.add_post(path, self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        self.port: int | None = None
+
+    async def start(self, host: str, port: int) -> None:
+        """Listen on ``host``:``port`` (0: any free port; ``port`` then says which)."""
+        await self._runner.setup()
+        try:
+            site = web.TCPSite(self._runner, host or None, port)
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            reason = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or type(exc).__name__)
+            raise StartupError(webhook_bind_failed(f"{host}:{port}", reason)) from None
+        self.port = int(self._runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        """Stop taking posts (Telegram keeps what it could not deliver and tries again later)."""
+        await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        given = request.headers.get(SECRET_HEADER, "").encode()
+        if not hmac.compare_digest(given, self._secret):
+            log.warning("refused a webhook post without the right secret from %s", request.remote)
+            return web.Response(status=403, text="forbidden")
+        try:
+            data = json.loads(await request.read())
+            update = Update.de_json(data, self.bot)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            log.warning("refused a webhook post that is not a Telegram update")
+            return web.Response(status=400, text="not an update")
+        if update is None:
+            return web.Response(status=400, text="not an update")
+        try:
+            await self.intake.take(update)
+        except StoreError as exc:
+            log.error("could not store a Telegram update (Telegram will send it again): %s", exc)
+            return web.Response(status=500, text="try again")
+        return web.Response(text="ok")

@@ -1,0 +1,201 @@
+"""``acp-relay run`` as a real process against the fake Bot API: a whole turn, a clean stop, a
+``kill -9`` at each moment of an update's way in, and the start-up refusals and doctor lines.
+
+The fake server runs in the test's event loop; a hook on its calls kills the relay at an exact
+moment (before the relay has read Telegram's answer to that call). Then a second relay starts on
+the same store: every message must be answered once, none lost, none twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FAKE_AGENT_PATH
+from tests.fakes.telegram_api import TOKEN, Call, FakeBotApi
+from tests.telegram.conftest import USER, until
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).with_name("acp-relay")
+HANG_GUARD_S = 30.0
+
+
+def relay_env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_", "XDG_", "TELEGRAM_"))}
+    env.update(HOME=str(tmp), XDG_STATE_HOME=str(tmp / "state"), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
+               TELEGRAM_BOT_TOKEN=TOKEN)
+    env.update(extra)
+    return env
+
+
+def write_config(tmp: Path, api: FakeBotApi, **telegram: Any) -> Path:
+    args = [str(FAKE_AGENT_PATH), "--record", str(tmp / "record.jsonl"), "--state-dir", str(tmp / "agent-state")]
+    config = {"agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(tmp)}},
+              "store": {"path": str(tmp / "relay.db")},
+              "surfaces": {"dashboard": {"enabled": False},
+                           "telegram": {"enabled": True, "allowed_user_ids": [USER], "api_base_url": api.url,
+                                        "poll_timeout_s": 1, **telegram}}}
+    path = tmp / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+class Relay:
+    """One ``acp-relay`` process."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def exit_code(self) -> int:
+        async with asyncio.timeout(HANG_GUARD_S):
+            return await self.proc.wait()
+
+    async def stderr(self) -> str:
+        assert self.proc.stderr is not None
+        return (await self.proc.stderr.read()).decode()
+
+
+@pytest.fixture
+async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    started: list[Relay] = []
+
+    async def run(config: Path, *args: str, command: str = "run", **extra: str) -> Relay:
+        proc = await asyncio.create_subprocess_exec(
+            str(CLI), command, "--config", str(config), *args, env=relay_env(tmp_path, **extra), cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        relay = Relay(proc)
+        started.append(relay)
+        return relay
+
+    yield run
+    for relay in started:
+        if relay.proc.returncode is None:
+            relay.proc.kill()
+            await relay.proc.wait()
+
+
+def answers(api: FakeBotApi) -> list[str]:
+    return [m["text"] for m in api.bot_messages(USER) if "⏱" in m["text"]]
+
+
+def prompts(tmp: Path) -> list[str]:
+    path = tmp / "record.jsonl"
+    frames = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    return ["\n".join(b.get("text", "") for b in f["params"]["prompt"] if b.get("type") == "text")
+            for f in frames if f.get("method") == "session/prompt"]
+
+
+async def test_a_turn_through_acp_relay_run_and_a_clean_stop(api: FakeBotApi, start: Any, tmp_path: Path) -> None:
+    api.private(USER)
+    relay = await start(write_config(tmp_path, api))
+    api.say(USER, "text hello from **run**\nsleep 0.2\ntext  done")
+    await until(lambda: answers(api), "the answer", timeout=HANG_GUARD_S)
+    assert api.calls("sendMessageDraft")
+    assert answers(api)[0].startswith("hello from run done")
+    relay.proc.send_signal(signal.SIGTERM)
+    assert await relay.exit_code() == 0
+    stderr = await relay.stderr()
+    assert "stopped cleanly" in stderr and TOKEN not in stderr and "Traceback" not in stderr
+    last = api.calls("getUpdates")[-1]
+    assert last.params.get("timeout") == 0 and not api.pending_updates, "the last update was confirmed on the way out"
+
+
+def _returned(call: Call, text: str) -> bool:
+    return call.method == "getUpdates" and any(text in str(u.get("message", {}).get("text")) for u in call.result or [])
+
+
+def _confirms(call: Call, text: str) -> bool:
+    return call.method == "getUpdates" and call.params.get("offset") is not None
+
+
+#: (when the hook runs: as the call arrives, or once it is answered; which call)
+MOMENTS: dict[str, tuple[str, Callable[[Call, str], bool]]] = {
+    # Telegram hands the update over; the relay is killed before it reads it.
+    "getUpdates returned it": ("answered", _returned),
+    # The relay has it (journaled) and starts answering: typing, before any offset is surely stored.
+    "its first typing action": ("arrives", lambda call, text: call.method == "sendChatAction"),
+    # The next poll confirms it (the offset past it is stored).
+    "the poll that confirms it": ("arrives", _confirms),
+    # Mid-answer: the draft is on screen, no message yet.
+    "its first draft": ("arrives", lambda call, text: call.method == "sendMessageDraft"),
+}
+
+
+@pytest.mark.parametrize("moment", list(MOMENTS))
+async def test_kill_9_at_any_moment_loses_nothing_and_answers_once(api: FakeBotApi, start: Any, tmp_path: Path,
+                                                                  moment: str) -> None:
+    api.private(USER)
+    config = write_config(tmp_path, api)
+    first = await start(config)
+    await until(lambda: api.calls("getUpdates"), "relay 1 polls", timeout=HANG_GUARD_S)
+    text = "text the answer\nsleep 0.5\ntext  survives"
+    killed = asyncio.Event()
+
+    when, matches = MOMENTS[moment]
+
+    def hook(call: Call) -> None:
+        if not killed.is_set() and matches(call, text):
+            first.proc.send_signal(signal.SIGKILL)
+            killed.set()
+
+    hooks = api.on_request if when == "arrives" else api.on_call
+    hooks.append(hook)
+    api.say(USER, text)
+    async with asyncio.timeout(HANG_GUARD_S):
+        await killed.wait()
+    assert await first.exit_code() == -signal.SIGKILL
+    hooks.remove(hook)
+    assert not answers(api), "relay 1 was killed before it could answer"
+    second = await start(config)
+    await until(lambda: answers(api), "relay 2 answers", timeout=HANG_GUARD_S)
+    await until(lambda: not api.pending_updates, "everything is confirmed", timeout=HANG_GUARD_S)
+    await asyncio.sleep(1.5)  # a duplicate would be on its way by now: a poll cycle and a turn
+    second.proc.send_signal(signal.SIGTERM)
+    assert await second.exit_code() == 0
+    assert len(answers(api)) == 1, api.transcript(USER)
+    assert answers(api)[0].startswith("the answer survives")
+    assert text in prompts(tmp_path)
+
+
+async def test_an_invalid_token_is_one_sentence_and_exit_2(api: FakeBotApi, start: Any, tmp_path: Path) -> None:
+    wrong = "7000000001:AAHthisTokenIsNotTheOneTelegramKnows00"
+    relay = await start(write_config(tmp_path, api), TELEGRAM_BOT_TOKEN=wrong)
+    assert await relay.exit_code() == 2
+    stderr = await relay.stderr()
+    assert ("acp-relay: telegram: Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
+            "@BotFather (surfaces.telegram.token_env)\n") in stderr
+    assert wrong not in stderr and "Traceback" not in stderr
+    assert [c.method for c in api.events] == ["getMe"], "asked once, never again"
+
+
+async def test_doctor_checks_the_token_with_getme_and_prints_the_username(api: FakeBotApi, start: Any,
+                                                                          tmp_path: Path) -> None:
+    config = write_config(tmp_path, api)
+    relay = await start(config, command="doctor")
+    assert await relay.exit_code() == 0
+    assert relay.proc.stdout is not None
+    out = (await relay.proc.stdout.read()).decode()
+    assert "surface telegram: $TELEGRAM_BOT_TOKEN present; getMe: @relay_bot" in out
+    assert TOKEN not in out
+    bad = await start(config, command="doctor", TELEGRAM_BOT_TOKEN="7000000001:AAHthisTokenIsNotTheOneTelegramKnows00")
+    assert await bad.exit_code() == 1
+    assert bad.proc.stdout is not None
+    assert "Telegram refused it" in (await bad.proc.stdout.read()).decode()
+
+
+async def test_check_config_refuses_webhook_mode_without_its_url_and_secret(api: FakeBotApi, start: Any,
+                                                                            tmp_path: Path) -> None:
+    relay = await start(write_config(tmp_path, api, mode="webhook"), command="check-config")
+    assert await relay.exit_code() == 2
+    stderr = await relay.stderr()
+    assert "surfaces.telegram.webhook_url: webhook mode needs the public HTTPS address" in stderr
+    assert "surfaces.telegram.webhook_secret_env: webhook mode needs a secret in the environment variable " \
+           "TELEGRAM_WEBHOOK_SECRET" in stderr

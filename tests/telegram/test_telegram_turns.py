@@ -1,0 +1,154 @@
+"""Whole turns through the real PTB Application against the fake Bot API: private chats stream as
+drafts, forum topics as a message edited in place, and the commands in Telegram's spelling."""
+
+from __future__ import annotations
+
+from tests.fakes.telegram_api import FakeBotApi
+from tests.telegram.conftest import GROUP, USER, TgFactory, until
+
+STREAMED = "text hello **world**\nsleep 0.3\ntext  and more"
+
+
+def finals(api: FakeBotApi, chat: int, topic: int | None = None) -> list[str]:
+    """The bot's answers that ended a turn (they carry the footer)."""
+    return [m["text"] for m in api.bot_messages(chat, topic) if "⏱" in m["text"]]
+
+
+async def test_a_private_chat_streams_a_draft_then_sends_the_final_answer(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    asked = api.say(USER, STREAMED)
+    await until(lambda: finals(api, USER), "the final answer")
+    await r.settled()
+    drafts = api.calls("sendMessageDraft")
+    assert drafts, "the answer streamed as a draft"
+    assert {d.params["draft_id"] for d in drafts} == {drafts[0].params["draft_id"]} != {0}
+    assert drafts[0].params["text"] == "hello world"
+    assert drafts[0].params["entities"] == [{"type": "bold", "offset": 6, "length": 5}]
+    (final,) = api.bot_messages(USER)
+    assert final["text"].startswith("hello world and more\n\n⏱")
+    assert final["entities"] == [{"type": "bold", "offset": 6, "length": 5}]
+    assert final["reply_to_message"]["message_id"] == asked["message_id"]
+    order = [c.method for c in api.events if c.method in ("sendMessageDraft", "sendMessage")]
+    assert order[-1] == "sendMessage" and order[0] == "sendMessageDraft"
+    assert not api.calls("editMessageText"), "a private chat is never edited into shape"
+    typing = [i for i, c in enumerate(api.events) if c.method == "sendChatAction"]
+    sent = next(i for i, c in enumerate(api.events) if c.method == "sendMessage")
+    assert len(typing) >= 2, "typing is refreshed while the agent works"
+    assert max(typing) < sent, "no typing after the answer"
+    assert api.transcript(USER) == [f"you: {STREAMED}", f"bot: {final['text']}"]
+
+
+async def test_a_forum_topic_is_its_own_conversation_answered_in_that_topic(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.group(GROUP, forum=True)
+    first, second = api.topic(GROUP, "Feature"), api.topic(GROUP, "Bug")
+    api.say(GROUP, f"@relay_bot {STREAMED}", user=USER, topic=first)
+    await until(lambda: finals(api, GROUP, first), "the answer in the first topic")
+    api.say(GROUP, "@relay_bot text in the other topic", user=USER, topic=second)
+    await until(lambda: finals(api, GROUP, second), "the answer in the second topic")
+    await r.settled()
+    assert not api.calls("sendMessageDraft"), "no drafts outside private chats"
+    (answer,) = api.bot_messages(GROUP, first)
+    assert answer["text"].startswith("hello world and more")
+    assert answer["message_thread_id"] == first and answer["is_topic_message"]
+    assert answer.get("_edits", 0) >= 1, "the group's answer grew by edits"
+    assert finals(api, GROUP, second)[0].startswith("in the other topic")
+    sessions = {r.store.get_conversation(f"telegram:{GROUP}:{t}").session_id for t in (first, second)}  # type: ignore[union-attr]
+    assert len(sessions) == 2 and None not in sessions
+    assert all(c.params.get("message_thread_id") in (first, second) for c in api.calls("sendMessage"))
+
+
+async def test_in_a_group_the_bot_answers_mentions_and_replies_only(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.group(GROUP)
+    api.say(GROUP, "text people talking among themselves", user=USER)
+    api.say(GROUP, "@relay_bot text first", user=USER)
+    await until(lambda: finals(api, GROUP), "the mention is answered")
+    await r.settled()
+    (answer,) = api.bot_messages(GROUP)
+    api.say(GROUP, "text a reply to the bot", user=USER, reply_to=answer["message_id"])
+    await until(lambda: len(finals(api, GROUP)) == 2, "the reply is answered")
+    await r.settled()
+    assert r.prompts() == ["text first", "text a reply to the bot"]
+
+
+async def test_new_starts_a_new_session(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    api.say(USER, "text one")
+    await until(lambda: finals(api, USER))
+    before = r.store.get_conversation(f"telegram:{USER}")
+    api.say(USER, "/new")
+    await until(lambda: any("new conversation" in t for t in r.texts(USER)), "the reset is confirmed")
+    api.say(USER, "text two")
+    await until(lambda: len(finals(api, USER)) == 2)
+    await r.settled()
+    after = r.store.get_conversation(f"telegram:{USER}")
+    assert before is not None and after is not None
+    assert after.session_id != before.session_id and after.generation == before.generation + 1
+    assert r.methods().count("session/new") == 2
+
+
+async def test_compact_reaches_the_agent_as_compact_in_every_spelling(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg("--on-compact", "text compacted it")
+    api.private(USER)
+    api.group(GROUP)
+    api.say(USER, "/compact")
+    await until(lambda: finals(api, USER))
+    api.say(GROUP, "/compact@relay_bot", user=USER)
+    await until(lambda: finals(api, GROUP))
+    await r.settled()
+    assert r.prompts() == ["/compact", "/compact"]
+
+
+async def test_stop_sends_session_cancel_and_the_answer_says_stopped(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.group(GROUP)
+    api.say(GROUP, "@relay_bot text working on it\nhang", user=USER)
+    await until(lambda: "session/prompt" in r.methods() and api.calls("sendChatAction"))
+    api.say(GROUP, "/stop@OtherBot", user=USER)  # another bot's: ignored
+    api.say(GROUP, "/stop@relay_bot", user=USER)
+    await until(lambda: "session/cancel" in r.methods(), "the cancel reached the agent")
+    await until(lambda: any("Stopped." in t for t in r.texts(GROUP)), "the answer says it stopped")
+    await r.settled()
+    assert r.methods().count("session/cancel") == 1
+    assert not any("Nothing is running" in t for t in r.texts(GROUP))
+
+
+async def test_help_and_start_list_the_commands_registered_in_the_menu(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    assert [c["command"] for c in api.commands] == ["new", "compact", "stop", "status", "model", "help"]
+    api.private(USER)
+    api.say(USER, "/start")
+    await until(lambda: r.texts(USER))
+    api.say(USER, "/status")
+    await until(lambda: len(r.texts(USER)) == 2)
+    await r.settled()
+    help_text, status = r.texts(USER)
+    assert "/new" in help_text and "/compact" in help_text and "/model" in help_text
+    assert "Agent: fake" in status
+    assert not r.prompts(), "commands never reach the agent"
+
+
+async def test_an_image_reaches_an_agent_that_accepts_images(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    api.photo(USER, b"\xff\xd8\xff fake jpeg", caption="report_images")
+    await until(lambda: finals(api, USER))
+    await r.settled()
+    assert finals(api, USER)[0].startswith("images:1")
+    (prompt,) = [f for f in r.frames() if f.get("method") == "session/prompt"]
+    image = [b for b in prompt["params"]["prompt"] if b["type"] == "image"]
+    assert image and image[0]["mimeType"] == "image/jpeg"
+
+
+async def test_an_agent_without_images_gets_the_text_and_the_person_a_sentence(api: FakeBotApi,
+                                                                              tg: TgFactory) -> None:
+    r = await tg("--no-images")
+    api.private(USER)
+    api.photo(USER, b"\xff\xd8\xff fake jpeg", caption="report_images")
+    await until(lambda: finals(api, USER))
+    await r.settled()
+    assert "does not accept images" in finals(api, USER)[0]
+    assert finals(api, USER)[0].count("images:0") == 1
