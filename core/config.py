@@ -120,7 +120,11 @@ class TelegramConfig(_Model):
 
 
 class DiscordConfig(_Model):
-    """Discord surface; ``api_base_url`` is the REST base, ``gateway_url`` the gateway."""
+    """Discord surface; ``api_base_url`` is the REST base, ``gateway_url`` the gateway.
+
+    ``guild_ids`` (beyond the contract): the servers to register the slash commands in, where they
+    appear at once; empty registers them globally (Discord may take up to an hour to show them).
+    """
 
     enabled: bool = False
     token_env: str = "DISCORD_BOT_TOKEN"
@@ -128,6 +132,7 @@ class DiscordConfig(_Model):
     allowed_channel_ids: list[int] = Field(default_factory=list)
     api_base_url: str | None = None
     gateway_url: str | None = None
+    guild_ids: list[int] = Field(default_factory=list)
 
 
 class SlackConfig(_Model):

@@ -252,6 +252,11 @@ class Store:
         rows = self._run("SELECT value FROM offsets WHERE surface = ? AND name = ?", (surface, name))[1]
         return str(rows[0][0]) if rows else None
 
+    def offsets(self, surface: str) -> dict[str, str]:
+        """Every position ``surface`` saved, by name (a surface keeping one per channel lists them at start)."""
+        rows = self._run("SELECT name, value FROM offsets WHERE surface = ? ORDER BY name", (surface,))[1]
+        return {str(name): str(value) for name, value in rows}
+
     def set_offset(self, surface: str, name: str, value: str) -> None:
         """Save a surface's position, replacing the previous one."""
         self._run(

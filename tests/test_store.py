@@ -144,6 +144,19 @@ def test_offsets_round_trip_and_survive_reopen(db: Path) -> None:
         assert s.get_offset("discord", "update_id") == "x"
 
 
+def test_offsets_lists_one_surfaces_positions_by_name(db: Path) -> None:
+    with Store.open(db) as s:
+        assert s.offsets("discord") == {}
+        s.set_offset("discord", "channel:2", "b")
+        s.set_offset("discord", "channel:1", "a")
+        s.set_offset("discord", "channel:1", "a2")
+        s.set_offset("telegram", "update_id", "7")
+    with Store.open(db) as s:
+        assert s.offsets("discord") == {"channel:1": "a2", "channel:2": "b"}
+        assert s.offsets("telegram") == {"update_id": "7"}
+        assert s.offsets("slack") == {}
+
+
 def test_outbound_ledger_keeps_unacked_in_order_across_reopen(db: Path) -> None:
     with Store.open(db) as s:
         a = s.add_outbound("telegram:1", {"text": "a"})

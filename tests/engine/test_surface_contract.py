@@ -16,6 +16,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+from fakes.discord_api import FakeDiscord, shown_text
 from fakes.memory_surface import MemorySurface
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -33,6 +36,8 @@ from core.engine.surface import (
 )
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
+from surfaces.discord.gateway import RelayClient, use_endpoints
+from surfaces.discord.surface import DiscordSurface
 from surfaces.slack.keys import Thread
 from surfaces.slack.surface import SlackSurface
 from surfaces.telegram.running import build_application
@@ -96,6 +101,31 @@ async def dashboard_surface() -> AsyncIterator[SurfaceUnderTest]:
 
 
 @asynccontextmanager
+async def discord_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """The real discord.py client, logged in to the fake Discord's REST API."""
+    saved = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    fake = await FakeDiscord().start()
+    client = RelayClient()
+    try:
+        use_endpoints(fake.api_base, fake.gateway_url)
+        await client.login(fake.token)
+        channel = fake.dm(42)
+
+        def read(mid: str) -> Shown | None:
+            message = fake.channels[channel].messages.get(int(mid)) if mid.isdigit() else None
+            if message is None:
+                return None
+            return Shown(shown_text(message["content"]), tuple(label for label, _ in fake.buttons(message)))
+
+        # typing cannot be read back: Discord shows it for ten seconds and has no way to clear it
+        yield SurfaceUnderTest(DiscordSurface(client), f"discord:{channel}", read)
+    finally:
+        await client.close()
+        await fake.close()
+        Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = saved
+
+
+@asynccontextmanager
 async def telegram_surface() -> AsyncIterator[SurfaceUnderTest]:
     """The real PTB bot against the fake Bot API; the text read back is what the chat shows."""
     api = await FakeBotApi().start()
@@ -141,6 +171,7 @@ SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTes
     memory_surface,
     streaming_memory_surface,
     dashboard_surface,
+    discord_surface,
     telegram_surface,
     slack_surface,
 ]

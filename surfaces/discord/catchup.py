@@ -1,0 +1,77 @@
+"""What was written while the relay was away: fetched from the channel history and handed over.
+
+The gateway only replays events to a connection that resumes its session; a relay that starts anew
+(or whose session Discord invalidated) identifies afresh and would never see what people wrote in
+the meantime. So after every READY, each conversation channel the relay knows (``KnownChannels``,
+the recent ones) is read after the last message it handled, and those messages go to the engine
+as if they had just arrived: the engine de-duplicates by message id, so nothing is answered twice.
+
+Answering a long backlog would bury the conversation, so at most ``per_channel`` of the newest
+missed messages in a channel are handed over; when there were more, one sentence says how many
+were sent and that only the latest are answered.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import discord
+
+from surfaces.discord import wording
+from surfaces.discord.channels import KnownChannels, Seen
+from surfaces.discord.errors import PLATFORM_ERRORS, REFUSED_CODES
+from surfaces.discord.inbound import Router
+from surfaces.discord.interactions import NO_PINGS
+
+__all__ = ["CatchUp"]
+
+log = logging.getLogger("acp_relay.discord.catchup")
+
+#: Only channels with a conversation in the last week are read (Discord keeps threads a week too).
+WITHIN_S = 7 * 24 * 3600.0
+MAX_CHANNELS = 50
+FETCH_LIMIT = 100  # one page of history per channel
+
+
+class CatchUp:
+    """Reads the known channels after the last message handled in each."""
+
+    def __init__(self, client: discord.Client, router: Router, known: KnownChannels, *, per_channel: int = 5) -> None:
+        self.client = client
+        self.router = router
+        self.known = known
+        self.per_channel = per_channel
+        self.handed = 0  # messages handed over since start (for the log and the tests)
+
+    async def run(self) -> None:
+        """One pass over the recent channels; a channel that fails is logged and skipped."""
+        for channel_id, seen in self.known.recent(WITHIN_S, MAX_CHANNELS):
+            if not self.router.receiving:
+                return
+            try:
+                await self._channel(channel_id, seen)
+            except PLATFORM_ERRORS as exc:
+                gone = isinstance(exc, discord.HTTPException) and exc.code in REFUSED_CODES
+                log.warning("could not read what was missed in Discord channel %s%s: %s", channel_id,
+                            " (it is gone or closed to the bot)" if gone else "", exc)
+
+    async def _channel(self, channel_id: int, seen: Seen) -> None:
+        channel = self.client.get_channel(channel_id) or self.client.get_partial_messageable(channel_id)
+        if not isinstance(channel, discord.abc.Messageable):  # e.g. a forum: its posts are the threads
+            return
+        history = channel.history(after=discord.Object(seen.last), oldest_first=True, limit=FETCH_LIMIT)
+        missed = [m async for m in history if self.router.is_person(m)]
+        if seen.kind == "channel":  # in an allowed channel only a mention is for the bot
+            missed = [m for m in missed if self.router.mentions_me(m)]
+        if not missed:
+            return
+        skipped, answered = missed[:-self.per_channel], missed[-self.per_channel:]
+        log.info("Discord channel %s: %d messages were sent while the relay was away", channel_id, len(missed))
+        if skipped:
+            for message in skipped:  # counted once: the next start does not find them again
+                self.known.note(channel_id, message.id, seen.kind, seen.parent)
+            if seen.kind != "channel":
+                await channel.send(wording.missed_text(len(missed), len(answered)), allowed_mentions=NO_PINGS)
+        for message in answered:
+            await self.router.on_message(message)
+            self.handed += 1

@@ -1,0 +1,143 @@
+"""The discord.py client: where it connects, what it asks for, and what ends it for good.
+
+The client asks for the Message Content intent (privileged: it is enabled per bot in the Developer
+Portal), without which messages in threads would arrive empty. discord.py reconnects by itself
+(resuming the session, so missed events are replayed); every disconnect and reconnect is logged
+here, so a bot that stopped hearing is never silent about it. What no reconnect can fix ends the
+run with one sentence (``StartupError``): a token Discord refuses (at login, or close code 4004) and
+a refused intent (close code 4014).
+
+``use_endpoints`` points discord.py at ``api_base_url`` / ``gateway_url``. discord.py keeps both as
+class attributes (``Route.BASE``, ``DiscordWebSocket.DEFAULT_GATEWAY``), so they hold for the whole
+process: one relay serves one Discord.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import discord
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from core.engine.surface import StartupError
+from surfaces.discord import wording
+
+__all__ = ["FATAL_CLOSE_CODES", "Events", "Gateway", "RelayClient", "use_endpoints"]
+
+log = logging.getLogger("acp_relay.discord.gateway")
+
+#: Close codes discord.py does not reconnect after; each is a configuration fact.
+FATAL_CLOSE_CODES = frozenset({4004, 4010, 4011, 4012, 4013, 4014})
+#: A 429 asking for a longer wait than this is handed to the core (which holds the channel), instead
+#: of discord.py sleeping inside the call (30 s is the least discord.py accepts).
+MAX_RATELIMIT_WAIT_S = 30.0
+
+
+def use_endpoints(api_base_url: str | None, gateway_url: str | None) -> None:
+    """Point discord.py at a compatible server (global for the process; None keeps Discord's)."""
+    if api_base_url:
+        Route.BASE = api_base_url.rstrip("/")
+    if gateway_url:
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+
+@dataclass
+class Events:
+    """What the client calls on the relay (each runs in the task discord.py starts for the event)."""
+
+    on_message: Callable[[discord.Message], Awaitable[None]]
+    on_interaction: Callable[[discord.Interaction], Awaitable[None]]
+    on_ready: Callable[[], Awaitable[None]]
+    setup: Callable[[], Awaitable[None]]
+
+
+async def _ignore(_event: object) -> None:
+    return None
+
+
+async def _nothing() -> None:
+    return None
+
+
+class RelayClient(discord.Client):
+    """A ``discord.Client`` with the relay's intents, handing its events to ``Events``."""
+
+    def __init__(self, events: Events | None = None, *, guild_ready_timeout: float = 2.0,
+                 heartbeat_timeout: float = 60.0, identify_delay_s: float = 5.0) -> None:
+        intents = discord.Intents.default()
+        intents.message_content = True
+        # The relay has no voice: discord.py's warnings about voice libraries would only confuse.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout,
+                         heartbeat_timeout=heartbeat_timeout, max_ratelimit_timeout=MAX_RATELIMIT_WAIT_S,
+                         chunk_guilds_at_startup=False)
+        self.events = events or Events(_ignore, _ignore, _nothing, _nothing)
+        self.stopping = False
+        self.identify_delay_s = identify_delay_s
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Discord allows one IDENTIFY per five seconds: a session started again waits that long."""
+        if not initial:
+            await asyncio.sleep(self.identify_delay_s)
+
+    async def setup_hook(self) -> None:
+        """After each login, before the gateway connects: sync the slash commands."""
+        await self.events.setup()
+
+    async def on_ready(self) -> None:
+        """A new gateway session (the first, or one Discord made us start again)."""
+        log.info("Discord gateway ready as %s (%d servers)", self.user, len(self.guilds))
+        await self.events.on_ready()
+
+    async def on_resumed(self) -> None:
+        """The session resumed after a disconnect: Discord replays what was missed."""
+        log.warning("Discord gateway connection resumed")
+
+    async def on_disconnect(self) -> None:
+        """The gateway connection dropped; discord.py is reconnecting (unless the close was final)."""
+        socket = getattr(self.ws, "socket", None)
+        code = getattr(socket, "close_code", None)
+        if not self.stopping and code not in FATAL_CLOSE_CODES:
+            log.warning("Discord gateway connection lost (close code %s); reconnecting", code)
+
+    async def on_message(self, message: discord.Message) -> None:
+        """MESSAGE_CREATE, the bot's own messages included (the router skips them)."""
+        await self.events.on_message(message)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """Every interaction; the command tree also sees slash commands, ``Events`` sees presses."""
+        await self.events.on_interaction(interaction)
+
+
+class Gateway:
+    """The receive loop the core's ``Receiver`` supervises: log in once, then stay connected."""
+
+    def __init__(self, client: RelayClient, token: str, token_env: str) -> None:
+        self.client = client
+        self._token = token
+        self._token_env = token_env
+        self._logged_in = False
+
+    async def connect(self) -> None:
+        """Runs while connected; ``StartupError`` for what no reconnect can fix."""
+        if not self._logged_in:
+            try:
+                await self.client.login(self._token)
+            except discord.LoginFailure as exc:
+                raise StartupError(wording.close_code_text(4004, self._token_env)) from exc
+            self._logged_in = True
+        try:
+            await self.client.connect(reconnect=True)
+        except discord.PrivilegedIntentsRequired as exc:
+            raise StartupError(wording.close_code_text(4014, self._token_env)) from exc
+        except discord.ConnectionClosed as exc:
+            if exc.code in FATAL_CLOSE_CODES:
+                raise StartupError(wording.close_code_text(exc.code, self._token_env)) from exc
+            raise
+        if self.client.is_closed() and not self.client.stopping:
+            raise ConnectionError("the Discord client was closed")

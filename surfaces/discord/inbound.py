@@ -1,0 +1,183 @@
+"""Discord messages -> the engine's inbound messages: which messages are a conversation, and which.
+
+- A DM is one conversation (``discord:<dm channel>``).
+- In an allowed channel, a message that mentions the bot opens a thread named after the prompt, and
+  the conversation lives in that thread; later messages in the thread continue it without a mention.
+  A command there (``@bot !status``), and anything from a person not on the allow-list, stays in the
+  channel itself: no thread is opened for it (the engine refuses that person once, naming their id).
+- Channels that are not allowed, and threads under them, get nothing at all.
+
+Messages of one channel are handed over one at a time, in the order Discord sent them (discord.py
+runs every event in its own task), and each channel remembers the last message handed over, so a
+restarted relay can fetch what it missed (``catchup``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Collection
+from typing import Literal
+
+import discord
+
+from core.engine.router import route
+from core.engine.surface import Attachment, Inbound, InboundMessage
+from surfaces.discord import wording
+from surfaces.discord.channels import Kind, KnownChannels
+from surfaces.discord.errors import PLATFORM_ERRORS
+from surfaces.discord.interactions import NO_PINGS
+from surfaces.discord.keys import SURFACE_NAME, conversation_key
+from surfaces.discord.surface import COMMANDS
+
+__all__ = ["MAX_IMAGE_BYTES", "Router"]
+
+log = logging.getLogger("acp_relay.discord.inbound")
+
+#: Images larger than this are not downloaded (Discord's own upload limit for most servers).
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+_THREAD_NAME_MAX = 100
+_OTHER_MENTION = re.compile(r"<(?:@[!&]?|#)\d+>")
+_PEOPLE = (discord.MessageType.default, discord.MessageType.reply)
+_THREAD_ARCHIVE_MIN: Literal[10080] = 10080  # a week, so a quiet conversation is not archived overnight
+
+
+def thread_name(text: str) -> str:
+    """A thread's name from its first prompt: the first line, mentions removed, at most 100 characters."""
+    lines = [line for line in _OTHER_MENTION.sub("", text).splitlines() if line.strip()]
+    words = " ".join(lines[0].split()) if lines else ""
+    if not words:
+        return wording.THREAD_FALLBACK_NAME
+    return words if len(words) <= _THREAD_NAME_MAX else words[:_THREAD_NAME_MAX - 1] + "…"
+
+
+class Router:
+    """Decides where each message belongs and hands it to the engine."""
+
+    def __init__(self, engine: Inbound, client: discord.Client, known: KnownChannels, *,
+                 allowed_channel_ids: Collection[int], allowed_user_ids: Collection[int]) -> None:
+        self.engine = engine
+        self.client = client
+        self.known = known
+        self.allowed_channels = frozenset(allowed_channel_ids)
+        self.allowed_users = frozenset(str(u) for u in allowed_user_ids)
+        self.receiving = True
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    # -- what is ours ----------------------------------------------------------------------
+
+    def is_person(self, message: discord.Message) -> bool:
+        """A person's message (not a bot's, not a system message such as "thread created")."""
+        return not message.author.bot and message.type in _PEOPLE
+
+    def mentions_me(self, message: discord.Message) -> bool:
+        """The message mentions the bot itself (not @everyone, not a role)."""
+        me = self.client.user
+        return me is not None and me.id in message.raw_mentions
+
+    def without_mention(self, text: str) -> str:
+        """``text`` with the bot's own mentions removed."""
+        me = self.client.user
+        return re.sub(rf"<@!?{me.id}>", "", text).strip() if me is not None else text.strip()
+
+    def where(self, channel: object, channel_id: int, *, in_guild: bool) -> tuple[Kind, int | None] | None:
+        """The kind of place ``channel_id`` is for the relay, with a thread's parent; None: not ours."""
+        seen = self.known.get(channel_id)
+        if not in_guild and (seen is None or seen.kind == "dm"):
+            return "dm", None  # (a known thread fetched without its guild still counts as that thread)
+        parent = getattr(channel, "parent_id", None)
+        if parent is None and seen is not None:
+            parent = seen.parent
+        if channel_id in self.allowed_channels:
+            return "channel", None
+        if parent is not None and parent in self.allowed_channels:
+            return "thread", parent
+        return None
+
+    def interaction_key(self, interaction: discord.Interaction) -> str | None:
+        """The conversation a slash command belongs to, or None in a channel the relay does not serve."""
+        channel_id = interaction.channel_id
+        if channel_id is None:
+            return None
+        place = self.where(interaction.channel, channel_id, in_guild=interaction.guild_id is not None)
+        return None if place is None else conversation_key(channel_id)
+
+    # -- messages --------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        """A gateway MESSAGE_CREATE (or a message fetched after a restart)."""
+        if not self.receiving or not self.is_person(message):
+            return
+        channel_id = message.channel.id
+        lock = self._locks.setdefault(channel_id, asyncio.Lock())
+        try:
+            async with lock:  # taken in event order: messages of a channel reach the engine in order
+                await self._route(message)
+        finally:
+            if not lock.locked() and self._locks.get(channel_id) is lock:
+                del self._locks[channel_id]
+
+    async def _route(self, message: discord.Message) -> None:
+        channel_id = message.channel.id
+        place = self.where(message.channel, channel_id, in_guild=message.guild is not None)
+        if place is None:
+            return  # a channel that is not allowed: nothing at all
+        kind, parent = place
+        if kind == "dm":
+            await self._hand(message, message.content.strip(), channel_id)
+            self.known.note(channel_id, message.id, "dm")
+            return
+        mentioned = self.mentions_me(message)
+        text = self.without_mention(message.content)
+        if kind == "thread":
+            if self.known.get(channel_id) is None and not mentioned:
+                return  # someone else's thread that never addressed the bot
+            await self._hand(message, text, channel_id)
+            self.known.note(channel_id, message.id, "thread", parent)
+            return
+        self.known.note(channel_id, message.id, "channel")
+        if not mentioned:
+            return
+        if not text and not message.attachments:
+            text = "!help"  # a bare mention asks what the bot can do
+        if str(message.author.id) not in self.allowed_users or route(text, COMMANDS) is not None:
+            await self._hand(message, text, channel_id)  # refused once, or a command: no thread for it
+            return
+        thread = await self._open_thread(message, text)
+        if thread is not None:
+            await self._hand(message, text, thread.id)
+            self.known.note(thread.id, message.id, "thread", channel_id)
+
+    async def _open_thread(self, message: discord.Message, text: str) -> discord.Thread | None:
+        try:
+            return await message.create_thread(name=thread_name(text), auto_archive_duration=_THREAD_ARCHIVE_MIN)
+        except (*PLATFORM_ERRORS, ValueError) as exc:  # ValueError: the guild is not known yet
+            log.warning("could not open a thread in channel %s: %s", message.channel.id, exc)
+        try:
+            await message.reply(wording.NO_THREAD, allowed_mentions=NO_PINGS)
+        except PLATFORM_ERRORS as exc:
+            log.warning("could not say so in channel %s: %s", message.channel.id, exc)
+        return None
+
+    async def _hand(self, message: discord.Message, text: str, conversation_channel: int) -> None:
+        reply_to = message.reference.message_id if message.reference is not None else None
+        inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), str(message.author.id), text,
+                                 str(message.id), display_name=message.author.display_name,
+                                 attachments=await self._images(message),
+                                 reply_to=str(reply_to) if reply_to is not None else None)
+        await self.engine.handle_message(inbound)
+
+    async def _images(self, message: discord.Message) -> tuple[Attachment, ...]:
+        images: list[Attachment] = []
+        for item in message.attachments:
+            mime = (item.content_type or "").split(";")[0].strip()
+            if not mime.startswith("image/") or item.size > MAX_IMAGE_BYTES:
+                continue
+            try:
+                data = await item.read()
+            except PLATFORM_ERRORS as exc:
+                log.warning("could not download an image from message %s: %s", message.id, exc)
+                continue
+            images.append(Attachment("image", mime, data, item.filename))
+        return tuple(images)

@@ -1,0 +1,157 @@
+"""Discord as a ``Surface``: channel messages by send + edit, buttons as components, answers to slash
+commands through their interactions.
+
+Discord has no streaming API, so the core posts and then edits (about once a second, paced per
+channel: Discord allows about five messages per five seconds in one channel). A message edited for
+longer than ``rollover_after_s`` is left as it is and the answer continues in a new message
+(Discord throttles edits of messages older than an hour, error 30046). Messages are at most 2,000
+characters; the core splits longer answers without breaking code fences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import discord
+
+from core.engine.surface import (
+    Button,
+    Capabilities,
+    DeliveryFailed,
+    InboundMessage,
+    MessageTooLong,
+    RateLimit,
+    SurfaceDefaults,
+)
+from surfaces.discord.errors import PLATFORM_ERRORS, delivery_error
+from surfaces.discord.interactions import NO_PINGS, Interactions
+from surfaces.discord.keys import SURFACE_NAME, channel_of
+from surfaces.discord.render import to_discord
+from surfaces.discord.views import build_view
+
+__all__ = ["CAPABILITIES", "COMMANDS", "MAX_MESSAGE_LENGTH", "DiscordSurface"]
+
+MAX_MESSAGE_LENGTH = 2000
+#: Discord throttles edits of messages older than an hour; ten minutes of margin.
+ROLLOVER_AFTER_S = 50 * 60.0
+CAPABILITIES = Capabilities(
+    max_message_length=MAX_MESSAGE_LENGTH, length_unit="chars", markup="discord_markdown", can_edit=True,
+    can_delete=True, can_buttons=True, can_thread=True, can_typing=True, edit_interval_s=None,
+    rate_limit=RateLimit(5, 5.0),
+    typing_refresh_s=8.0,  # Discord shows "is typing…" for about ten seconds
+    rollover_after_s=ROLLOVER_AFTER_S,
+)
+#: Slash commands arrive as their ``/`` spelling; ``!`` is the text alias typed in a message.
+COMMANDS: Mapping[str, str] = MappingProxyType({
+    "/new": "reset", "!new": "reset", "/compact": "compact", "!compact": "compact", "/stop": "stop",
+    "!stop": "stop", "/status": "status", "!status": "status", "/model": "model", "!model": "model",
+    "/help": "help", "!help": "help",
+})
+
+
+def _message_id(message_id: str) -> int:
+    if not message_id.isdigit():
+        raise DeliveryFailed(f"not a Discord message id: {message_id!r}")
+    return int(message_id)
+
+
+class DiscordSurface(SurfaceDefaults):
+    """The ``Surface`` the engine calls; ``interactions`` holds the slash commands still owed an answer."""
+
+    name = SURFACE_NAME
+    commands = COMMANDS
+
+    def __init__(self, client: discord.Client, capabilities: Capabilities = CAPABILITIES) -> None:
+        self.client = client
+        self.capabilities = capabilities
+        self.interactions = Interactions()
+
+    def render(self, markdown: str) -> str:
+        """Discord's Markdown (see ``render``)."""
+        return to_discord(markdown)
+
+    def _content(self, text: str, plain: bool) -> str:
+        # Discord parses Markdown in every message: plain text is shown as sent by escaping it.
+        content = discord.utils.escape_markdown(text) if plain else self.render(text)
+        if len(content) > self.capabilities.max_message_length:
+            raise MessageTooLong(f"{len(content)} characters; Discord takes {self.capabilities.max_message_length}")
+        return content
+
+    def _channel(self, key: str) -> discord.PartialMessageable:
+        return self.client.get_partial_messageable(channel_of(key))
+
+    def _reference(self, channel_id: int, reply_to: str | None) -> discord.MessageReference | None:
+        """A reply to ``reply_to`` where it can be one: not to a thread's starter message (it lives in
+        the parent channel), nor to an interaction. A message deleted meanwhile is simply not quoted."""
+        if not reply_to or not reply_to.isdigit() or int(reply_to) == channel_id or self.interactions.known(reply_to):
+            return None
+        return discord.MessageReference(message_id=int(reply_to), channel_id=channel_id, fail_if_not_exists=False)
+
+    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
+                   plain: bool = False, reply_to: str | None = None) -> str:
+        """Post a message (with buttons, as a reply where it can be); returns its id."""
+        channel = self._channel(conversation_key)
+        kwargs: dict[str, Any] = {"content": self._content(text, plain), "allowed_mentions": NO_PINGS}
+        if buttons:
+            kwargs["view"] = build_view(buttons)
+        reference = self._reference(channel.id, reply_to)
+        if reference is not None:
+            kwargs["reference"] = reference
+        try:
+            message = await channel.send(**kwargs)
+        except PLATFORM_ERRORS as exc:
+            raise delivery_error(exc) from exc
+        return str(message.id)
+
+    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
+                    plain: bool = False, private: bool = False) -> str:
+        """Answer through the message's interaction (ephemeral where ``private``), else reply in the channel
+        (a channel message cannot be private: it is an ordinary reply)."""
+        live = self.interactions.get(message.message_id)
+        if live is None:
+            return await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
+                                   reply_to=message.message_id)
+        content = self._content(text, plain)
+        try:
+            message_id = await live.answer(content, build_view(buttons) if buttons else None, private)
+        except PLATFORM_ERRORS as exc:
+            raise delivery_error(exc) from exc
+        self.interactions.made(message_id, live)
+        return message_id
+
+    async def edit(self, conversation_key: str, message_id: str, text: str, *,
+                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+        """Replace a message's text and buttons (no buttons: the components are removed)."""
+        content = self._content(text, plain)
+        view = build_view(buttons) if buttons else None
+        maker = self.interactions.maker(message_id)
+        try:
+            if maker is not None:
+                await maker.edit(message_id, content, view)
+            else:
+                target = self._channel(conversation_key).get_partial_message(_message_id(message_id))
+                await target.edit(content=content, view=view, allowed_mentions=NO_PINGS)
+        except PLATFORM_ERRORS as exc:
+            raise delivery_error(exc) from exc
+
+    async def delete(self, conversation_key: str, message_id: str) -> None:
+        """Remove a message (an answer that got shorter); one already gone is fine."""
+        target = self._channel(conversation_key).get_partial_message(_message_id(message_id))
+        try:
+            await target.delete()
+        except discord.NotFound:
+            return
+        except PLATFORM_ERRORS as exc:
+            raise delivery_error(exc) from exc
+
+    async def typing(self, conversation_key: str, active: bool) -> None:
+        """Show "is typing…" (about ten seconds; the core refreshes it). Discord has no way to clear it
+        early: the next message does."""
+        if not active:
+            return
+        try:
+            await self._channel(conversation_key).typing()
+        except PLATFORM_ERRORS as exc:
+            raise delivery_error(exc) from exc

@@ -1,0 +1,167 @@
+"""The Discord tier's harness: a relay (real Engine, the scripted agent as a real subprocess, the
+Discord surface on the real discord.py client) pointed at the fake Discord.
+
+``relay(...)`` launches the surface the way ``acp-relay run`` does (``launch(engine, config)``),
+with short intervals; ``await r.restart()`` stops that relay and starts a new one on the same store
+file and the same fake (the platform keeps its messages, as Discord does). Tests wait for
+conditions with ``until``; timeouts are hang guards only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.app import build_engine
+from core.config import RelayConfig
+from core.engine.engine import Engine
+from core.store import Store
+from surfaces.discord import CAPABILITIES, DiscordRelay, launch
+from tests.conftest import FAKE_AGENT_PATH
+from tests.fakes.discord_api import FakeDiscord
+
+HANG_GUARD_S = 20.0
+ALICE, BOB, MALLORY = 111_000_000_000_000_001, 111_000_000_000_000_002, 111_000_000_000_000_666
+TOKEN_ENV = "DISCORD_BOT_TOKEN"
+FAST = dataclasses.replace(CAPABILITIES, edit_interval_s=0.02, typing_refresh_s=0.2)
+
+
+async def until(pred: Callable[[], object], what: str = "", timeout: float = HANG_GUARD_S) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not pred():
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"never happened: {what or pred}") from None
+
+
+async def fast_sleep(delay: float) -> None:
+    await asyncio.sleep(min(delay, 0.02))
+
+
+def prompts(record: Path) -> list[str]:
+    """The prompt texts the fake agent received, oldest first."""
+    out = []
+    if record.exists():
+        for line in record.read_text(encoding="utf-8").splitlines():
+            try:
+                frame = json.loads(line)
+            except ValueError:
+                continue
+            if frame.get("method") == "session/prompt":
+                out.append("\n".join(b.get("text", "") for b in frame["params"]["prompt"] if b.get("type") == "text"))
+    return out
+
+
+def methods(record: Path) -> list[str]:
+    if not record.exists():
+        return []
+    return [json.loads(line).get("method", "") for line in record.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+@dataclass
+class Relay:
+    """One relay under test on the fake Discord."""
+
+    tmp: Path
+    fake: FakeDiscord
+    flags: tuple[str, ...] = ()
+    discord: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)
+    capabilities: Any = FAST
+    engine: Engine = field(init=False)
+    store: Store = field(init=False)
+    launched: DiscordRelay = field(init=False)
+    running: bool = False
+
+    @property
+    def channel(self) -> int:
+        """The allowed channel."""
+        return next(iter(self.fake.channels))
+
+    @property
+    def other_channel(self) -> int:
+        """A channel of the same server that is not allowed."""
+        return list(self.fake.channels)[1]
+
+    @property
+    def record(self) -> Path:
+        return self.tmp / "record.jsonl"
+
+    def config(self) -> RelayConfig:
+        args = [str(FAKE_AGENT_PATH), "--record", str(self.record), "--state-dir", str(self.tmp / "agent-state"),
+                *self.flags]
+        discord_section = {"enabled": True, "token_env": TOKEN_ENV, "allowed_user_ids": [ALICE, BOB],
+                           "allowed_channel_ids": [self.channel], "api_base_url": self.fake.api_base,
+                           "gateway_url": self.fake.gateway_url, **self.discord}
+        data: dict[str, Any] = {
+            "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.tmp)}},
+            "store": {"path": str(self.tmp / "relay.db")},
+            "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
+            "timeouts": {"prompt_s": 60, "request_s": 10},
+            "engine": {"edit_interval_s": 0.02},
+            "surfaces": {"dashboard": {"enabled": False}, "discord": discord_section},
+        }
+        for section, values in self.sections.items():
+            data.setdefault(section, {}).update(values)
+        return RelayConfig.model_validate(data)
+
+    async def start(self, *, wait_ready: bool = True) -> Relay:
+        config = self.config()
+        self.store = Store.open(config.store.path)
+        self.engine = build_engine(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
+        try:
+            self.launched = await launch(self.engine, config, capabilities=self.capabilities,
+                                         guild_ready_timeout=0.05, first_reconnect_delay_s=0.05,
+                                         identify_delay_s=0.05)
+        except BaseException:
+            self.store.close()
+            raise
+        await self.engine.start()
+        self.running = True
+        if wait_ready:
+            await until(self.launched.client.is_ready, "the client is ready")
+        return self
+
+    async def stop(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        await self.launched.stop_receiving()
+        await self.engine.close()
+        await self.launched.close()
+        await self.engine.pool.close()
+        self.store.close()
+
+    async def restart(self, *, flags: tuple[str, ...] | None = None) -> None:
+        await self.stop()
+        if flags is not None:
+            self.flags = flags
+        await self.start()
+
+    # -- looking ----------------------------------------------------------------------------
+
+    def prompts(self) -> list[str]:
+        return prompts(self.record)
+
+    def methods(self) -> list[str]:
+        return methods(self.record)
+
+    def idle(self) -> bool:
+        return all(c.idle for c in self.engine.conversations.values()) and not self.store.pending_outbound()
+
+    async def settled(self) -> None:
+        await until(self.idle, "every conversation idle")
+
+    def bot_texts(self, channel_id: int) -> list[str]:
+        return [m["content"] for m in self.fake.bot_messages(channel_id)]
+
+
+RelayFactory = Callable[..., Awaitable[Relay]]

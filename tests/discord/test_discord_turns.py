@@ -1,0 +1,92 @@
+"""Whole streamed turns through the real discord.py client: in a DM, and in a thread a mention opens."""
+
+from __future__ import annotations
+
+from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
+
+
+async def test_a_dm_is_one_conversation_streamed_by_send_and_edit(relay: RelayFactory) -> None:
+    r = await relay()
+    dm = r.fake.dm(ALICE, "alice")
+    first = await r.fake.say(dm, ALICE, "text hello\nsleep 0.3\ntext  world")
+    await until(lambda: any("world" in t for t in r.bot_texts(dm)), "the answer")
+    await r.settled()
+    answer = r.fake.bot_messages(dm)
+    assert len(answer) == 1
+    assert answer[0]["content"].startswith("hello world")
+    assert "⏱" in answer[0]["content"]  # the footer: the turn is over
+    assert answer[0]["message_reference"]["message_id"] == str(first)
+    assert answer[0].get("_edits", 0) >= 1  # streamed: posted, then edited
+    assert r.fake.calls_to("POST", f"/channels/{dm}/typing")
+    second = await r.fake.say(dm, ALICE, "again")
+    await until(lambda: any("echo: again" in t for t in r.bot_texts(dm)), "the second answer")
+    assert r.prompts() == ["text hello\nsleep 0.3\ntext  world", "again"]
+    assert second > first
+
+
+async def test_a_mention_opens_a_thread_named_after_the_prompt_and_the_thread_continues_without_one(
+        relay: RelayFactory) -> None:
+    r = await relay()
+    asked = await r.fake.say(r.channel, ALICE, "explain   the build\nplease", mention=True)
+    await until(lambda: r.fake.thread_for(asked) is not None, "a thread")
+    thread = r.fake.thread_for(asked)
+    assert thread is not None and thread.name == "explain the build"
+    await until(lambda: any("echo: explain" in t for t in r.bot_texts(thread.id)), "the answer in the thread")
+    await r.settled()
+    assert r.bot_texts(r.channel) == []  # nothing but the thread in the channel itself
+    assert r.prompts() == ["explain   the build\nplease"]  # the mention itself is not sent
+    answer = r.fake.bot_messages(thread.id)[0]
+    assert "message_reference" not in answer  # the starter lives in the channel, not in the thread
+    await r.fake.say(thread.id, ALICE, "and the tests?")
+    await until(lambda: any("echo: and the tests?" in t for t in r.bot_texts(thread.id)), "the follow-up")
+    assert len(r.engine.conversations) == 1  # one conversation, the thread's
+
+
+async def test_a_channel_that_is_not_allowed_gets_nothing(relay: RelayFactory) -> None:
+    r = await relay()
+    await r.fake.say(r.other_channel, ALICE, "hello?", mention=True)
+    await r.fake.say(r.channel, ALICE, "a plain message without a mention")
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "ping")  # a later message that is answered: the earlier ones were seen
+    await until(lambda: any("echo: ping" in t for t in r.bot_texts(dm)), "the DM answer")
+    await r.settled()
+    assert r.bot_texts(r.other_channel) == [] and r.bot_texts(r.channel) == []
+    assert not [c for c in r.fake.channels.values() if c.type == 11]  # no thread opened
+    assert r.prompts() == ["ping"]
+
+
+async def test_a_person_not_allowed_is_refused_once_with_their_id_and_never_gets_a_thread(
+        relay: RelayFactory) -> None:
+    r = await relay()
+    first = await r.fake.say(r.channel, MALLORY, "let me in", mention=True)
+    await until(lambda: r.bot_texts(r.channel), "the refusal")
+    await r.fake.say(r.channel, MALLORY, "please", mention=True)
+    dm = r.fake.dm(MALLORY)
+    await r.fake.say(dm, MALLORY, "and here?")
+    await r.fake.say(r.fake.dm(ALICE), ALICE, "sync")  # once this is answered, the others were handled
+    await until(lambda: any("echo: sync" in t for t in r.bot_texts(r.fake.dm(ALICE))), "alice's answer")
+    refusals = r.bot_texts(r.channel) + r.bot_texts(dm)
+    assert refusals == [f"You are not allowed to use this bot. Your user id is {MALLORY}; an operator can add it "
+                        "to the allow-list."]
+    assert r.fake.bot_messages(r.channel)[0]["message_reference"]["message_id"] == str(first)
+    assert not [c for c in r.fake.channels.values() if c.type == 11]
+    assert r.prompts() == ["sync"]
+
+
+async def test_images_reach_an_agent_that_accepts_them(relay: RelayFactory) -> None:
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    png = b"\x89PNG\r\n\x1a\n" + b"0" * 64
+    await r.fake.say(dm, ALICE, "report_images", attachments=(("shot.png", "image/png", png),
+                                                            ("notes.txt", "text/plain", b"not an image")))
+    await until(lambda: any("images:1" in t for t in r.bot_texts(dm)), "the agent saw one image")
+
+
+async def test_messages_of_a_channel_reach_the_agent_in_the_order_they_were_sent(relay: RelayFactory) -> None:
+    r = await relay()
+    r.fake.cdn_delay_s = 0.3  # the first message's image takes a while to download
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "first, with a picture", attachments=(("a.png", "image/png", b"png"),))
+    await r.fake.say(dm, ALICE, "second")
+    await until(lambda: len(r.prompts()) == 2 and r.idle(), "both answered")
+    assert r.prompts() == ["first, with a picture", "second"]
