@@ -87,7 +87,9 @@ async def test_a_prompt_streams_markdown_and_fills_the_status_panel(
     await tab.shot("01-empty")
     await tab.send("hello")
     await tab.page.locator("#messages .msg-user", has_text="hello").wait_for()
-    assert await tab.page.input_value("#composer textarea") == ""
+    # The composer empties when the relay has taken the message (its answer to the POST), which can
+    # come just after the message shows up in the transcript (the event stream): wait for it.
+    await tab.page.wait_for_function("document.querySelector('#composer textarea').value === ''")
     answer = await tab.answer("demo agent")
     assert await answer.locator("strong", has_text="acp-relay demo agent").count() == 1
     assert "print(" in await answer.locator("pre code").inner_text()
