@@ -9,7 +9,6 @@ conditions with ``until``; timeouts are hang guards only.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import sys
@@ -25,24 +24,13 @@ from core.store import Store
 from surfaces.discord import CAPABILITIES, DiscordRelay, launch
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.discord_api import FakeDiscord
+from tests.waiting import fast_sleep, until
 
-HANG_GUARD_S = 20.0
 ALICE, BOB, MALLORY = 111_000_000_000_000_001, 111_000_000_000_000_002, 111_000_000_000_000_666
 TOKEN_ENV = "DISCORD_BOT_TOKEN"
 FAST = dataclasses.replace(CAPABILITIES, edit_interval_s=0.02, typing_refresh_s=0.2)
 
 
-async def until(pred: Callable[[], object], what: str = "", timeout: float = HANG_GUARD_S) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not pred():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"never happened: {what or pred}") from None
-
-
-async def fast_sleep(delay: float) -> None:
-    await asyncio.sleep(min(delay, 0.02))
 
 
 def prompts(record: Path) -> list[str]:

@@ -11,7 +11,6 @@ only as hang guards.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -29,25 +28,12 @@ from core.engine.surface import Button, ButtonPress, Capabilities, DeliveryFaile
 from core.store import Store
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.memory_surface import MemorySurface, StoredMessage
+from tests.waiting import fast_sleep, until
 
-HANG_GUARD_S = 15.0  # only ever reached when something hangs
 KEY = "memory:c1"
 USER = "u1"
 
 
-async def until(pred: Callable[[], object], timeout: float = HANG_GUARD_S, what: str = "") -> None:
-    """Poll ``pred`` until it is true; fail (naming ``what``) if that never happens."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not pred():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"condition never became true: {what or pred}") from None
-
-
-async def fast_sleep(delay: float) -> None:
-    """The engine's injectable sleep: back-off and redelivery delays shrink to a few ms."""
-    await asyncio.sleep(min(delay, 0.02))
 
 
 def read_frames(path: Path) -> list[dict[str, Any]]:

@@ -10,7 +10,8 @@ import asyncio
 import json
 
 from core.engine import wording
-from tests.engine.conftest import HANG_GUARD_S, Relay, RelayFactory
+from tests.engine.conftest import Relay, RelayFactory
+from tests.waiting import HANG_GUARD_S
 
 THROTTLED = json.dumps({"message": "Internal error",
                         "data": "Encountered an error in the response stream: ThrottlingException"})

@@ -10,7 +10,6 @@ Nothing here measures time: tests wait for a condition, with hang guards only.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,8 +27,8 @@ from surfaces.slack import SlackRelay, Timings, launch
 from surfaces.slack.keys import Thread
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, BOT_USER, SIGNING_SECRET, TEAM, SlackFake, SlackMessage
+from tests.waiting import fast_sleep, until
 
-HANG_GUARD_S = 20.0
 USER = "U0ALICE"
 STRANGER = "U0MALLORY"
 CHANNEL = "C0GENERAL"
@@ -40,18 +39,6 @@ FAST = Timings(rate_limit=None, typing_refresh_s=None, ping_interval_s=0.2, conn
                reconnect_first_delay_s=0.05, reconnect_max_delay_s=0.2)
 
 
-async def until(pred: Callable[[], object], timeout: float = HANG_GUARD_S, what: str = "") -> None:
-    """Poll ``pred`` until it is true; fail (naming ``what``) if that never happens."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not pred():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"condition never became true: {what or pred}") from None
-
-
-async def fast_sleep(delay: float) -> None:
-    await asyncio.sleep(min(delay, 0.02))
 
 
 @dataclass

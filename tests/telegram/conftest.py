@@ -26,20 +26,11 @@ from core.store import Store
 from surfaces.telegram import TelegramRelay, launch
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.telegram_api import TOKEN, FakeBotApi
+from tests.waiting import until
 
-HANG_GUARD_S = 20.0
 USER = 4242  # the allowed person; their private chat has the same id
 GROUP = -1001234567890
 
-
-async def until(pred: Callable[[], object], what: str = "", timeout: float = HANG_GUARD_S) -> None:
-    """Poll ``pred`` until it is true; fail (naming ``what``) if that never happens."""
-    try:
-        async with asyncio.timeout(timeout):
-            while not pred():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"condition never became true: {what or pred}") from None
 
 
 @pytest.fixture
