@@ -112,6 +112,10 @@ async def naive_turn(api: FakeBotApi, watch: Watch, bot: Bot, session: Any, text
     return watch.turn(USER, said["message_id"], since), updates[-1].update_id + 1
 
 
+#: The pause before each measured message (longer than a group's 3 s pace between two calls).
+READING_S = 3.0
+
+
 async def run(chunks: int, seconds: float, rounds: int) -> None:
     os.environ["TELEGRAM_BOT_TOKEN"] = TOKEN
     api = await FakeBotApi().start()
@@ -131,8 +135,15 @@ async def run(chunks: int, seconds: float, rounds: int) -> None:
         body = script(chunks, seconds)
         try:
             await relay_turn(api, watch, USER, "text warm-up")
-            private = [await relay_turn(api, watch, USER, body) for _ in range(rounds)]
-            group = [await relay_turn(api, watch, GROUP, f"@relay_bot {body}") for _ in range(rounds)]
+
+            async def after_a_pause(chat: int, text: str) -> tuple[float, int]:
+                # A person reads the answer before writing again. Back to back, a reply waits for its
+                # chat's flood-control pace (which the naive sender ignores, at the risk of a 429).
+                await asyncio.sleep(READING_S)
+                return await relay_turn(api, watch, chat, text)
+
+            private = [await after_a_pause(USER, body) for _ in range(rounds)]
+            group = [await after_a_pause(GROUP, f"@relay_bot {body}") for _ in range(rounds)]
             await launched.stop_receiving()
             session = await engine.pool.runtimes()[0].new_session()
             async with Bot(TOKEN, base_url=f"{api.url}/bot") as bot:

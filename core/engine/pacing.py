@@ -4,6 +4,10 @@ Streamed edits, notices, approval prompts and their settle edits in one chat all
 here, under the chat's ``rate_key``, so several streams in one chat cannot push it into flood
 control together. A 429 holds the whole chat for ``retry_after``. Slots are reserved before the
 caller sleeps, so concurrent callers never take the same one.
+
+The pace is the generic cell rate algorithm: calls are ``per_s / calls`` seconds apart on average,
+and after a quiet moment up to ``burst`` of them go at once (the first answer after a pause is not
+held back for a slot its chat does not need).
 """
 
 from __future__ import annotations
@@ -24,23 +28,29 @@ _PRUNE_ABOVE = 1024
 
 
 class Pacer:
-    """Spaces calls into each chat ``per_s / calls`` seconds apart and honours 429 holds."""
+    """Paces calls into each chat (``RateLimit``) and honours 429 holds."""
 
     def __init__(self, *, sleep: Sleep = asyncio.sleep, clock: Callable[[], float] = time.monotonic) -> None:
         self._sleep = sleep
         self._clock = clock
-        self._next: dict[str, float] = {}  # rate key -> earliest time of its next call
+        self._tat: dict[str, float] = {}  # rate key -> the theoretical time of its next call
+        self._held: dict[str, float] = {}  # rate key -> the end of a 429 hold
 
     def reserve(self, key: str, limit: RateLimit | None) -> float:
         """Take the chat's next slot; returns how long the caller must wait for it (0: go now)."""
         now = self._clock()
-        slot = max(now, self._next.get(key, now))
-        spacing = limit.per_s / limit.calls if limit is not None and limit.calls > 0 else 0.0
-        if spacing > 0 or slot > now:
-            self._next[key] = slot + spacing
-        if len(self._next) > _PRUNE_ABOVE:
+        held = self._held.get(key, now)
+        if held <= now:
+            self._held.pop(key, None)
+        if limit is None or limit.calls <= 0:
+            return max(0.0, held - now)
+        interval = limit.per_s / limit.calls
+        tat = max(self._tat.get(key, now), now, held)
+        at = max(now, held, tat - (max(1, limit.burst) - 1) * interval)
+        self._tat[key] = tat + interval
+        if len(self._tat) > _PRUNE_ABOVE:
             self._forget_idle(now)
-        return slot - now
+        return at - now
 
     async def wait(self, key: str, limit: RateLimit | None) -> None:
         """Wait for the chat's next slot."""
@@ -51,11 +61,11 @@ class Pacer:
     def hold(self, key: str, seconds: float) -> None:
         """The platform said 429 in this chat: nothing goes there for ``seconds``."""
         until = self._clock() + max(0.0, seconds)
-        self._next[key] = max(self._next.get(key, until), until)
+        self._held[key] = max(self._held.get(key, until), until)
 
     def _forget_idle(self, now: float) -> None:
-        for key in [k for k, t in self._next.items() if t < now - _FORGET_AFTER_S]:
-            del self._next[key]
+        for key in [k for k, t in self._tat.items() if t < now - _FORGET_AFTER_S]:
+            del self._tat[key]
 
     def __len__(self) -> int:
-        return len(self._next)
+        return len(self._tat) + len(self._held)

@@ -56,10 +56,12 @@ LengthUnit = Literal["chars", "utf16"]
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:
-    """At most ``calls`` platform calls per ``per_s`` seconds into one chat (its ``rate_key``)."""
+    """At most ``calls`` platform calls per ``per_s`` seconds into one chat (its ``rate_key``), of
+    which up to ``burst`` may go at once after a quiet moment (Discord: 5 per 5 s, all at once)."""
 
     calls: int
     per_s: float
+    burst: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ __all__ = ["SLACK_PACE", "Timings", "Tokens", "problems", "read_tokens"]
 
 _PATH = "surfaces.slack"
 _MEMBER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
-#: chat.postMessage takes about one message per second per channel.
-SLACK_PACE = RateLimit(1, 1.0)
+#: chat.postMessage takes about one message per second per channel, with short bursts.
+SLACK_PACE = RateLimit(1, 1.0, burst=3)
 
 
 @dataclass(frozen=True, slots=True)

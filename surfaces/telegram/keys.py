@@ -25,12 +25,13 @@ GROUP = Capabilities(
     max_message_length=MessageLimit.MAX_TEXT_LENGTH, length_unit="utf16", markup="telegram_entities",
     can_edit=True, can_delete=True, can_stream_natively=False, can_buttons=True, can_thread=True,
     can_typing=True, edit_interval_s=60.0 / FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP,
-    rate_limit=RateLimit(FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP, 60.0),
+    # A few at once after a quiet moment, so an answer is not held back for the previous one's slot.
+    rate_limit=RateLimit(FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP, 60.0, burst=3),
     # Telegram shows "typing" for 5 s, or until the bot's next message.
     typing_refresh_s=4.0)
 #: Private chats: about one message a second; the reply streams as a draft (``sendMessageDraft``).
 PRIVATE = replace(GROUP, can_stream_natively=True, edit_interval_s=1.0,
-                  rate_limit=RateLimit(FloodLimit.MESSAGES_PER_SECOND_PER_CHAT, 1.0))
+                  rate_limit=RateLimit(FloodLimit.MESSAGES_PER_SECOND_PER_CHAT, 1.0, burst=3))
 
 
 @dataclass(frozen=True, slots=True)

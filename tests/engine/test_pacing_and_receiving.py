@@ -24,6 +24,15 @@ def test_calls_into_one_chat_are_spaced_and_other_chats_are_not_held_back() -> N
     assert pacer.reserve("chat-c", None) == 0.0 and pacer.reserve("chat-c", None) == 0.0, "unpaced chat"
 
 
+def test_after_a_quiet_moment_a_burst_goes_at_once_and_then_the_average_pace_holds() -> None:
+    clock = FakeClock()
+    pacer = Pacer(sleep=clock.sleep, clock=clock.monotonic)
+    discord = RateLimit(5, 5.0, burst=5)
+    assert [pacer.reserve("channel", discord) for _ in range(7)] == [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0]
+    clock.now = 60.0  # a quiet minute later the chat can burst again
+    assert [pacer.reserve("channel", discord) for _ in range(5)] == [0.0] * 5
+
+
 def test_a_429_holds_the_whole_chat_for_retry_after() -> None:
     clock = FakeClock()
     pacer = Pacer(sleep=clock.sleep, clock=clock.monotonic)
