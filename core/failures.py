@@ -15,7 +15,6 @@ its verdict, so later callers agree with the retry ladder whatever they know.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -41,11 +40,11 @@ __all__ = [
     "_format_acp_error",
     "_is_transient_raw_error",
     "classify",
-    "echoes_error",
     "error_from_rpc",
     "is_session_lost",
     "login_command",
     "person_text",
+    "text_kind",
 ]
 
 _I = re.IGNORECASE
@@ -444,6 +443,13 @@ def classify(error: _Failure, *, backend: str = "generic",
     return _verdict(_facts(error, backend, advertised_models))[0]
 
 
+def text_kind(text: str, *, backend: str = "generic") -> str:
+    """The kind of failure a bare sentence from an agent names (``unknown`` for none), by the same
+    ``_RE_*`` rows; cheap enough for every streamed first chunk (no prose is built)."""
+    matched = unwrap(text, for_matching=True, envelope=_RE_KIRO_ENVELOPE)
+    return _match(_Facts(None, matched, "", False, backend, (), None, None))[0].kind
+
+
 def _is_transient_raw_error(error: _Failure, *, backend: str = "generic",
                             advertised_models: Sequence[str] = ()) -> bool:
     """The retry verdict the retry ladder reads, for a raw JSON-RPC error ``{"code", "message", "data"}``
@@ -455,17 +461,6 @@ def _format_acp_error(error: _Failure, *, backend: str = "generic",
                       advertised_models: Sequence[str] = ()) -> str:
     """Plain, redacted, actionable prose for a raw JSON-RPC error or any exception."""
     return classify(error, backend=backend, advertised_models=advertised_models).prose
-
-
-def echoes_error(text: str, error: BaseException) -> bool:
-    """True when ``text`` only repeats the error's own words: claude-agent-acp and codex-acp stream the
-    error as an ordinary chunk just before the JSON-RPC error, and a person should read it once."""
-    said = " ".join(text.split())
-    if not said:
-        return False
-    data = getattr(error, "data", None)
-    raw = " ".join(f"{getattr(error, 'message', '') or error} {json.dumps(data) if data is not None else ''}".split())
-    return said in raw or said in " ".join(str(data).split())
 
 
 def is_session_lost(exc: BaseException) -> bool:

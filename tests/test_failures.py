@@ -974,3 +974,11 @@ def test_html_tags_in_a_provider_sentence_are_not_taken_for_commands() -> None:
     assert person_text("the reply had an unclosed </b> and a <br/> tag") == (
         "the reply had an unclosed </b> and a <br/> tag")
     assert person_text("try /model opus") == "try the agent's model command opus"
+
+
+@pytest.mark.parametrize(("name", "text", "advertised", "kind"), [s for s in SAMPLES if not s[2]],
+                         ids=[f"{s[0]}:{s[1][:20]}" for s in SAMPLES if not s[2]])
+def test_the_kind_of_a_bare_sentence_is_the_kind_its_raw_error_classifies_as(
+        name: str, text: str, advertised: tuple[str, ...], kind: str) -> None:
+    # text_kind is what the streamed-text hold-back asks on every first chunk: the same rows, no prose.
+    assert failures.text_kind(text) == failures.classify({"message": text}).kind == kind

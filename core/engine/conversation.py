@@ -61,6 +61,7 @@ class Conversation:
         self._binding = asyncio.Lock()
         rec = deps.store.get_conversation(key)
         self.context_pct: float | None = rec.context_pct if rec is not None else None
+        self._stored_context = self.context_pct  # what the store has, so a turn that changed nothing costs no read
 
     # -- the store's view ----------------------------------------------------------------
 
@@ -132,7 +133,7 @@ class Conversation:
         if self.session is not None:
             self.session.runtime.forget(self.session.session_id)
         self.session = None
-        self.context_pct = None
+        self.context_pct = self._stored_context = None  # the reset clears the stored one too
         self.deps.forget_approvals(self.key)
         return self.deps.store.reset_conversation(self.key)
 
@@ -172,9 +173,12 @@ class Conversation:
         self.deps.on_idle(self)
 
     def _save_context(self) -> None:
+        if self.context_pct == self._stored_context:
+            return
         rec = self.deps.store.get_conversation(self.key)
-        if rec is not None and rec.context_pct != self.context_pct:
+        if rec is not None:
             self.deps.store.save_conversation(replace(rec, context_pct=self.context_pct))
+            self._stored_context = self.context_pct
 
     @property
     def idle(self) -> bool:

@@ -183,24 +183,12 @@ class Document:
 
     def parts(self) -> list[str]:
         """The reply as parts, each shown below the one before (an empty part shows nothing)."""
-        text = self.text
-        bounds = [0, *(min(b, len(text)) for b in self._breaks), len(text)]
-        last = len(self._breaks)
-        out = []
-        for part in range(last + 1):
-            sections: list[str] = []
-            notices = [t for _, t, p in self._notices if p == part]
-            if notices:
-                sections.append("\n".join(notices))
-            if self._plan and self._plan_part == part:
-                sections.append("\n".join(wording.plan_line(e.content, e.status) for e in self._plan))
-            tools = [t for tid, t in self._tools.items() if self._tool_part[tid] == part]
-            if tools:
-                sections.append("\n".join(wording.tool_status_line(t.title, t.kind, t.status) for t in tools))
-            answer = text[bounds[part]:bounds[part + 1]].strip("\n")
-            if answer.strip():
-                sections.append(answer)
-            out.append(sections)
+        text, last = self.text, len(self._breaks)
+        if last:
+            bounds = [0, *(min(b, len(text)) for b in self._breaks), len(text)]
+            out = [self._opening(part, text[bounds[part]:bounds[part + 1]]) for part in range(last + 1)]
+        else:  # the usual reply: one part, no slicing
+            out = [self._opening(0, text)]
         closing = self._closing()
         if self._elapsed_s is not None and not closing and not any(out):
             closing.append(wording.EMPTY_ANSWER)
@@ -208,6 +196,24 @@ class Document:
         if self._elapsed_s is not None:
             out[last].append(wording.footer_text(self._elapsed_s, self._context_pct))
         return ["\n\n".join(sections) for sections in out]
+
+    def _opening(self, part: int, answer: str) -> list[str]:
+        """The notices, plan and tool lines that first appeared in ``part``, then its text."""
+        sections: list[str] = []
+        if self._notices:
+            notices = [t for _, t, p in self._notices if p == part]
+            if notices:
+                sections.append("\n".join(notices))
+        if self._plan and self._plan_part == part:
+            sections.append("\n".join(wording.plan_line(e.content, e.status) for e in self._plan))
+        if self._tools:
+            tools = [t for tid, t in self._tools.items() if self._tool_part[tid] == part]
+            if tools:
+                sections.append("\n".join(wording.tool_status_line(t.title, t.kind, t.status) for t in tools))
+        answer = answer.strip("\n")
+        if answer.strip():
+            sections.append(answer)
+        return sections
 
     def _closing(self) -> list[str]:
         sections: list[str] = []

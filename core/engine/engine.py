@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
 import time
 from collections import OrderedDict
@@ -98,7 +99,9 @@ class Engine:
     def _idle(self, conv: Conversation) -> None:
         """Keep at most ``conversations_in_memory`` idle conversations; the oldest go first."""
         excess = len(self.conversations) - self.conversations_in_memory
-        for key in list(self.conversations)[:max(0, excess)]:
+        if excess <= 0:
+            return
+        for key in list(itertools.islice(self.conversations, excess)):
             old = self.conversations[key]
             if not old.busy and not old.queue:
                 del self.conversations[key]

@@ -10,25 +10,37 @@ the attempt failing with that very error drops it (see :func:`is_echo`).
 
 from __future__ import annotations
 
+import json
 import re
 
 from core.acp.types import AcpEvent, TextChunk, TurnEnded
-from core.failures import classify, echoes_error
+from core.failures import classify, text_kind
 
-__all__ = ["RawErrorHold", "is_echo", "reads_like_raw_error"]
+__all__ = ["RawErrorHold", "echoes_error", "is_echo", "reads_like_raw_error"]
 
 # claude-agent-acp's "API Error: ..." prefix, or a provider's JSON error body.
 _RE_RAW = re.compile(r"""^\s*(?:(?:internal error:\s*)?api error\b|\{\s*"(?:type|error)"\s*:)""", re.I)
 
 
 def _kind(text: str) -> str:
-    return classify({"message": text}).kind
+    return text_kind(text)
 
 
 def reads_like_raw_error(text: str) -> bool:
     """True when ``text`` says nothing but that something failed."""
     said = text.strip()
     return bool(said) and (bool(_RE_RAW.match(said)) or _kind(said) != "unknown")
+
+
+def echoes_error(text: str, error: BaseException) -> bool:
+    """True when ``text`` only repeats the error's own words: claude-agent-acp and codex-acp stream the
+    error as an ordinary chunk just before the JSON-RPC error, and a person should read it once."""
+    said = " ".join(text.split())
+    if not said:
+        return False
+    data = getattr(error, "data", None)
+    raw = " ".join(f"{getattr(error, 'message', '') or error} {json.dumps(data) if data is not None else ''}".split())
+    return said in raw or said in " ".join(str(data).split())
 
 
 def is_echo(text: str, error: BaseException) -> bool:

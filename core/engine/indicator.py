@@ -54,8 +54,9 @@ class TypingIndicator:
         if task is None:
             return
         self._paused = True
-        task.cancel()
-        await asyncio.wait([task])  # an "on" still in flight lands before what comes next
+        if not task.done():  # shown and not refreshing: nothing to wait for
+            task.cancel()
+            await asyncio.wait([task])  # an "on" still in flight lands before what comes next
 
     async def _show(self) -> None:
         await self._set(True)
