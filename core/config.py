@@ -46,6 +46,7 @@ __all__ = [
     "load_config_strict",
     "mask_args",
     "secret",
+    "secret_values",
 ]
 
 _log = logging.getLogger("acp_relay.config")
@@ -280,6 +281,27 @@ def secret(env_name: str | None) -> str | None:
     if not env_name:
         return None
     return os.environ.get(env_name) or None
+
+
+def secret_values(config: RelayConfig) -> list[str]:
+    """Every secret value the config names, for redaction by value (``core.redact.register_secrets``).
+
+    The value of each surface's ``*_env`` variable (enabled or not: the relay's environment holds it,
+    and an agent can read that), each agent ``env`` value whose key names a credential or whose value
+    has a token's shape, and each agent argument after a credential flag (``--api-key X``).
+    """
+    values: list[str] = []
+    surfaces = config.surfaces
+    for name in type(surfaces).model_fields:
+        surface = getattr(surfaces, name)
+        values += [value for field in type(surface).model_fields if field.endswith("_env")
+                   if (value := secret(getattr(surface, field))) is not None]
+    for agent in config.agents.values():
+        values += [value for key, value in agent.env.items() if _RE_SECRET_KEY.search(key) or redact(value) != value]
+        for arg, masked in zip(agent.args, mask_args(agent.args), strict=True):
+            if arg != masked:
+                values.append(arg.partition("=")[2] if masked.endswith(f"={_MASK}") else arg)
+    return values
 
 
 def load_config(path: str | Path | None) -> RelayConfig:

@@ -1,8 +1,28 @@
 """Scrub secrets and shorten request ids in any text before it leaves the core.
 
-Every replacement keeps a short hint of what was there (``xoxb-[redacted]``, ``sk-ant-[redacted]``)
-so a person can still tell which credential is involved. Both functions are idempotent: running
-them twice gives the same text as running them once.
+Two kinds of secret are known. By FORMAT: token shapes (``xoxb-...``, ``sk-ant-...``, a Telegram
+bot token); each replacement keeps a short hint of what was there (``xoxb-[redacted]``) so a person
+can still tell which credential is involved. By VALUE: the secrets the config names (each
+``*_env`` variable's value, credential-looking agent ``env`` values), registered once when the
+relay starts (``register_secrets``, see ``core.config.secret_values``); an agent running as the
+relay's user can read them from ``/proc/<relay pid>/environ``, and their shapes are arbitrary.
+
+Rules for values (one registry, here):
+
+- A value shorter than ``MIN_SECRET_LENGTH`` (8) characters, once stripped, is not registered:
+  replacing every "1234" or "pass" in answers would garble them, and so short a secret is guessed
+  anyway. Values are registered stripped of surrounding whitespace.
+- A value is replaced whole wherever it stands, and so is its START once it is at least half of it
+  (and ``MIN_SECRET_LENGTH`` long): an answer cut off in the middle of a secret (stopped, failed)
+  shows nothing that narrows it down much, while a token's public head (a Telegram bot's id, the
+  first part of a Discord token) alone is left as it is.
+- While an answer streams, any text at its end that could be the start of a secret (even one
+  character) is held back (``unfinished_secret_at``) until the next chunk shows what it is.
+
+Registrations are counted: each ``register_secrets`` call returns a handle that releases exactly
+what it added (also as a context manager), so an engine, a dashboard and a test can each hold theirs;
+``clear_secrets`` forgets everything (tests). Every function here is idempotent: running it twice
+gives the same text as running it once.
 """
 
 from __future__ import annotations
@@ -10,11 +30,19 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from types import TracebackType
 
 __all__ = [
+    "MIN_SECRET_LENGTH",
     "REDACTED",
+    "SecretRegistration",
+    "clear_secrets",
     "redact",
+    "register_secrets",
+    "registered_secrets",
     "shorten_request_ids",
     "unfinished_secret_at",
 ]
@@ -105,9 +133,149 @@ _SECRET_START = re.compile(
 
 
 def unfinished_secret_at(text: str) -> int | None:
-    """Where a secret that may still be arriving begins at the end of ``text`` (None if none does)."""
+    """Where a secret that may still be arriving begins at the end of ``text`` (None if none does):
+    a token shape's start, or any start of a registered value (however short)."""
     match = _SECRET_START.search(text[-256:])
-    return len(text) - len(text[-256:]) + match.start() if match else None
+    by_format = len(text) - len(text[-256:]) + match.start() if match else None
+    by_value = _REGISTRY.unfinished_at(text)
+    if by_format is None or by_value is None:
+        return by_value if by_format is None else by_format
+    return min(by_format, by_value)
+
+
+#: Shorter values are not registered (see the module docstring).
+MIN_SECRET_LENGTH = 8
+
+
+class _Registry:
+    """The secret values to replace, counted per registration; a pattern of their heads finds them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._values: tuple[str, ...] = ()  # longest first: of two overlapping values the longer wins
+        self._heads: re.Pattern[str] | None = None
+
+    def add(self, values: Iterable[str]) -> Counter[str]:
+        added = Counter(v for v in (value.strip() for value in values) if len(v) >= MIN_SECRET_LENGTH
+                        and REDACTED not in v and v not in REDACTED)
+        with self._lock:
+            self._counts.update(added)
+            self._rebuild()
+        return added
+
+    def remove(self, values: Counter[str]) -> None:
+        with self._lock:
+            self._counts.subtract(values)
+            self._counts = +self._counts  # drop what reached zero
+            self._rebuild()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self._rebuild()
+
+    def values(self) -> frozenset[str]:
+        return frozenset(self._values)
+
+    def _rebuild(self) -> None:
+        self._values = tuple(sorted(self._counts, key=len, reverse=True))
+        heads = sorted({_head(v) for v in self._values}, key=len, reverse=True)
+        self._heads = re.compile("|".join(map(re.escape, heads))) if heads else None
+
+    def replace(self, text: str) -> str:
+        """Every value, and every start of one at least its head long, as ``REDACTED``."""
+        heads, values = self._heads, self._values
+        if heads is None:
+            return text
+        out: list[str] = []
+        pos = 0
+        while (match := heads.search(text, pos)) is not None:
+            start = match.start()
+            end = start
+            for value in values:
+                common = _common(text, start, value)
+                if common >= _need(value):
+                    end = max(end, start + common)
+            if end == start:  # a head of one value, not followed by enough of any
+                out.append(text[pos:start + 1])
+                pos = start + 1
+                continue
+            out.append(text[pos:start] + REDACTED)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+    def unfinished_at(self, text: str) -> int | None:
+        """The earliest index from which the rest of ``text`` is the start of a value (not all of it)."""
+        found: int | None = None
+        for value in self._values:
+            first = value[0]
+            at = text.find(first, max(0, len(text) - len(value) + 1))
+            while at != -1 and (found is None or at < found):
+                if value.startswith(text[at:]):
+                    found = at
+                    break
+                at = text.find(first, at + 1)
+        return found
+
+
+def _need(value: str) -> int:
+    """How much of ``value`` must stand in a text for it to be replaced: half, and the minimum."""
+    return max(MIN_SECRET_LENGTH, (len(value) + 1) // 2)
+
+
+def _head(value: str) -> str:
+    return value[:_need(value)]
+
+
+def _common(text: str, start: int, value: str) -> int:
+    """How many characters of ``value`` stand in ``text`` from ``start`` on."""
+    n = 0
+    for a, b in zip(text[start:start + len(value)], value, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+_REGISTRY = _Registry()
+
+
+class SecretRegistration:
+    """What one ``register_secrets`` call added; ``release`` (or leaving the ``with``) removes it."""
+
+    def __init__(self, added: Counter[str]) -> None:
+        self._added: Counter[str] | None = added
+
+    def release(self) -> None:
+        """Stop replacing these values (unless another registration holds them too). Idempotent."""
+        added, self._added = self._added, None
+        if added:
+            _REGISTRY.remove(added)
+
+    def __enter__(self) -> SecretRegistration:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+def register_secrets(values: Iterable[str]) -> SecretRegistration:
+    """Replace each of ``values`` (stripped; shorter ones than ``MIN_SECRET_LENGTH`` are ignored)
+    wherever :func:`redact` runs, until the returned registration is released."""
+    return SecretRegistration(_REGISTRY.add(values))
+
+
+def registered_secrets() -> frozenset[str]:
+    """The values :func:`redact` replaces now."""
+    return _REGISTRY.values()
+
+
+def clear_secrets() -> None:
+    """Forget every registered value (a test's clean slate)."""
+    _REGISTRY.clear()
 
 
 _REQUEST_ID_AFTER_KEY = re.compile(
@@ -123,8 +291,10 @@ def redact(text: str) -> str:
     Covers AWS access and secret keys, GitHub, Slack, Telegram and Discord tokens, Google API keys,
     ``Bearer`` and ``Authorization:`` header values, ``sk-``/``sk-ant-`` keys, URL passwords, the
     values of env-like ``*_API_KEY=`` / ``*_TOKEN=`` / ``*_SECRET=`` and bare ``password=`` /
-    ``token=`` assignments, and of JSON keys such as ``"token"``, ``"password"``, ``"api_key"``.
+    ``token=`` assignments, and of JSON keys such as ``"token"``, ``"password"``, ``"api_key"``; and
+    every registered secret value (see the module docstring), first, so none is left half-replaced.
     """
+    text = _REGISTRY.replace(text)
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text

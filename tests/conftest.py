@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from core.acp.spec import AgentSpec
+from core.redact import clear_secrets
 
 FAKE_AGENT_PATH = Path(__file__).resolve().parent / "fakes" / "acp_agent.py"
 
@@ -25,6 +26,14 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.upper() in _PROXY_VARS or name.startswith("SLACK_"):
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_secrets_from_other_tests() -> Iterator[None]:
+    """Redaction by value starts empty in every test, whatever an earlier one registered."""
+    clear_secrets()
+    yield
+    clear_secrets()
 
 
 FakeAgentSpec = Callable[..., AgentSpec]

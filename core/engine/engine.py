@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Literal
 
 from core.acp.pool import RuntimePool
-from core.config import RelayConfig
+from core.config import RelayConfig, secret_values
 from core.engine import wording
 from core.engine.access import AccessControl
 from core.engine.approval_prompt import ApprovalPrompts
@@ -34,6 +34,7 @@ from core.engine.router import IGNORED, Command, parse_approval_reply, route
 from core.engine.surface import Surface
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnDeps, TurnRunner
+from core.redact import register_secrets
 from core.retry import RetryPolicy
 from core.store import Store
 
@@ -55,6 +56,9 @@ class Engine:
                  clock: Callable[[], float] = time.monotonic,
                  conversations_in_memory: int = CONVERSATIONS_IN_MEMORY) -> None:
         self.config = config
+        # Every secret the config names is replaced by value in all the engine sends (and in the logs)
+        # from now until close(); built at run start, before any surface launches and logs.
+        self._secrets = register_secrets(secret_values(config))
         self.store = store
         self.pool = pool
         self.tasks = TaskSet()
@@ -139,6 +143,7 @@ class Engine:
         self.state = "closing"
         await self.tasks.close()
         self.state = "closed"
+        self._secrets.release()
 
     @property
     def closing(self) -> bool:

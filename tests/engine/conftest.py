@@ -100,6 +100,7 @@ class Relay:
     allowed: tuple[str, ...] = (USER,)
     state_dir: Path | None = None
     cancel_wait_s: float = 5.0
+    agent_env: dict[str, str] = field(default_factory=dict)
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     _ids: int = 0
@@ -117,7 +118,8 @@ class Relay:
         args = [str(FAKE_AGENT_PATH), "--record", str(self.record), "--state-dir", str(self.state_dir),
                 *self.flags]
         data: dict[str, Any] = {
-            "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.workdir)}},
+            "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.workdir),
+                                "env": self.agent_env}},
             "store": {"path": str(self.db)},
             "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": 60, "request_s": 10},
@@ -251,17 +253,18 @@ RelayFactory = Callable[..., Awaitable[Relay]]
 async def relay(tmp_path: Path) -> AsyncIterator[RelayFactory]:
     """``await relay("--models", "a,b", surface=make_surface(can_buttons=False), engine={...})``.
 
-    Keyword arguments other than ``surface``, ``allowed``, ``state_dir`` and ``cancel_wait_s`` are config sections
-    merged over the test defaults (``retry``, ``timeouts``, ``engine``).
+    Keyword arguments other than ``surface``, ``allowed``, ``state_dir``, ``cancel_wait_s`` and ``agent_env``
+    (the fake agent's ``env``) are config sections merged over the test defaults (``retry``, ``timeouts``, ``engine``).
     """
     made: list[Relay] = []
 
     async def build(*flags: str, surface: ObservingSurface | None = None, allowed: Sequence[str] = (USER,),
-                    state_dir: Path | None = None, cancel_wait_s: float = 5.0, **sections: dict[str, Any]) -> Relay:
+                    state_dir: Path | None = None, cancel_wait_s: float = 5.0, agent_env: dict[str, str] | None = None,
+                    **sections: dict[str, Any]) -> Relay:
         base = tmp_path / f"relay{len(made)}"
         base.mkdir()
         r = Relay(base, surface or make_surface(), tuple(flags), dict(sections), tuple(allowed), state_dir,
-                  cancel_wait_s)
+                  cancel_wait_s, dict(agent_env or {}))
         made.append(r)
         return await r.start()
 

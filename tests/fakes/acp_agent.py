@@ -127,7 +127,7 @@ system_error_times <key> <N> <words>
                         {"stopReason": "end_turn"} (no JSON-RPC error); afterwards continue.
 empty_times <key> <N>   the first N times <key> is seen (like fail_times) answer {"stopReason":
                         "end_turn"} at once, with nothing streamed; afterwards continue.
-die <code>              write "fatal: dying as scripted" to stderr and exit with <code> immediately.
+die <code> [words]      write "fatal: dying as scripted" (or <words>) to stderr and exit with <code> immediately.
 stderr <words>          write the line to stderr.
 raw <text>              write <text> as a raw stdout line.
 bigline <bytes>         one stdout line of exactly <bytes> bytes (plus "\\n") shaped like
@@ -141,6 +141,11 @@ kiro_interrupt          stream the chunk "Tool uses were interrupted, waiting fo
 stop <reason>           answer {"stopReason": reason} now.
 report_images           stream "images:<N>", N = number of image blocks in the prompt.
 
+Every step may name a value from the environment of the agent's PARENT (the relay), read from
+/proc/<parent pid>/environ as an agent running as the relay's user can: ``{parent_env:NAME}`` is the
+whole value, ``{parent_env:NAME[a:b]}`` a slice of it (so one secret can be streamed across chunks);
+an unset NAME is the empty string.
+
 History kept for session/load: the user's prompt text, and all agent_message_chunk text streamed in
 the turn concatenated into one agent entry.
 """
@@ -150,6 +155,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -681,6 +687,7 @@ class Agent:
         for lineno, line in enumerate(lines, 1):
             if turn.cancel.is_set():
                 raise Cancelled()
+            line = PARENT_ENV.sub(parent_env, line)
             parts = line.strip().split(" ", 1)
             verb, rest = parts[0], (parts[1] if len(parts) > 1 else "")
             try:
@@ -787,11 +794,12 @@ class Agent:
                 return {"result": {"stopReason": "end_turn"}}
         elif verb == "die":
             self.end_turn(turn)
-            self.log("fatal: dying as scripted")
+            code, _, words = rest.partition(" ")
+            self.log(words or "fatal: dying as scripted")
             try:
                 sys.stdout.flush()
             finally:
-                os._exit(int(rest or 1))
+                os._exit(int(code or 1))
         elif verb == "stderr":
             self.log(rest)
         elif verb == "raw":
@@ -864,6 +872,23 @@ class Agent:
                 "status": "completed" if allowed else "failed",
             },
         )
+
+
+PARENT_ENV = re.compile(r"\{parent_env:([A-Za-z_][A-Za-z0-9_]*)(?:\[(-?\d*):(-?\d*)\])?\}")
+
+
+def parent_env(match: re.Match) -> str:
+    """The value a ``{parent_env:NAME[a:b]}`` placeholder stands for (see the module docstring)."""
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+            pairs = [item.partition(b"=") for item in f.read().split(b"\0") if item]
+    except OSError:
+        return ""
+    value = {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}.get(match.group(1), "")
+    if match.group(2) is None:
+        return value
+    start, end = (int(x) if x else None for x in match.group(2, 3))
+    return value[start:end]
 
 
 def bigline(size: int) -> bytes:
