@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.agents import agent_spec, choose_agent, resolve_command
-from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret
+from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret, secret_values
 from core.engine.surface import StartupError
 from core.loading import load_surface
 from core.logs import log_path, setup_logging
+from core.redact import register_secrets
 from core.retry import RetryPolicy
 
 __all__ = ["main"]
@@ -66,9 +67,10 @@ def _ask(args: argparse.Namespace, config: RelayConfig) -> int:
     name, agent = choose_agent(config, args.agent)
     spec = agent_spec(name, agent, args.cwd)
     policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
-    return asyncio.run(run_ask(
-        spec, args.prompt, timeout_s=args.timeout or config.timeouts.prompt_s,
-        request_timeout_s=config.timeouts.request_s, approval_s=config.timeouts.approval_s, policy=policy))
+    with register_secrets(secret_values(config)):  # what `run` registers with its engine
+        return asyncio.run(run_ask(
+            spec, args.prompt, timeout_s=args.timeout or config.timeouts.prompt_s,
+            request_timeout_s=config.timeouts.request_s, approval_s=config.timeouts.approval_s, policy=policy))
 
 
 def _surface_problems(config: RelayConfig) -> list[tuple[str, str]]:

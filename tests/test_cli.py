@@ -92,6 +92,18 @@ def test_ask_on_an_agent_error_prints_the_friendly_message_and_exits_1(
     assert methods(tmp_path / "record.jsonl").count("session/prompt") == 1, "terminal: never retried"
 
 
+def test_ask_never_prints_a_secret_of_the_relays_environment_the_agent_read(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    webhook = "wHk_9fQ2-xLr7TzP4mVb8NcY3sKd"  # no format rule knows its shape
+    config = write_config(tmp_path, fake_config(tmp_path))
+    prompt = "error -32603 the webhook secret {parent_env:TELEGRAM_WEBHOOK_SECRET} was refused"
+    proc = run({**env, "TELEGRAM_WEBHOOK_SECRET": webhook}, "ask", "--config", str(config), prompt)
+    assert proc.returncode == 1
+    assert "the webhook secret [redacted] was refused" in proc.stderr  # read from /proc/<relay pid>/environ
+    assert webhook[:5] not in proc.stderr
+    no_traceback(proc)
+
+
 def test_ask_shows_an_error_the_agent_also_streamed_as_text_once(tmp_path: Path, env: dict[str, str]) -> None:
     # claude-agent-acp 0.23: the model API's 401 streams as a chunk, then comes the JSON-RPC error.
     echo = "Invalid API key · Please run the login command"
