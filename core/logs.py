@@ -6,6 +6,7 @@ import logging
 import os
 from pathlib import Path
 
+from core.private_files import private_file
 from core.redact import redact
 
 __all__ = ["RedactingFilter", "log_path", "setup_logging"]
@@ -45,7 +46,7 @@ def setup_logging(level: int = logging.WARNING, *, to_file: bool = True) -> None
     if to_file:
         path = log_path()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)  # it may quote prompts and answers: the owner's alone
             file_handler = logging.FileHandler(path, encoding="utf-8")
         except OSError:
             return

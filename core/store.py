@@ -19,6 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from core.private_files import SQLITE_COMPANIONS, private_file
+
 __all__ = ["SCHEMA_VERSION", "ConversationRecord", "InboundRecord", "OutboundRecord", "Store", "StoreError"]
 
 _log = logging.getLogger("acp_relay.store")
@@ -134,7 +136,7 @@ class Store:
         name = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         try:
             if name != ":memory:":
-                Path(name).parent.mkdir(parents=True, exist_ok=True)
+                private_file(Path(name), SQLITE_COMPANIONS)  # prompts and answers: the owner's alone
             # isolation_level=None: autocommit, so each statement commits unless we BEGIN ourselves.
             conn = sqlite3.connect(name, busy_timeout_s, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
@@ -320,7 +322,8 @@ class Store:
 def _describe(exc: OSError | sqlite3.Error) -> str:
     """Plain words for the failures an operator can act on."""
     if isinstance(exc, OSError):
-        return f"cannot create the database directory ({exc.strerror or exc})"
+        reason = exc.strerror or exc
+        return f"cannot create the database file or its folder ({reason}); check the path and its permissions"
     text = str(exc)
     if "not a database" in text or "malformed" in text:
         return f"not a usable SQLite database ({text}); move the file aside to start a fresh store"

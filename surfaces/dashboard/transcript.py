@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.engine.surface import Button
+from core.private_files import SQLITE_COMPANIONS, private_file
 
 __all__ = ["Entry", "Transcript"]
 
@@ -85,7 +86,7 @@ class Transcript:
         """
         name = str(path) if str(path) == ":memory:" else str(Path(path).expanduser())
         if name != ":memory:":
-            Path(name).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(name), SQLITE_COMPANIONS)  # every prompt and answer: the owner's alone
         conn = sqlite3.connect(name, timeout=5.0, isolation_level=None, check_same_thread=False)
         try:
             conn.execute("PRAGMA journal_mode = WAL")
