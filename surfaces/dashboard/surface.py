@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong, SurfaceDefaults
+from core.redact import redact
 from surfaces.dashboard.transcript import Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
@@ -127,8 +128,11 @@ class DashboardSurface(SurfaceDefaults):
         self._publish(tab, {"type": "typing", "active": active})
 
     def post_user(self, tab: str, text: str, message_id: str) -> Entry | None:
-        """Record the person's own message (None if this id was already recorded: a resend)."""
-        entry = self.transcript.add(tab, "user", text, message_id=f"u-{message_id}")
+        """Record the person's own message (None if this id was already recorded: a resend).
+
+        The agent gets it as written; the transcript, kept for days, never keeps a secret pasted in it.
+        """
+        entry = self.transcript.add(tab, "user", redact(text), message_id=f"u-{message_id}")
         if entry is not None:
             self._publish(tab, entry.to_json())
         return entry

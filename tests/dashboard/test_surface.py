@@ -9,6 +9,7 @@ import pytest
 
 from core.engine.router import ACTIONS, route
 from core.engine.surface import Button, DeliveryFailed, MessageTooLong, Surface
+from core.redact import register_secrets
 from surfaces.dashboard.surface import COMMANDS, DashboardSurface, conversation_key, valid_tab
 from surfaces.dashboard.transcript import Transcript
 
@@ -138,3 +139,13 @@ async def test_past_max_tabs_the_least_recently_used_tab_loses_its_transcript(tm
     assert [e.text for e in lower.entries("tab3")] == ["a third tab"]
     assert lower.entries("tab1") == [] and lower.entries("tab2") == []
     lower.close()
+
+
+def test_a_secret_pasted_into_the_composer_is_not_kept_in_the_transcript(tmp_path: Path) -> None:
+    secret = "Zq8vR3kP9wLx2mN7bT4yH6jF1cD5gS0a"
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    with register_secrets([secret]):
+        surface.post_user("tab1", f"the token is {secret}, use it", "m1")
+    assert [m["text"] for m in surface.snapshot("tab1")["messages"]] == ["the token is [redacted], use it"]
+    surface.transcript.close()
+    assert not any(secret[:5].encode() in p.read_bytes() for p in tmp_path.iterdir())
