@@ -18,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
 from core.engine.surface import StartupError
+from core.refusal_log import RefusalLog
 
 __all__ = ["EVENTS_PATH", "HttpReceiver", "signature_ok"]
 
@@ -45,13 +46,15 @@ class HttpReceiver:
         self._port = port
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self._refused = RefusalLog(log, f"a request to {EVENTS_PATH} with a missing, stale or wrong signature",
+                                   level=logging.INFO)
 
     async def _events(self, request: web.Request) -> web.Response:
         body = await request.read()
         timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
         signature = request.headers.get("X-Slack-Signature", "")
         if not signature_ok(self._verifier, body, timestamp, signature):
-            log.info("refused a request to %s: its signature or timestamp is missing, stale or wrong", EVENTS_PATH)
+            self._refused.refused(request.remote)
             return web.json_response({"error": "invalid request"}, status=401)
         try:
             body.decode("utf-8")

@@ -19,6 +19,7 @@ from aiohttp import web
 from telegram import Bot, Update
 
 from core.engine.surface import StartupError
+from core.refusal_log import RefusalLog
 from core.store import StoreError
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.wording import invalid_secret, webhook_bind_failed
@@ -58,6 +59,7 @@ class Webhook:
         app.router.add_post(path, self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         self.port: int | None = None
+        self._refused = RefusalLog(log, "a webhook post without the right secret")
 
     async def start(self, host: str, port: int) -> None:
         """Listen on ``host``:``port`` (0: any free port; ``port`` then says which)."""
@@ -78,7 +80,7 @@ class Webhook:
     async def _handle(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self._secret):
-            log.warning("refused a webhook post without the right secret from %s", request.remote)
+            self._refused.refused(request.remote)
             return web.Response(status=403, text="forbidden")
         try:
             data = json.loads(await request.read())
