@@ -156,7 +156,12 @@ class SlackConfig(_Model):
 
 
 class DashboardConfig(_Model):
-    """Local web dashboard; port 0 binds an ephemeral port (tests)."""
+    """Local web dashboard; port 0 binds an ephemeral port (tests).
+
+    ``trust_forwarded_proto`` (beyond the contract): believe a reverse proxy's ``X-Forwarded-Proto:
+    https`` (the session cookie is then ``Secure``); leave it false unless such a proxy fronts the
+    dashboard, as anyone can send the header.
+    """
 
     enabled: bool = True
     host: str = "127.0.0.1"
@@ -165,6 +170,7 @@ class DashboardConfig(_Model):
     allowed_user_ids: list[str] = Field(default_factory=lambda: ["local"])
     #: Tabs whose transcripts are kept; past it, the least recently used tab's is deleted.
     max_tabs: int = Field(default=100, ge=1)
+    trust_forwarded_proto: bool = False
 
 
 class SurfacesConfig(_Model):

@@ -1,14 +1,18 @@
 """`make run`, exactly as the README says: the dashboard comes up on 127.0.0.1:8787 with the demo
-agent, answers one prompt over HTTP, and a SIGINT shuts everything down with exit code 0."""
+agent and prints a login link; a newcomer opens the link (nobody gets in without it), the dashboard
+answers one prompt, and a SIGINT shuts everything down with exit code 0."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -20,12 +24,30 @@ BASE = "http://127.0.0.1:8787"
 AGENTS_ON_PATH = ("kiro-cli", "claude-agent-acp", "codex-acp")
 
 
-def _http(method: str, path: str, body: dict[str, str] | None = None, timeout: float = 5.0) -> bytes:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(BASE + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
+LINK = re.compile(r"^(http://127\.0\.0\.1:8787/login\?code=[\w-]+)$", re.M)
+#: The newcomer's browser: it keeps the session cookie the login link's form gets.
+BROWSER = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+
+def _http(method: str, path: str, body: dict[str, str] | None = None, timeout: float = 5.0, *,
+          form: dict[str, str] | None = None, opener: urllib.request.OpenerDirector = BROWSER) -> bytes:
+    data, headers = None, {}
+    if body is not None:
+        data, headers = json.dumps(body).encode(), {"Content-Type": "application/json"}
+    elif form is not None:
+        data, headers = urllib.parse.urlencode(form).encode(), {"Content-Type": "application/x-www-form-urlencoded"}
+    request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
+    with opener.open(request, timeout=timeout) as response:
         return bytes(response.read())
+
+
+def _status(path: str) -> int:
+    """What anyone else on this machine gets: no cookie, no token."""
+    try:
+        _http("GET", path, opener=urllib.request.build_opener())
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    return 200
 
 
 def _until(check, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
@@ -57,7 +79,13 @@ def test_make_run_serves_the_dashboard_answers_a_prompt_and_exits_cleanly_on_sig
     make = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _until(lambda: _http("GET", "/") and True, 90, "the dashboard page")
+        link = _until(lambda: LINK.search((tmp_path / "make-run.log").read_text(errors="replace")), 90,
+                      "the login link, alone on its line")[1]
+        assert _status("/") == 401 and _status("/api/conversations/makerun/status") == 401
+        page = _http("GET", link.removeprefix(BASE)).decode()  # what the newcomer opens
+        code = re.search(r'name="code"\s+value="([\w-]+)"', page)
+        assert code is not None, page
+        assert 'id="composer"' in _http("POST", "/login", form={"code": code[1]}).decode()  # its form, sent
         _http("POST", "/api/conversations/makerun/messages", {"text": "hello", "id": "makerun-1"})
 
         def answered() -> bool:

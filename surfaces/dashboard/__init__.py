@@ -27,7 +27,9 @@ from aiohttp import web
 
 from core.config import RelayConfig, secret
 from core.engine.surface import StartupError
+from core.redact import SecretRegistration, register_secrets
 from surfaces.dashboard import wording
+from surfaces.dashboard.auth import LINK_TTL_S, Auth
 from surfaces.dashboard.errors import BindFailed
 from surfaces.dashboard.server import AUTH, check_bind, create_app, is_loopback
 from surfaces.dashboard.surface import DashboardSurface
@@ -48,14 +50,21 @@ def transcript_path(store_path: str) -> str:
 
 
 class Dashboard:
-    """A running dashboard (what ``launch`` returns): its address and ``close()``."""
+    """A running dashboard (what ``launch`` returns): its address, its login, and ``close()``."""
 
-    def __init__(self, runner: web.AppRunner, surface: DashboardSurface, url: str,
-                 login_url: str | None) -> None:
+    def __init__(self, runner: web.AppRunner, surface: DashboardSurface, url: str, auth: Auth,
+                 secrets: SecretRegistration) -> None:
         self.runner = runner
         self.surface = surface
         self.url = url
-        self.login_url = login_url
+        self.auth = auth
+        self._secrets = secrets
+        #: The one-time login link printed at start.
+        self.login_url = self.new_login_url()
+
+    def new_login_url(self) -> str:
+        """Another one-time login link (tests, and the login page's "print a new link")."""
+        return f"{self.url}login?code={self.auth.new_link()}"
 
     async def stop_receiving(self) -> None:
         """Nothing to stop: what a browser posts while the relay shuts down is journaled by the engine
@@ -71,6 +80,7 @@ class Dashboard:
         self.surface.close()
         await self.runner.cleanup()
         self.surface.transcript.close()
+        self._secrets.release()
 
 
 def _url(host: str, port: int) -> str:
@@ -92,18 +102,28 @@ def check(config: RelayConfig) -> list[tuple[str, str]]:
 
 
 async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) -> Dashboard:
-    """Serve the dashboard on ``surfaces.dashboard.host``/``port`` and attach it to ``engine``.
+    """Serve the dashboard on ``surfaces.dashboard.host``/``port`` and attach it to ``engine``; with
+    ``announce``, print its address and a one-time login link (the link alone on its line).
 
-    Raises a ``StartupError`` (the relay prints it as one line and exits 2) when the bind is not loopback
-    and no access token is configured, when the token is too short (see ``check_bind``), or when the
-    address is taken (``BindFailed``).
+    Without a token in ``access_token_env`` (allowed on loopback only) one is made for this run; it is
+    registered for redaction by value until ``close``. Raises a ``StartupError`` (the relay prints it
+    as one line and exits 2) when the bind is not loopback and no access token is configured, when the
+    token is too short (see ``check_bind``), or when the address is taken (``BindFailed``).
     """
     settings = config.surfaces.dashboard
     token = check_bind(settings.host, secret(settings.access_token_env), token_env=settings.access_token_env)
     surface = DashboardSurface(Transcript.open(transcript_path(config.store.path),
                                                     max_tabs=settings.max_tabs))
     engine.attach(surface, settings.allowed_user_ids)
-    app = create_app(surface, engine, access_token=token)
+    served: list[str] = []  # the address, once bound (a new link is printed with it)
+
+    def print_link(path: str) -> None:
+        if announce and served:
+            print(wording.login_link_text(served[0].rstrip("/") + path, minutes=round(LINK_TTL_S / 60)),
+                  file=sys.stderr, flush=True)
+
+    app = create_app(surface, engine, access_token=token, trust_forwarded_proto=settings.trust_forwarded_proto,
+                     announce=print_link)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
     await runner.setup()
     try:
@@ -112,12 +132,10 @@ async def launch(engine: Engine, config: RelayConfig, *, announce: bool = True) 
         await runner.cleanup()
         surface.transcript.close()
         raise BindFailed(settings.host, settings.port, exc.errno, exc.strerror or type(exc).__name__) from None
-    port = int(runner.addresses[0][1])
-    url = _url(settings.host, port)
-    login_token = app[AUTH].login_token
-    login_url = f"{url}login?token={login_token}" if login_token else None
+    served.append(_url(settings.host, int(runner.addresses[0][1])))
+    dashboard = Dashboard(runner, surface, served[0], app[AUTH], register_secrets([app[AUTH].access_token]))
     if announce:
-        print(wording.dashboard_at_text(url, public=not is_loopback(settings.host)), file=sys.stderr, flush=True)
-        if login_url:
-            print(wording.login_link_text(login_url), file=sys.stderr, flush=True)
-    return Dashboard(runner, surface, url, login_url)
+        print(wording.dashboard_at_text(dashboard.url, public=not is_loopback(settings.host)), file=sys.stderr,
+              flush=True)
+        print_link(dashboard.login_url.removeprefix(dashboard.url.rstrip("/")))
+    return dashboard

@@ -1,9 +1,12 @@
 """The dashboard's web server (aiohttp): the page, its event stream and a small JSON API.
 
-Security: anything but a loopback bind needs an access token (``check_bind``). With a token, each
-request carries it as ``Authorization: Bearer <token>`` or as the cookie that the one-time login
-link sets. Without one, only loopback Host names are served (no DNS rebinding). State-changing
-requests must be JSON and, when the browser names an Origin, come from this very host.
+Security: there is always an access token (``auth``); anything but a loopback bind needs it set in
+the environment (``check_bind``), on loopback one is made for the run when it is not. Each request
+carries it as ``Authorization: Bearer <token>``, or the cookie of a session opened with a one-time
+login link (``login``). With a token made for the run, only loopback Host names are served (no DNS
+rebinding). No GET starts or changes anything. A request that does (every POST) must come from
+this very origin (a foreign ``Origin``, or ``Sec-Fetch-Site`` cross-site or same-site, is refused)
+and be JSON, except the login forms'. Refused logins are logged once per source per minute.
 
 Errors: every API error is JSON ``{"error": "<one plain sentence>"}``. An unexpected exception in a
 handler is logged once (with its traceback) and answered 500 with a fixed sentence: no exception
@@ -14,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
-import hmac
 import ipaddress
 import json
 import logging
 import secrets
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -32,8 +35,11 @@ from core.acp.session_handle import AcpRuntimeError
 from core.engine.surface import ButtonPress, Inbound, InboundMessage
 from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
 from core.failures import _format_acp_error
+from core.refusal_log import RefusalLog
 from surfaces.dashboard import wording
+from surfaces.dashboard.auth import COOKIE_NAME, Auth
 from surfaces.dashboard.errors import TokenMissing, WeakToken
+from surfaces.dashboard.login import AUTH, REFUSALS, login, login_needed, login_page, logout, new_link
 from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
 
 __all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "MIN_TOKEN_LENGTH", "SURFACE", "USER_ID", "Auth", "DashboardEngine",
@@ -42,7 +48,6 @@ __all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "MIN_TOKEN_LENGTH", "SURFACE", "USER
 log = logging.getLogger("acp_relay.dashboard")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-COOKIE_NAME = "acp_relay_token"
 #: The one person at the keyboard; the dashboard's allow-list names this id.
 USER_ID = "local"
 KEEPALIVE_S = 15.0
@@ -50,11 +55,17 @@ MAX_TEXT = 100_000
 #: An access token shorter than this (after stripping whitespace) is refused: it could be guessed.
 MIN_TOKEN_LENGTH = 16
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: What a browser without a session may ask for: the way in (and out), and the page's files.
+_OPEN = frozenset({"/login", "/login/link", "/logout"})
+#: Posted by the login pages' and the page's own HTML forms (not JSON).
+_FORMS = _OPEN
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none';"
                                " frame-ancestors 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # Not "no-referrer": with it a browser sends "Origin: null" on the page's own form posts (login,
+    # log out), which the cross-site check must refuse. Other sites still get no referrer.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-cache",
 }
 
@@ -87,7 +98,8 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> str | None:
-    """The access token to use (stripped of whitespace), or None for none.
+    """The access token set for the dashboard (stripped of whitespace), or None: then, on loopback,
+    ``create_app`` makes one for the run.
 
     Raises ``TokenMissing`` (the relay does not start) when the bind is not loopback and no token is
     set, or ``WeakToken`` when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while
@@ -103,36 +115,8 @@ def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_REL
     return token
 
 
-class Auth:
-    """The access token, the cookie derived from it, and the one-time login token."""
-
-    def __init__(self, access_token: str | None, login_token: str | None = None) -> None:
-        self.access_token = access_token or None
-        self.login_token = (login_token or secrets.token_urlsafe(24)) if self.access_token else None
-        self.cookie = (hmac.new(self.access_token.encode(), b"acp-relay dashboard cookie v1", hashlib.sha256)
-                       .hexdigest() if self.access_token else "")
-
-    def permits(self, request: web.Request) -> bool:
-        """True with no token configured, else for the bearer token or the cookie derived from it."""
-        if self.access_token is None:
-            return True
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        token = self.access_token.encode()
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token):
-            return True
-        return hmac.compare_digest(request.cookies.get(COOKIE_NAME, "").encode(), self.cookie.encode())
-
-    def redeem(self, token: str) -> bool:
-        """True once for the login token; it is invalid afterwards."""
-        if self.login_token is None or not hmac.compare_digest(token.encode(), self.login_token.encode()):
-            return False
-        self.login_token = None
-        return True
-
-
 SURFACE = web.AppKey("surface", DashboardSurface)
 ENGINE = web.AppKey("engine", DashboardEngine)
-AUTH = web.AppKey("auth", Auth)
 INDEX = web.AppKey("index", str)
 
 
@@ -141,9 +125,12 @@ def _error(status: int, message: str) -> web.Response:
 
 
 def _forbidden_origin(request: web.Request) -> bool:
+    """Not this very origin: another site, or another port or scheme of this one ("same-site")."""
+    if request.headers.get("Sec-Fetch-Site", "") in ("cross-site", "same-site"):
+        return True
     origin = request.headers.get("Origin")
     if origin is None:
-        return request.headers.get("Sec-Fetch-Site", "") == "cross-site"
+        return False  # not a browser's request (a script), or the browser's own navigation
     try:
         parts = urlsplit(origin)
     except ValueError:
@@ -173,18 +160,18 @@ async def handle_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 @web.middleware
 async def check_request(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Host, authentication, Origin and Content-Type checks, before any handler runs."""
+    """Host, login, Origin and Content-Type checks, before any handler runs."""
     auth = request.app[AUTH]
-    if auth.access_token is None and not _loopback_host(request):
+    if auth.generated and not _loopback_host(request):
         return _error(403, wording.ONLY_LOCALHOST)
-    if request.path != "/login" and not auth.permits(request):
-        if request.path.startswith("/api/"):
-            return _error(401, wording.TOKEN_WRONG)
-        return web.Response(status=401, text=wording.LOGIN_NEEDED_PAGE, content_type="text/html")
+    open_path = request.path in _OPEN or request.path.startswith("/static/")
+    if not open_path and not auth.permits(request):
+        request.app[REFUSALS].refused(request.remote)
+        return _error(401, wording.TOKEN_WRONG) if request.path.startswith("/api/") else login_needed(request)
     if request.method in _UNSAFE:
         if _forbidden_origin(request):
             return _error(403, wording.CROSS_SITE)
-        if request.content_type != "application/json":
+        if request.content_type != "application/json" and request.path not in _FORMS:
             return _error(415, wording.SEND_JSON)
     return await handler(request)
 
@@ -233,19 +220,6 @@ def _index_page() -> str:
 async def index(request: web.Request) -> web.StreamResponse:
     """The page."""
     return web.Response(text=request.app[INDEX], content_type="text/html")
-
-
-async def login(request: web.Request) -> web.StreamResponse:
-    """The one-time login link: sets the cookie, then goes to the page."""
-    auth = request.app[AUTH]
-    if auth.access_token is None:
-        raise web.HTTPSeeOther("/")
-    if not auth.redeem(request.query.get("token", "")):
-        return web.Response(status=403, content_type="text/html", text=wording.LOGIN_USED_PAGE)
-    response = web.Response(status=303, headers={"Location": "/"})
-    response.set_cookie(COOKIE_NAME, auth.cookie, httponly=True, samesite="Strict", path="/",
-                        secure=request.secure, max_age=30 * 24 * 3600)
-    return response
 
 
 def _sse(event: dict[str, Any]) -> bytes:
@@ -314,7 +288,7 @@ async def status(request: web.Request) -> web.StreamResponse:
 
 
 async def models(request: web.Request) -> web.StreamResponse:
-    """The model picker's choices, asked for when the tab opens (the agent starts, if it had not)."""
+    """The model picker's choices, asked for when the tab opens: a POST, as the agent starts (if it had not)."""
     tab = _tab(request)
     try:
         current, choices = await request.app[ENGINE].models(conversation_key(tab))
@@ -342,10 +316,14 @@ def _agent_failed(tab: str, doing: str, exc: Exception) -> web.Response:
 
 
 def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_token: str | None = None,
-               login_token: str | None = None) -> web.Application:
-    """The dashboard application. With ``access_token``, ``app[AUTH].login_token`` is the one-time link's."""
+               trust_forwarded_proto: bool = False, announce: Callable[[str], None] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> web.Application:
+    """The dashboard application. Without ``access_token`` one is made (``app[AUTH]``, see ``auth``);
+    ``announce`` prints the path of a login link the login page asked for where the relay runs."""
     app = web.Application(middlewares=[handle_errors, check_request], client_max_size=4 * MAX_TEXT)
-    app[SURFACE], app[ENGINE], app[AUTH] = surface, engine, Auth(access_token, login_token)
+    app[SURFACE], app[ENGINE] = surface, engine
+    app[AUTH] = Auth(access_token, trust_forwarded_proto=trust_forwarded_proto, clock=clock, announce=announce)
+    app[REFUSALS] = RefusalLog(log, "a dashboard request without a login", level=logging.INFO, clock=clock)
     app[INDEX] = _index_page()
     app.on_response_prepare.append(_security_headers)
 
@@ -355,13 +333,16 @@ def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_tok
     app.on_shutdown.append(close_streams)
     api = "/api/conversations/{tab}"
     app.router.add_get("/", index)
-    app.router.add_get("/login", login)
+    app.router.add_get("/login", login_page)
+    app.router.add_post("/login", login)
+    app.router.add_post("/login/link", new_link)
+    app.router.add_post("/logout", logout)
     app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
     app.router.add_get(f"{api}/events", events)
     app.router.add_post(f"{api}/messages", post_message)
     app.router.add_post(f"{api}/buttons", press_button)
     app.router.add_post(f"{api}/stop", stop)
     app.router.add_get(f"{api}/status", status)
-    app.router.add_get(f"{api}/models", models)
+    app.router.add_post(f"{api}/models", models)
     app.router.add_post(f"{api}/model", set_model)
     return app

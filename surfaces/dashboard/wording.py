@@ -7,6 +7,8 @@ A failure the server did not expect is answered with the core's own sentence for
 
 from __future__ import annotations
 
+import html
+
 from core.failures import INTERNAL_FAILURE
 
 __all__ = [
@@ -14,15 +16,19 @@ __all__ = [
     "CROSS_SITE",
     "EMPTY_MESSAGE",
     "INTERNAL_FAILURE",
-    "LOGIN_NEEDED_PAGE",
-    "LOGIN_USED_PAGE",
+    "LINK_TOO_SOON_PAGE",
     "ONLY_LOCALHOST",
     "SEND_JSON",
     "TOKEN_WRONG",
+    "TOKEN_WRONG_PAGE",
     "bind_failure_text",
     "dashboard_at_text",
     "expected_json_text",
+    "link_expired_page",
+    "link_printed_page",
+    "login_link_page",
     "login_link_text",
+    "login_needed_page",
     "no_token_text",
     "too_long_text",
     "weak_token_text",
@@ -30,7 +36,7 @@ __all__ = [
 
 # -- the API's errors (JSON ``{"error": ...}``; the page shows them as they are) --------------
 ONLY_LOCALHOST = "this dashboard only answers to localhost"
-TOKEN_WRONG = "the access token is missing or wrong"
+TOKEN_WRONG = "log in first: open the login link acp-relay printed, or send the access token as a bearer token"
 CROSS_SITE = "cross-site request refused"
 SEND_JSON = "send JSON (Content-Type: application/json)"
 BAD_TAB = "bad tab id"
@@ -47,12 +53,58 @@ def too_long_text(limit: int) -> str:
     return f"the message is longer than {limit} characters"
 
 
-# -- the login pages (HTML; a browser without the cookie sees one of them) -------------------
-_LOGIN_PAGE = """<!doctype html><meta charset="utf-8"><title>acp-relay: log in</title><p>This dashboard
-{what}. Open the one-time login link that <code>acp-relay</code> printed when it started
-(restart the relay for a new link), or send the token as an <code>Authorization: Bearer</code> header."""
-LOGIN_NEEDED_PAGE = _LOGIN_PAGE.format(what="needs its access token")
-LOGIN_USED_PAGE = _LOGIN_PAGE.format(what="login link was already used")
+# -- the login pages (HTML; a browser without a session sees one of them) ------------------
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>acp-relay: log in</title><link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/static/app.css">{script}</head>
+<body class="login-page"><main class="login"><h1>acp-relay</h1>
+{body}
+</main></body></html>"""
+_NEW_LINK_FORM = """<form method="post" action="/login/link"><button type="submit">Print a new login link there</button>
+</form>"""
+_TOKEN_FORM = """<form method="post" action="/login"><label>Or type the access token
+<input type="password" name="token" autocomplete="current-password" required></label>
+<button type="submit">Log in</button></form>"""
+_OPEN_THE_LINK = ("<p>Open the login link that <code>acp-relay run</code> printed in the terminal where it runs "
+                  "(it works once, within {minutes} minutes).</p>")
+
+
+def _page(body: str, script: str = "") -> str:
+    return _PAGE.format(body=body, script=script)
+
+
+def login_needed_page(*, token_set: bool, minutes: int) -> str:
+    """The page a browser without a session gets (401), with a way in."""
+    form = _TOKEN_FORM if token_set else ""
+    return _page(f"<p>This dashboard needs you to log in.</p>\n{_OPEN_THE_LINK.format(minutes=minutes)}\n"
+                 f"{_NEW_LINK_FORM}\n{form}")
+
+
+def login_link_page(code: str) -> str:
+    """What a login link shows: a form that logs in (sent at once by ``login.js``; a GET changes nothing)."""
+    return _page(f"""<form id="login-link" method="post" action="/login"><input type="hidden" name="code"
+value="{html.escape(code, quote=True)}"><p>Logging in…</p><button type="submit">Log in</button></form>""",
+                 script='<script src="/static/login.js" defer></script>')
+
+
+def link_expired_page(*, minutes: int) -> str:
+    """A login link that was used already, expired, or never was (403)."""
+    return _page(f"<p>This login link has expired or was used already; a link works once, within {minutes} "
+                 f"minutes.</p>\n{_NEW_LINK_FORM}")
+
+
+TOKEN_WRONG_PAGE = _page(f"<p>That access token is wrong.</p>\n{_TOKEN_FORM}")
+
+
+def link_printed_page(*, minutes: int) -> str:
+    """The relay printed a new login link in its terminal."""
+    return _page(f"<p>A new login link is in the terminal where acp-relay runs. It works once, within {minutes} "
+                 "minutes.</p>")
+
+
+LINK_TOO_SOON_PAGE = _page("<p>A new login link was printed a moment ago: look in the terminal where acp-relay "
+                           "runs.</p>")
 
 # -- start-up, for the operator (``acp-relay run`` prints one line and exits 2) ---------------
 _TOKEN_ADVICE = "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
@@ -68,7 +120,7 @@ def no_token_text(host: str, token_env: str) -> str:
 def weak_token_text(token_env: str, length: int, minimum: int, *, loopback: bool) -> str:
     """The access token (``length`` characters once stripped) is shorter than ``minimum``."""
     what = f"an access token of only {length} characters" if length else "a blank access token"
-    alternative = f", or unset {token_env} to serve 127.0.0.1 without one" if loopback else ""
+    alternative = f", or unset {token_env} to have one made for each run" if loopback else ""
     return (f"refusing to start the dashboard: {token_env} holds {what}, which could be guessed. Use at least "
             f"{minimum} random characters ({_TOKEN_ADVICE}){alternative}.")
 
@@ -89,6 +141,7 @@ def dashboard_at_text(url: str, *, public: bool) -> str:
     return f"acp-relay: dashboard at {url}{where}"
 
 
-def login_link_text(login_url: str) -> str:
-    """The line with the one-time login link (printed when an access token is set)."""
-    return f"acp-relay: dashboard login link (works once): {login_url}"
+def login_link_text(login_url: str, *, minutes: int) -> str:
+    """What ``acp-relay run`` prints for a one-time login link: a line saying so, then the link on its own line."""
+    lead = f"acp-relay: open this link to log in to the dashboard (it works once, within {minutes} minutes):"
+    return f"{lead}\n{login_url}"

@@ -153,8 +153,14 @@ class DemoRelay:
         self.engine = build_engine(self.config, self.store, cancel_wait_s=5.0)
         self.dashboard = await launch(self.engine, self.config, announce=False)
         await self.engine.start()
-        self.http = aiohttp.ClientSession(base_url=self.dashboard.url)
+        self.http = aiohttp.ClientSession(base_url=self.dashboard.url, headers=self.bearer)
         return self
+
+    @property
+    def bearer(self) -> dict[str, str]:
+        """The header a script sends: the dashboard's access token (made for the run unless set)."""
+        assert self.dashboard is not None
+        return {"Authorization": f"Bearer {self.dashboard.auth.access_token}"}
 
     async def close(self) -> None:
         """Shut down in ``acp-relay run``'s order: the engine first (a running turn's final state

@@ -67,11 +67,14 @@ async def browser() -> AsyncIterator[playwright_api.Browser]:
         await chromium.close()
 
 
-async def open_tab(browser: playwright_api.Browser, url: str, tmp_path: Path) -> Tab:
+async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> Tab:
+    """A browser that opened a login link the relay printed: it is on the page, logged in."""
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
     page = await context.new_page()
     tab = Tab(page, tmp_path)
-    await page.goto(url)
+    assert relay.dashboard is not None
+    await page.goto(relay.dashboard.new_login_url())
+    await page.wait_for_url(relay.url)
     await page.locator("#conn[data-state=open]").wait_for()
     return tab
 
@@ -83,7 +86,7 @@ async def relay(demo_relay: DemoRelayFactory) -> DemoRelay:
 
 async def test_a_prompt_streams_markdown_and_fills_the_status_panel(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.shot("01-empty")
     await tab.send("hello")
     await tab.page.locator("#messages .msg-user", has_text="hello").wait_for()
@@ -107,7 +110,7 @@ async def test_a_prompt_streams_markdown_and_fills_the_status_panel(
 
 async def test_shift_enter_adds_a_line_and_enter_sends(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.page.fill("#composer textarea", "first line")
     await tab.page.press("#composer textarea", "Shift+Enter")
     await tab.page.type("#composer textarea", "/compact")
@@ -121,7 +124,7 @@ async def test_shift_enter_adds_a_line_and_enter_sends(
 
 async def test_a_tool_call_is_approved_with_a_button(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.send("run the tool")
     allow = tab.page.locator("button.approval", has_text="Allow once")
     await allow.wait_for()
@@ -148,7 +151,7 @@ async def test_a_tool_call_is_approved_with_a_button(
 
 async def test_the_stop_button_stops_a_slow_answer(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.send("be slow")
     await tab.page.locator("#messages .msg-agent", has_text="one word").wait_for()
     await tab.page.locator("#typing").wait_for()
@@ -166,7 +169,7 @@ async def test_the_stop_button_stops_a_slow_answer(
 
 async def test_the_refusal_card_and_the_plan_checklist(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.send("please refuse")
     answer = await tab.answer("declined")
     card = answer.locator(".refusal-card")
@@ -188,7 +191,7 @@ async def test_the_refusal_card_and_the_plan_checklist(
 
 async def test_a_reload_keeps_the_conversation_and_a_new_tab_starts_a_new_one(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.send("/compact")
     await tab.answer("Compacted")
     await tab.page.reload()
@@ -206,7 +209,7 @@ async def test_a_reload_keeps_the_conversation_and_a_new_tab_starts_a_new_one(
 
 async def test_the_model_picker_lists_the_models_before_the_first_message(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.page.locator("#model:enabled option[value=demo-careful]").wait_for(state="attached")
     assert await tab.page.locator("#messages .msg").count() == 0
     assert await tab.page.eval_on_selector_all("#model option", "os => os.map(o => o.value)") == [
@@ -232,7 +235,7 @@ async def test_an_agent_that_cannot_start_is_explained_when_the_tab_opens(
         "surfaces": {"dashboard": {"host": "127.0.0.1", "port": 0}}}))
     await relay.start()
     try:
-        tab = await open_tab(browser, relay.url, tmp_path)
+        tab = await open_tab(browser, relay, tmp_path)
         error = tab.page.locator("#error", has_text="was not found on PATH")
         await error.wait_for()
         assert "agents.demo.command" in await error.inner_text()
@@ -245,7 +248,7 @@ async def test_an_agent_that_cannot_start_is_explained_when_the_tab_opens(
 
 async def test_the_model_picker_switches_models(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.send("/compact")
     await tab.answer("Compacted")
     await tab.page.locator("#model option[value=demo-careful]").wait_for(state="attached")
@@ -256,24 +259,28 @@ async def test_the_model_picker_switches_models(
     await tab.shot("13-model")
 
 
-async def test_with_a_token_the_login_link_lets_the_browser_in(
+async def test_with_a_token_set_typing_it_into_the_login_page_lets_the_browser_in(
         browser: playwright_api.Browser, demo_relay: DemoRelayFactory, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", "browser-token-of-sufficient-length")
     relay = await demo_relay()
-    assert relay.dashboard is not None and relay.dashboard.login_url
     context = await browser.new_context()
     page = await context.new_page()
+    tab = Tab(page, tmp_path)
     response = await page.goto(relay.url)
     assert response is not None and response.status == 401
-    await page.goto(relay.dashboard.login_url)
-    assert page.url == relay.url
-    tab = Tab(page, tmp_path)
+    await page.fill("input[name=token]", "not-the-token-but-long-enough")
+    await page.get_by_role("button", name="Log in").click()
+    await page.locator("text=That access token is wrong.").wait_for()
+    await page.fill("input[name=token]", "browser-token-of-sufficient-length")
+    await page.get_by_role("button", name="Log in").click()
+    await page.wait_for_url(relay.url)
     await page.locator("#conn[data-state=open]").wait_for()
     await tab.send("/compact")
     await tab.answer("Compacted")
     await tab.shot("14-logged-in")
-    assert tab.errors == []
+    # The browser logs the 401 and 403 of the login pages; nothing else went wrong.
+    assert [e for e in tab.errors if "401 (Unauthorized)" not in e and "403 (Forbidden)" not in e] == []
 
 
 FORGED = """Here is the answer.
@@ -299,7 +306,7 @@ Last words."""
 
 async def test_agent_html_cannot_make_controls_or_the_cores_styling(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     posted: list[str] = []
     tab.page.on("request", lambda r: posted.append(r.post_data or "") if r.url.endswith("/buttons") else None)
     key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
@@ -335,7 +342,7 @@ async def test_agent_html_cannot_make_controls_or_the_cores_styling(
 
 async def test_the_cores_footer_and_refusal_card_are_styled_at_the_end_only(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
     assert relay.dashboard is not None
     card = "The model declined to answer this request.\nCategory: demo"
@@ -376,7 +383,7 @@ EMOJI_ON_PAGE = """() => {
 
 async def test_the_page_draws_its_icons_and_shows_no_emoji_of_its_own(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay.url, tmp_path)
+    tab = await open_tab(browser, relay, tmp_path)
     await tab.page.locator("#model:enabled").wait_for()
     assert await tab.page.evaluate(EMOJI_ON_PAGE) == []  # the controls, before any message
     await tab.send("run the tool")

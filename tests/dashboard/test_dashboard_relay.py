@@ -157,7 +157,7 @@ async def test_the_model_picker_switches_the_model(demo_relay: DemoRelayFactory)
 async def test_a_new_tab_lists_the_agents_models_before_its_first_message(demo_relay: DemoRelayFactory) -> None:
     relay = await demo_relay()
     assert (await relay.status(TAB))["models"] == []  # no session yet: status never starts an agent
-    async with relay.client().get(f"/api/conversations/{TAB}/models") as response:
+    async with relay.client().post(f"/api/conversations/{TAB}/models", json={}) as response:
         assert response.status == 200
         assert await response.json() == {"model": "demo-fast", "models": ["demo-fast", "demo-careful"]}
     status = await relay.status(TAB)
@@ -171,7 +171,7 @@ async def test_when_the_agent_cannot_start_the_models_request_says_why(tmp_path:
         "surfaces": {"dashboard": {"host": "127.0.0.1", "port": 0}}}))
     await relay.start()
     try:
-        async with relay.client().get(f"/api/conversations/{TAB}/models") as response:
+        async with relay.client().post(f"/api/conversations/{TAB}/models", json={}) as response:
             assert response.status == 400
             error = (await response.json())["error"]
     finally:

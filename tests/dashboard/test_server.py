@@ -24,7 +24,6 @@ from surfaces.dashboard import launch
 from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
 from surfaces.dashboard.server import (
     AUTH,
-    COOKIE_NAME,
     MIN_TOKEN_LENGTH,
     check_bind,
     create_app,
@@ -49,12 +48,16 @@ class Served:
         return str(self.client.make_url("/")).rstrip("/")
 
 
-async def serve(tmp_path: Path, token: str | None = None,
-                engine: StandInEngine | None = None) -> tuple[Served, TestServer]:
+async def serve(tmp_path: Path, token: str | None = None, engine: StandInEngine | None = None,
+                bearer: bool = True) -> tuple[Served, TestServer]:
+    """A dashboard app; its client sends the access token (made for the run without ``token``)
+    as a script would, unless ``bearer`` is false."""
     surface = DashboardSurface(Transcript.open(tmp_path / "dash.db"))
     engine = engine or StandInEngine()
-    server = TestServer(create_app(surface, engine, access_token=token))
-    client = TestClient(server)
+    app = create_app(surface, engine, access_token=token)
+    server = TestServer(app)
+    headers = {"Authorization": f"Bearer {app[AUTH].access_token}"} if bearer else {}
+    client = TestClient(server, headers=headers)
     await client.start_server()
     return Served(client, engine, surface), server
 
@@ -68,7 +71,7 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
 
 @pytest.fixture
 async def guarded(tmp_path: Path) -> AsyncIterator[Served]:
-    s, _ = await serve(tmp_path, token="s3cret-token")  # create_app itself does not check the length
+    s, _ = await serve(tmp_path, token="s3cret-token", bearer=False)  # create_app does not check the length
     yield s
     await s.client.close()
 
@@ -105,7 +108,7 @@ def test_a_token_is_stripped_and_a_loopback_bind_uses_it_too() -> None:
     assert check_bind("0.0.0.0", f"  {TOKEN}\n") == TOKEN
     assert check_bind("127.0.0.1", TOKEN) == TOKEN
     assert check_bind("127.0.0.1", None) is None
-    with pytest.raises(StartupError, match=r"or unset ACP_RELAY_DASHBOARD_TOKEN to serve 127\.0\.0\.1 without one\.$"):
+    with pytest.raises(StartupError, match=r"or unset ACP_RELAY_DASHBOARD_TOKEN to have one made for each run\.$"):
         check_bind("127.0.0.1", "1")
 
 
@@ -155,19 +158,19 @@ async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
     dashboard = await launch(engine, config)  # type: ignore[arg-type]
     try:
         err = capsys.readouterr().err
-        assert dashboard.login_url is not None and dashboard.login_url in err
+        assert dashboard.login_url in err.splitlines()
         assert "tok-123" not in err  # the access token itself is never printed
         port = dashboard.url.rsplit(":", 1)[1].rstrip("/")
-        login = dashboard.login_url.split("/login", 1)[1]
+        code = dashboard.login_url.split("code=", 1)[1]
+        base = f"http://127.0.0.1:{port}"
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-            base = f"http://127.0.0.1:{port}"
             async with http.get(f"{base}/") as r:
                 assert r.status == 401
-            async with http.get(f"{base}/login{login}", allow_redirects=False) as r:
+            async with http.post(f"{base}/login", data={"code": code}, allow_redirects=False) as r:
                 assert r.status == 303 and r.headers["Location"] == "/"
             async with http.get(f"{base}/") as r:
                 assert r.status == 200
-        async with aiohttp.ClientSession() as other, other.get(f"{base}/login{login}") as r:
+        async with aiohttp.ClientSession() as other, other.post(f"{base}/login", data={"code": code}) as r:
             assert r.status == 403  # used already
     finally:
         await dashboard.close()
@@ -218,6 +221,8 @@ async def test_a_token_is_required_as_bearer_or_cookie(guarded: Served) -> None:
     client = guarded.client
     async with client.get("/") as r:
         assert r.status == 401 and "login link" in await r.text()
+    async with client.get("/", headers={"Authorization": "Bearer s3cret-token"}) as r:
+        assert r.status == 200
     async with client.get(f"{API}/status") as r:
         assert r.status == 401 and (await r.json())["error"]
     async with client.get(f"{API}/status", headers={"Authorization": "Bearer wrong"}) as r:
@@ -226,24 +231,6 @@ async def test_a_token_is_required_as_bearer_or_cookie(guarded: Served) -> None:
         assert r.status == 200
     async with client.get("/", headers={"Host": "dashboard.lan:8787", "Authorization": "Bearer s3cret-token"}) as r:
         assert r.status == 200  # with a token, any host name may be used
-
-
-async def test_the_one_time_login_link_sets_the_cookie_once(guarded: Served) -> None:
-    client = guarded.client
-    login_token = client.server.app[AUTH].login_token
-    assert login_token
-    async with client.get(f"/login?token={login_token}", allow_redirects=False) as r:
-        assert r.status == 303
-        cookie = r.cookies[COOKIE_NAME]
-        assert cookie["httponly"] and cookie["samesite"] == "Strict"
-        assert cookie.value != "s3cret-token"
-    async with client.get(f"{API}/status") as r:
-        assert r.status == 200  # the cookie jar sends it now
-    client.session.cookie_jar.clear()
-    async with client.get(f"/login?token={login_token}", allow_redirects=False) as r:
-        assert r.status == 403
-    async with client.get("/login?token=guess", allow_redirects=False) as r:
-        assert r.status == 403
 
 
 async def test_cross_site_requests_are_refused(served: Served) -> None:
@@ -263,7 +250,7 @@ async def test_cross_site_requests_are_refused(served: Served) -> None:
     assert len(served.engine.messages) == 1
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", "events"), ("GET", "status"), ("GET", "models"),
+@pytest.mark.parametrize(("method", "path"), [("GET", "events"), ("GET", "status"), ("POST", "models"),
                                               ("POST", "messages"), ("POST", "buttons"), ("POST", "stop"),
                                               ("POST", "model")])
 async def test_bad_tab_ids_are_refused(served: Served, method: str, path: str) -> None:
@@ -363,7 +350,7 @@ async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) ->
     async with served.client.post(f"{API}/model", json={"model": "demo-careful"}) as r:
         assert r.status == 200
     assert served.engine.switched == [("dashboard:tab1", "demo-careful")]
-    async with served.client.get(f"{API}/models") as r:
+    async with served.client.post(f"{API}/models", json={}) as r:
         assert r.status == 200 and (await r.json()) == {"model": "demo-fast", "models": ["demo-fast", "demo-careful"]}
     assert served.engine.listed == ["dashboard:tab1"]
 

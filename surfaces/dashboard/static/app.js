@@ -59,6 +59,15 @@
       credentials: "same-origin",
       body: JSON.stringify(body),
     });
+    return answer(response);
+  }
+
+  // The session ended (logged out in another tab, expired, the relay restarted): show the login page.
+  async function answer(response) {
+    if (response.status === 401) {
+      location.assign("/");
+      throw new Error("Log in again.");
+    }
     let data = {};
     try { data = await response.json(); } catch (_) { /* not JSON */ }
     if (!response.ok) throw new Error(data.error || `The relay answered ${response.status}.`);
@@ -322,6 +331,7 @@
     let s;
     try {
       const response = await fetch(api("status"), { credentials: "same-origin" });
+      if (response.status === 401) location.assign("/");
       if (!response.ok) return;
       s = await response.json();
     } catch (_) {
@@ -348,7 +358,7 @@
   }
 
   // The picker's choices come from the agent itself, asked for as soon as the tab opens (this starts
-  // the agent), so a model can be chosen before the first message.
+  // the agent, so it is a POST: no GET changes anything), so a model can be chosen before the first message.
   let knownModels = [];
   function fillModels(current, models) {
     knownModels = models;
@@ -363,10 +373,7 @@
   async function loadModels() {
     modelSelect.replaceChildren(new Option("loading…", ""));
     try {
-      const response = await fetch(api("models"), { credentials: "same-origin" });
-      let data = {};
-      try { data = await response.json(); } catch (_) { /* not JSON */ }
-      if (!response.ok) throw new Error(data.error || `The relay answered ${response.status}.`);
+      const data = await post("models", {});  // a POST: asking starts the agent
       fillModels(data.model, data.models || []);
       scheduleStatus();  // the agent has a session now
     } catch (e) {
