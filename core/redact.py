@@ -11,8 +11,11 @@ Rules for values (one registry, here):
 
 - A value shorter than ``MIN_SECRET_LENGTH`` (8) characters, once stripped, is not registered:
   replacing every "1234" or "pass" in answers would garble them, and so short a secret is guessed
-  anyway. Values are registered stripped of surrounding whitespace.
-- A value is replaced whole wherever it stands, and so is its START once it is at least half of it
+  anyway. Nor is a trivial one: a plain number (``MAX_TOKENS=100000000`` names no secret) or a value
+  of fewer than 4 different characters (``xxxxxxxx``). Values are registered stripped of surrounding
+  whitespace.
+- A value is replaced whole wherever it stands (keeping the hint its format gives, ``xoxb-[redacted]``,
+  when it has a known token shape), and so is its START once it is at least half of it
   (and ``MIN_SECRET_LENGTH`` long): an answer cut off in the middle of a secret (stopped, failed)
   shows nothing that narrows it down much, while a token's public head (a Telegram bot's id, the
   first part of a Discord token) alone is left as it is.
@@ -154,11 +157,11 @@ class _Registry:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._values: tuple[str, ...] = ()  # longest first: of two overlapping values the longer wins
+        self._whole: dict[str, str] = {}  # value -> what replaces it whole
         self._heads: re.Pattern[str] | None = None
 
     def add(self, values: Iterable[str]) -> Counter[str]:
-        added = Counter(v for v in (value.strip() for value in values) if len(v) >= MIN_SECRET_LENGTH
-                        and REDACTED not in v and v not in REDACTED)
+        added = Counter(v for v in (value.strip() for value in values) if _worth_registering(v))
         with self._lock:
             self._counts.update(added)
             self._rebuild()
@@ -180,28 +183,29 @@ class _Registry:
 
     def _rebuild(self) -> None:
         self._values = tuple(sorted(self._counts, key=len, reverse=True))
+        self._whole = {v: self._whole.get(v) or _whole_replacement(v) for v in self._values}
         heads = sorted({_head(v) for v in self._values}, key=len, reverse=True)
         self._heads = re.compile("|".join(map(re.escape, heads))) if heads else None
 
     def replace(self, text: str) -> str:
         """Every value, and every start of one at least its head long, as ``REDACTED``."""
-        heads, values = self._heads, self._values
+        heads, values, whole = self._heads, self._values, self._whole
         if heads is None:
             return text
         out: list[str] = []
         pos = 0
         while (match := heads.search(text, pos)) is not None:
             start = match.start()
-            end = start
+            end, marker = start, REDACTED
             for value in values:
                 common = _common(text, start, value)
-                if common >= _need(value):
-                    end = max(end, start + common)
+                if common >= _need(value) and start + common > end:
+                    end, marker = start + common, whole[value] if common == len(value) else REDACTED
             if end == start:  # a head of one value, not followed by enough of any
                 out.append(text[pos:start + 1])
                 pos = start + 1
                 continue
-            out.append(text[pos:start] + REDACTED)
+            out.append(text[pos:start] + marker)
             pos = end
         out.append(text[pos:])
         return "".join(out)
@@ -218,6 +222,19 @@ class _Registry:
                     break
                 at = text.find(first, at + 1)
         return found
+
+
+def _worth_registering(value: str) -> bool:
+    """Long enough, not a plain number, not a run of a few characters, and no marker of ours."""
+    return (len(value) >= MIN_SECRET_LENGTH and not value.isdigit() and len(set(value)) >= 4
+            and REDACTED not in value and value not in REDACTED)
+
+
+def _whole_replacement(value: str) -> str:
+    """``REDACTED``, or the hint a known token shape keeps (``xoxb-[redacted]``) if it keeps under half."""
+    hinted = _by_format(value)
+    kept = len(hinted.replace(REDACTED, ""))
+    return hinted if REDACTED in hinted and kept < _need(value) else REDACTED
 
 
 def _need(value: str) -> int:
@@ -294,7 +311,10 @@ def redact(text: str) -> str:
     ``token=`` assignments, and of JSON keys such as ``"token"``, ``"password"``, ``"api_key"``; and
     every registered secret value (see the module docstring), first, so none is left half-replaced.
     """
-    text = _REGISTRY.replace(text)
+    return _by_format(_REGISTRY.replace(text))
+
+
+def _by_format(text: str) -> str:
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text

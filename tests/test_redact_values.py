@@ -40,6 +40,19 @@ def test_values_shorter_than_the_minimum_are_not_registered() -> None:
         assert redact("hunter2 and a pass to 1 place, xxxxxxx") == "hunter2 and a pass to 1 place, xxxxxxx"
 
 
+def test_trivial_values_are_not_registered() -> None:
+    with register_secrets(["100000000", "xxxxxxxxxxxx", "abababababab", "abcabcabcabc"]):
+        assert registered_secrets() == frozenset()
+        assert redact("max_tokens 100000000, xxxxxxxxxxxx") == "max_tokens 100000000, xxxxxxxxxxxx"
+
+
+def test_a_value_of_a_known_token_shape_keeps_its_hint() -> None:
+    telegram, slack = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0", "xoxb-123456789012-1234567890123-AbCdEfGh"
+    with register_secrets([telegram, slack]):
+        assert redact(f"bot{telegram}/getMe {slack}") == f"bot123456789:{REDACTED}/getMe xoxb-{REDACTED}"
+        assert redact(f"bot {telegram[:30]}") == f"bot {REDACTED}"  # cut off: no hint to give
+
+
 def test_a_value_is_registered_stripped_of_surrounding_whitespace() -> None:
     with register_secrets([f"  {SIGNING}\n"]):
         assert registered_secrets() == frozenset({SIGNING})
