@@ -2,7 +2,7 @@
 
 Each browser tab is one conversation. The page is plain HTML, CSS and JavaScript from ``static/``
 (Markdown rendered by the vendored ``marked``, sanitised by ``DOMPurify``); see ``server`` for the
-security rules.
+security rules and ``auth`` for the login (a token always, one-time links, server-side sessions).
 
 Agent text never becomes a control: the sanitiser drops form elements (buttons, inputs, ...) and
 class, id, style and data-* attributes, and only the buttons the page builds from a message's
