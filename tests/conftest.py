@@ -5,6 +5,7 @@ Keep this file small; a tier's own fixtures belong in that tier's conftest.py.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.acp.spec import AgentSpec
+from core.logs import log_path, setup_logging
 from core.redact import clear_secrets
 
 FAKE_AGENT_PATH = Path(__file__).resolve().parent / "fakes" / "acp_agent.py"
@@ -34,6 +36,25 @@ def _no_secrets_from_other_tests() -> Iterator[None]:
     clear_secrets()
     yield
     clear_secrets()
+
+
+@pytest.fixture
+def relay_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The relay's own logging, as ``acp-relay run`` sets it up, writing under ``tmp_path``; yields the
+    log file's path. pytest's handlers are put back afterwards."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    setup_logging(logging.WARNING)
+    try:
+        yield log_path()
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+            handler.close()
+        for handler in saved[0]:
+            root.addHandler(handler)
+        root.setLevel(saved[1])
 
 
 FakeAgentSpec = Callable[..., AgentSpec]

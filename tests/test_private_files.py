@@ -74,26 +74,10 @@ def test_the_dashboard_transcript_is_private(tmp_path: Path) -> None:
     assert mode(path) == 0o600
 
 
-def test_the_log_file_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    try:
-        setup_logging(logging.WARNING)
-        logging.getLogger("acp_relay.test").warning("a line")
-        log = tmp_path / "state" / "acp-relay" / "acp-relay.log"
-        assert "a line" in log.read_text(encoding="utf-8")
-        assert mode(log) == 0o600 and mode(log.parent) == 0o700
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-            handler.close()
-        log.chmod(0o644)
-        setup_logging(logging.WARNING)
-        assert mode(log) == 0o600  # an older version's log is tightened
-    finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-            handler.close()
-        for handler in saved[0]:
-            root.addHandler(handler)
-        root.setLevel(saved[1])
+def test_the_log_file_is_private(relay_log: Path) -> None:
+    logging.getLogger("acp_relay.test").warning("a line")
+    assert "a line" in relay_log.read_text(encoding="utf-8")
+    assert mode(relay_log) == 0o600 and mode(relay_log.parent) == 0o700
+    relay_log.chmod(0o644)  # what an older version left
+    setup_logging(logging.WARNING)
+    assert mode(relay_log) == 0o600

@@ -25,6 +25,9 @@ from core.store import Store
 from surfaces.dashboard import Dashboard, launch
 
 ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DEMO_CODE = "from core.demo_agent import main; raise SystemExit(main())"
 HANG_GUARD_S = 30.0
 Event = dict[str, Any]
@@ -219,6 +222,16 @@ class DemoRelay:
 
 
 DemoRelayFactory = Callable[..., Awaitable[DemoRelay]]
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    """Debian's headless Chromium driven by playwright (never a downloaded browser)."""
+    playwright = pytest.importorskip("playwright.async_api")
+    async with playwright.async_playwright() as pw:
+        chromium = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        await chromium.close()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ the demo agent. Each state is screenshotted into the test's ``tmp_path``."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,8 @@ from core.engine import wording
 from core.engine.surface import Button
 from surfaces.dashboard.surface import conversation_key
 
-from .conftest import DemoRelay, DemoRelayFactory
+from .conftest import CHROMIUM, DemoRelay, DemoRelayFactory
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 30_000
 NO_SESSION = re.compile(r"^(\u2013|none yet)$")  # the status panel's placeholders
 
@@ -57,14 +53,6 @@ class Tab:
 
     async def shot(self, name: str) -> None:
         await self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[playwright_api.Browser]:
-    async with playwright_api.async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        yield chromium
-        await chromium.close()
 
 
 async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> Tab:

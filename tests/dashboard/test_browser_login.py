@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,13 @@ from core.config import RelayConfig
 from surfaces.dashboard.auth import COOKIE_NAME, LINK_TTL_S
 from tests.conftest import FAKE_AGENT_PATH
 
-from .conftest import DemoRelay, DemoRelayFactory
-from .test_browser import ARGS, CHROMIUM, Tab, playwright_api
+from .conftest import CHROMIUM, DemoRelay, DemoRelayFactory
+from .test_browser import Tab, playwright_api
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
 ]
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[playwright_api.Browser]:
-    async with playwright_api.async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        yield chromium
-        await chromium.close()
 
 
 async def new_tab(browser: playwright_api.Browser, tmp_path: Path, headers: dict[str, str] | None = None) -> Tab:

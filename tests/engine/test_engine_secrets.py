@@ -8,13 +8,10 @@ Every text the surface is sent or edited to is watched: not even the start of a 
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from core.logs import setup_logging
 from core.redact import REDACTED
 from tests.waiting import until
 
@@ -30,22 +27,6 @@ SECRETS = (WEBHOOK, SIGNING, API_KEY)
 def _relay_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", WEBHOOK)
     monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING)
-
-
-@pytest.fixture
-def log_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The relay's own logging (``acp-relay run`` sets it up), writing under ``tmp_path``."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    setup_logging(logging.WARNING)
-    yield tmp_path / "state" / "acp-relay" / "acp-relay.log"
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-        handler.close()
-    for handler in saved[0]:
-        root.addHandler(handler)
-    root.setLevel(saved[1])
 
 
 def shown_starts(texts: list[str]) -> list[tuple[str, str]]:
@@ -111,10 +92,10 @@ async def test_an_approval_prompt_shows_no_secret(relay: RelayFactory) -> None:
     assert shown_starts(seen) == []
 
 
-async def test_a_log_line_that_carries_agent_text_is_redacted(relay: RelayFactory, log_file: Path) -> None:
+async def test_a_log_line_that_carries_agent_text_is_redacted(relay: RelayFactory, relay_log: Path) -> None:
     r, _seen = await watched(relay)
     kind = f"leak-{SIGNING}"
     await r.ask(f'update {{"sessionUpdate": "{kind}"}}\ntext ok')
-    logged = log_file.read_text(encoding="utf-8")
+    logged = relay_log.read_text(encoding="utf-8")
     assert f"does not know: leak-{REDACTED}" in logged  # the relay logged the agent's words...
     assert SIGNING[:5] not in logged  # ...without the secret
