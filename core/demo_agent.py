@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from core.private_files import private_file
+
 __all__ = ["main"]
 
 Json = dict[str, Any]
@@ -191,8 +193,8 @@ class _DemoAgent:
 
     def save(self, s: _Session) -> None:
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
             tmp = self.dir / f"{s.id}.json.{threading.get_ident()}.tmp"
+            private_file(tmp)  # the session's prompts: its owner's alone, as the relay's own files
             tmp.write_text(json.dumps(asdict(s)), encoding="utf-8")
             tmp.replace(self.dir / f"{s.id}.json")
         except OSError:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
+import stat
 import subprocess
 import sys
 import threading
@@ -278,3 +280,19 @@ def test_a_new_process_loads_the_session_and_replays_its_history(tmp_path: Path)
         assert second.call("session/load", {"sessionId": "../etc", "cwd": "/", "mcpServers": []})["error"]
     finally:
         second.close()
+
+
+def test_its_sessions_are_kept_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # a desktop's: files 0644 and folders 0755 unless the agent says otherwise
+    try:
+        demo = DemoAgent(tmp_path / "state", tmp_path)
+    finally:
+        os.umask(old)
+    try:
+        demo.turn(demo.new_session(), "a prompt that stays on this machine")
+    finally:
+        demo.close()
+    folder = tmp_path / "state" / "acp-relay" / "demo-sessions"
+    files = list(folder.iterdir())
+    assert files and {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
+    assert {stat.S_IMODE(d.stat().st_mode) for d in (folder, folder.parent, folder.parent.parent)} == {0o700}
