@@ -162,6 +162,25 @@ async def test_round_trip_text_and_load(tmp_path: Path) -> None:
     assert [f.get("method") for f in frames][:2] == ["initialize", "session/new"]
 
 
+async def test_a_step_may_name_a_value_of_the_parents_environment_and_die_with_its_own_words() -> None:
+    with open("/proc/self/environ", "rb") as f:  # what the agent reads: this process's environment at exec
+        ours = dict(item.decode().partition("=")[::2] for item in f.read().split(b"\0") if item)
+    wire = await Wire.start()
+    try:
+        sid = await _session(wire)
+        script = ("text {parent_env:PATH}\ntext {parent_env:PATH[2:7]}\ntext <{parent_env:NO_SUCH_VARIABLE_X}>\n"
+                  "die 4 fatal: {parent_env:PATH[:3]}")
+        await wire.request("session/prompt", _prompt(sid, script))
+        while len(wire.texts()) < 3:
+            wire.inbox.append(await wire.read())
+        assert wire.texts() == [ours["PATH"], ours["PATH"][2:7], "<>"]
+        assert await asyncio.wait_for(wire.proc.wait(), TIMEOUT) == 4
+    finally:
+        await wire.close()
+    assert wire.proc.stderr is not None
+    assert (await wire.proc.stderr.read()).decode().splitlines()[-1] == f"fatal: {ours['PATH'][:3]}"
+
+
 async def test_cancel_hang() -> None:
     wire = await Wire.start()
     try:
