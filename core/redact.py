@@ -156,9 +156,10 @@ class _Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
-        self._values: tuple[str, ...] = ()  # longest first: of two overlapping values the longer wins
-        self._whole: dict[str, str] = {}  # value -> what replaces it whole
-        self._heads: re.Pattern[str] | None = None
+        # Replaced in one assignment, so a reader on another thread sees one consistent state:
+        # the values, longest first (of two overlapping values the longer wins); what replaces each
+        # whole; a pattern of their heads (None: nothing registered).
+        self._now: tuple[tuple[str, ...], dict[str, str], re.Pattern[str] | None] = ((), {}, None)
 
     def add(self, values: Iterable[str]) -> Counter[str]:
         added = Counter(v for v in (value.strip() for value in values) if _worth_registering(v))
@@ -179,17 +180,18 @@ class _Registry:
             self._rebuild()
 
     def values(self) -> frozenset[str]:
-        return frozenset(self._values)
+        return frozenset(self._now[0])
 
     def _rebuild(self) -> None:
-        self._values = tuple(sorted(self._counts, key=len, reverse=True))
-        self._whole = {v: self._whole.get(v) or _whole_replacement(v) for v in self._values}
-        heads = sorted({_head(v) for v in self._values}, key=len, reverse=True)
-        self._heads = re.compile("|".join(map(re.escape, heads))) if heads else None
+        values = tuple(sorted(self._counts, key=len, reverse=True))
+        known = self._now[1]
+        whole = {v: known.get(v) or _whole_replacement(v) for v in values}
+        heads = sorted({_head(v) for v in values}, key=len, reverse=True)
+        self._now = (values, whole, re.compile("|".join(map(re.escape, heads))) if heads else None)
 
     def replace(self, text: str) -> str:
         """Every value, and every start of one at least its head long, as ``REDACTED``."""
-        heads, values, whole = self._heads, self._values, self._whole
+        values, whole, heads = self._now
         if heads is None:
             return text
         out: list[str] = []
@@ -213,7 +215,7 @@ class _Registry:
     def unfinished_at(self, text: str) -> int | None:
         """The earliest index from which the rest of ``text`` is the start of a value (not all of it)."""
         found: int | None = None
-        for value in self._values:
+        for value in self._now[0]:
             first = value[0]
             at = text.find(first, max(0, len(text) - len(value) + 1))
             while at != -1 and (found is None or at < found):
