@@ -55,7 +55,7 @@ MAX_TEXT = 100_000
 #: An access token shorter than this (after stripping whitespace) is refused: it could be guessed.
 MIN_TOKEN_LENGTH = 16
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-#: What a browser without a session may ask for: the way in (and out), and the page's files.
+#: What a browser without a session may ask for, besides the page's files (/static/): the way in and out.
 _OPEN = frozenset({"/login", "/login/link", "/logout"})
 #: Posted by the login pages' and the page's own HTML forms (not JSON).
 _FORMS = _OPEN
