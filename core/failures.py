@@ -59,7 +59,7 @@ _RE_SESSION_LOST = re.compile(
     r"""|no (?:conversation|session) found with session id|--resume requires a valid session id)\b""", _I | re.M)
 _RE_AUTH = re.compile(
     r"\bauthentication[ _](?:required|failed|error)|\bnot (?:logged|signed) in\b|\bplease (?:log|sign) in\b"
-    r"|\bunauthori[sz]ed\b|\binvalid (?:x-)?api[ -]?key|\bapi key (?:is )?(?:invalid|missing|expired)"
+    r"|\bunauthori[sz]ed\b|\b(?:invalid|incorrect) (?:x-)?api[ -]?key|\bapi key (?:is )?(?:invalid|missing|expired)"
     r"|\b(?:status|code|error)[:\s]*401\b|\(401\)|\boauth token (?:has )?expired", _I)
 _RE_REFUSAL = re.compile(r"\busage polic(?:y|ies)\b|\bsafeguards flagged\b|anthropic\.com/legal/aup", _I)
 _RE_MODEL_NOT_AVAILABLE = re.compile(
@@ -85,6 +85,7 @@ _RE_MALFORMED = re.compile(
 # A bare number never counts: "429" inside a request id or a port is not a status.
 _RE_RATE_LIMIT = re.compile(
     r"\brate[ _-]?limit|\bthrottl(?:ed|ing)\b|\bThrottlingException\b|\btoo many requests\b"
+    r"|\bresource (?:has been |is )?exhausted\b|\bRESOURCE_EXHAUSTED\b"
     r"|\b(?:status|code|error)[:\s]*429\b|\(429\)|\b429 too many\b", _I)
 _RE_OVERLOADED = re.compile(r"(?<![a-z])overloaded(?![a-z])|\b(?:status|code|error)[:\s]*529\b|\(529\)", _I)
 _RE_STREAM_TIMEOUT = re.compile(
@@ -99,6 +100,7 @@ _RE_SERVER_ERROR = re.compile(
     r"|\b(?:internal_)?server_error\b|\bInternalServerException\b|\bServiceUnavailableException\b"
     r"|\b(?:status|code|error)[:\s]*5\d\d\b|\(5\d\d\)", _I)
 
+_HTTP_STATUSES = (400, 599)  # a JSON-RPC code in this range is an HTTP status (gemini-cli)
 _PERIOD = re.compile(r"\b(monthly|daily|weekly|hourly)\b", _I)
 _SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:-]+)")
 _PROVIDER = {"kiro": "Kiro", "claude": "Claude", "codex": "Codex"}
@@ -396,6 +398,10 @@ def _facts(error: _Failure, backend: str, advertised: Sequence[str]) -> _Facts:
     sentences = (unwrap(f, for_matching=False, envelope=_RE_KIRO_ENVELOPE) for f in spoken if isinstance(f, str))
     sentence = cut(next((s for s in sentences if s), ""), 400)
     text = "\n".join(unwrap(f, for_matching=True, envelope=_RE_KIRO_ENVELOPE) for f in fields)
+    if isinstance(code, int) and _HTTP_STATUSES[0] <= code <= _HTTP_STATUSES[1]:
+        # gemini-cli's convention: the provider's HTTP status as the JSON-RPC code (JSON-RPC's own
+        # codes are negative). Read as the words "status N", so the same rows decide.
+        text += f"\nstatus {code}"
     has_error_type = isinstance(data, Mapping) and "errorType" in data
     code = code if isinstance(code, int) else None
     return _Facts(code, text, sentence, has_error_type, backend, tuple(advertised), exc, data)
