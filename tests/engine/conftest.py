@@ -119,7 +119,7 @@ class Relay:
         data: dict[str, Any] = {
             "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.workdir)}},
             "store": {"path": str(self.db)},
-            "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
+            "retry": {"attempts": 3, "budget_s": 10, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": 60, "request_s": 10},
             "engine": {"edit_interval_s": 0.02},
         }
