@@ -129,7 +129,17 @@ def test_an_empty_turn_is_one_that_produced_nothing() -> None:
     ("codex-acp", (), "@agentclientprotocol/claude-agent-acp", "claude"),  # what the agent says wins
     ("/usr/local/bin/kiro-cli", ("acp",), "", "kiro"),
     ("kiro-cli-chat", ("acp",), "", "kiro"),
-    ("node", ("bundle/gemini.js", "--acp"), "gemini-cli", "generic"),
+    ("node", ("bundle/gemini.js", "--acp"), "gemini-cli", "gemini"),
+    ("node", ("/x/node_modules/@google/gemini-cli/bundle/gemini.js", "--acp"), "", "gemini"),
+    ("/x/node_modules/@github/copilot-linux-x64/copilot", ("--acp",), "", "copilot"),
+    ("copilot", ("--acp",), "Copilot", "copilot"),
+    ("npx", ("-y", "@github/copilot", "--acp"), "", "copilot"),
+    ("/x/node_modules/opencode-linux-x64/bin/opencode", ("acp",), "", "opencode"),
+    ("opencode", ("acp",), "OpenCode", "opencode"),
+    ("node", ("/x/node_modules/@qwen-code/qwen-code/cli-entry.js", "--acp"), "", "qwen"),
+    ("qwen", ("--acp",), "qwen-code", "qwen"),
+    ("node", ("/x/node_modules/@zed-industries/claude-code-acp/dist/index.js",), "", "claude"),
+    ("node", ("augment.mjs", "--acp"), "auggie", "generic"),
     ("/home/claude/bin/agent", (), "fake-acp-agent", "generic"),  # a directory name decides nothing
 ])
 def test_backend_detection(command: str, args: tuple[str, ...], agent_name: str, backend: str) -> None:
@@ -138,7 +148,8 @@ def test_backend_detection(command: str, args: tuple[str, ...], agent_name: str,
 
 @pytest.mark.parametrize(("agent_name", "backend"), [
     ("@agentclientprotocol/codex-acp", "codex"), ("@agentclientprotocol/claude-agent-acp", "claude"),
-    ("codex-acp", "codex"), ("gemini-cli", "generic")])
+    ("codex-acp", "codex"), ("gemini-cli", "gemini"), ("Copilot", "copilot"), ("qwen-code", "qwen"),
+    ("OpenCode", "opencode"), ("auggie", "generic")])
 async def test_the_backend_is_detected_from_the_agents_own_name(start, agent, agent_name: str,
                                                                 backend: str) -> None:
     rt = await start(agent("--agent-name", agent_name, backend=""))
