@@ -35,6 +35,7 @@ from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntim
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
 
 __all__ = [
+    "AGENTS_THAT_RETRY",
     "INTERNAL_FAILURE",
     "Classification",
     "_format_acp_error",
@@ -100,6 +101,9 @@ _RE_SERVER_ERROR = re.compile(
     r"|\b(?:internal_)?server_error\b|\bInternalServerException\b|\bServiceUnavailableException\b"
     r"|\b(?:status|code|error)[:\s]*5\d\d\b|\(5\d\d\)", _I)
 
+#: Backends whose agent retries a failed model call by itself before it fails the turn (Copilot CLI
+#: five times, gemini-cli about ten, opencode and Qwen Code for minutes, Qwen without a word).
+AGENTS_THAT_RETRY = frozenset({"copilot", "gemini", "opencode", "qwen"})
 _HTTP_STATUSES = (400, 599)  # a JSON-RPC code in this range is an HTTP status (gemini-cli)
 _PERIOD = re.compile(r"\b(monthly|daily|weekly|hourly)\b", _I)
 _SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:-]+)")
@@ -288,6 +292,17 @@ def _tool_gate_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
     )
 
 
+def _timeout_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    error = facts.error
+    streamed = isinstance(error, AcpError) and bool((error.partial_output or "").strip())
+    if facts.backend in AGENTS_THAT_RETRY and not streamed:
+        # Qwen Code retries a 429 or a 5xx for minutes in silence; nothing else keeps such an agent quiet.
+        return ("The agent got no answer from its model provider in time. It retries failed model calls "
+                "by itself, as it does while the provider is rate-limiting or overloaded; "
+                f"{_retry(facts.backend)} in a few minutes.")
+    return f"The agent timed out before finishing its answer; {_retry(facts.backend)}."
+
+
 def _request_timeout_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
     budget_s = facts.error.budget_s if isinstance(facts.error, AcpRequestTimeout) else 0.0
     budget = f"within {budget_s:g} seconds" if budget_s else "in time"
@@ -370,8 +385,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(None, "cwd_missing", False, "The agent's working folder does not exist; check agents.{agent}.cwd in "
           "the config.", _setup("cwd_missing"), AcpError),
     _Rule(None, "protocol_version", False, _protocol_prose, _setup("protocol_version"), AcpError),
-    _Rule(None, "timeout", True, "The agent timed out before finishing its answer; {retry}.",
-          raised=AcpTimeoutError),
+    _Rule(None, "timeout", True, _timeout_prose, raised=AcpTimeoutError),
     _Rule(None, "process_died", True, _died("The agent stopped unexpectedly"), raised=AcpProcessDied),
     _Rule(None, "permission_needed", False, _permission_prose, raised=AcpPermissionNeeded),
     _Rule(None, "tool_gate", False, _tool_gate_prose, raised=AcpToolGateUnroutable),

@@ -1013,3 +1013,14 @@ def test_the_kind_of_a_bare_sentence_is_the_kind_its_raw_error_classifies_as(
         name: str, text: str, advertised: tuple[str, ...], kind: str) -> None:
     # text_kind is what the streamed-text hold-back asks on every first chunk: the same rows, no prose.
     assert failures.text_kind(text) == failures.classify({"message": text}).kind == kind
+
+
+@pytest.mark.parametrize("backend", ["qwen", "opencode", "gemini", "copilot"])
+def test_a_silent_timeout_of_an_agent_that_retries_by_itself_names_the_rate_limit(backend: str) -> None:
+    """Qwen Code retries a 429 for minutes without a word: the prompt budget ends it, and the person
+    learns why an agent like it goes quiet (not merely that it timed out)."""
+    prose = classify(AcpTimeoutError("no answer within 900s", partial_output=""), backend=backend).prose
+    assert "rate-limiting" in prose and "retries" in prose
+    answered = classify(AcpTimeoutError("no answer", partial_output="half an answer"), backend=backend).prose
+    assert "rate-limiting" not in answered, "it was answering: a plain timeout"
+    assert "rate-limiting" not in classify(AcpTimeoutError("no answer"), backend="claude").prose
