@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from core.acp._dispatch import log_unknown_method
 from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied, AcpPromptBusy
 from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
 from core.acp.process import AgentProcess, child_env
@@ -248,4 +249,5 @@ class AcpRuntime:
             if session is not None:
                 return await session.on_permission(params)
             return {"outcome": {"outcome": "cancelled"}}
+        log_unknown_method(method, "request")  # e.g. qwen's craft/drainMidTurnQueue
         raise RpcError(-32601, f"Method not found: {method}")
