@@ -432,6 +432,15 @@ CAPTURED = {
     ("claude-zed-mock-refusal.jsonl", 2): ("refusal", False),
     ("codex-new-mock-401.jsonl", 3): ("auth", False),
     ("gemini-mock-400.jsonl", 2): ("malformed", False),
+    # Issue 18's agents, recorded by the peer tier. gemini-cli's code is the HTTP status.
+    ("gemini-mock-429.jsonl", 2): ("rate_limit", True),  # {"code": 429, "message": "Resource has been exhausted..."}
+    ("gemini-mock-503.jsonl", 2): ("overloaded", True),  # its words say overloaded, its code 503
+    ("opencode-mock-400.jsonl", 2): ("malformed", False),
+    ("opencode-mock-401.jsonl", 2): ("auth", False),
+    ("opencode-mock-429.jsonl", 2): ("rate_limit", True),
+    ("qwen-mock-400.jsonl", 3): ("malformed", False),
+    ("qwen-mock-401.jsonl", 3): ("auth", False),  # data.details "401 Incorrect API key provided: ..."
+    ("auggie-0.36.0.jsonl", 1): ("auth", False),  # session/new: "Authentication required: Auggie does not..."
 }
 
 

@@ -36,7 +36,6 @@ __all__ = [
     "dicts",
     "event_from_extension",
     "event_from_update",
-    "log_unknown_method",
     "parse_refusal",
     "refusal_from_error",
 ]
@@ -83,15 +82,6 @@ def _thread_status(meta: Any) -> str:
     status = codex.get("threadStatus") if isinstance(codex, dict) else None
     kind = status.get("type") if isinstance(status, dict) else None
     return kind if isinstance(kind, str) else ""
-
-
-def log_unknown_method(method: str, what: str = "notification") -> None:
-    """An agent method this relay does not know (qwen's ``qwen/notify/session/mode-update``): logged
-    once per method, at debug, by name; the frame itself is ignored (a request gets -32601)."""
-    key = f"{what}:{method}"
-    if key not in _logged_unknown:
-        _logged_unknown.add(key)
-        log.debug("ignoring the agent's %s %s: a method this relay does not know", what, method)
 
 
 def _log_unknown_once(kind: str) -> None:

@@ -13,7 +13,6 @@ from core.acp._dispatch import (
     dicts,
     event_from_extension,
     event_from_update,
-    log_unknown_method,
     refusal_from_error,
 )
 from core.acp.client import (
@@ -221,8 +220,7 @@ class AcpSession:
         elif method.startswith("_"):
             event = event_from_extension(method, params, self.runtime.backend)
         else:
-            log_unknown_method(method)
-            return
+            return  # the runtime logged it (once per method)
         if event is None:
             return
         if isinstance(event, ConfigOptions):

@@ -12,7 +12,9 @@ from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer
 __all__ = ["ATTEMPTS", "PeerRelay", "peer_relay"]
 
 #: The retry ladder of these relays (its waits shrink to milliseconds: tests/engine's fast sleep).
+#: The budget covers the attempts too, and a real agent's take a second or more.
 ATTEMPTS = 3
+BUDGET_S = 60.0
 
 
 class PeerRelay(Relay):
@@ -27,7 +29,7 @@ class PeerRelay(Relay):
         data: dict[str, Any] = {
             "agents": {"peer": agent},
             "store": {"path": str(self.db)},
-            "retry": {"attempts": ATTEMPTS, "budget_s": 0.2, "base_delay_s": 0.05},
+            "retry": {"attempts": ATTEMPTS, "budget_s": BUDGET_S, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": PROMPT_TIMEOUT_S, "request_s": REQUEST_TIMEOUT_S, "approval_s": 5},
             "engine": {"edit_interval_s": 0.02},
         }
