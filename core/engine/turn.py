@@ -177,7 +177,12 @@ class _Turn:
         while True:
             await self.deps.sleep(PATIENCE_TICK_S)
             if (line := self.patience.tick()) is not None:
-                self.on_event(Notice(line, key=AGENT_RETRY_KEY))
+                self._patience_line(line)
+
+    def _patience_line(self, line: str) -> None:
+        """The "still retrying" line as the turn words it (on_event rewrites the session's own)."""
+        self.doc.apply(Notice(line, key=AGENT_RETRY_KEY))
+        self.streamer.update(self.doc.parts)
 
     def failed(self, exc: AcpError | AcpRuntimeError) -> None:
         """The ladder gave up, or the failure was terminal: prose in place of (or after) the answer."""
@@ -185,7 +190,7 @@ class _Turn:
         if doc.has_notice("retry"):
             self.on_event(Notice(wording.retry_gave_up(self.deps.policy.attempts), key="retry"))
         if (line := self.patience.gave_up()) is not None:
-            self.on_event(Notice(line, key=AGENT_RETRY_KEY))
+            self._patience_line(line)
         doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""))
         if isinstance(exc, AcpTimeoutError) and exc.partial_output:
             if not doc.text:
