@@ -224,3 +224,46 @@ async def test_auggie_refusing_without_an_account_is_a_clear_sign_in_sentence(re
             await rp.runtime.new_session()
     prose = classify(info.value).prose
     assert prose.startswith("The agent is not signed in") and "auggie login" in prose
+
+
+async def test_claude_code_acp_is_the_claude_backend_and_its_text_turn(replay: Replay, events) -> None:
+    rp = await replay("claudecode-mock-text.jsonl")
+    assert rp.runtime.backend == "claude", "agentInfo.name @zed-industries/claude-code-acp"
+    session = await rp.runtime.new_session()
+    ev = events()
+    async with asyncio.timeout(HANG):
+        stats = await session.prompt("say hi", on_event=ev)
+    assert (stats.stop_reason, stats.text) == ("end_turn", MOCK_TEXT)
+
+
+async def test_ask_writes_one_tool_line_for_claude_code_acps_doubled_tool_call(tmp_path: Path) -> None:
+    """claude-code-acp 0.16 sends ``tool_call`` twice for one call (first titled "Terminal")."""
+    capture = "claudecode-mock-tool-allow.jsonl"
+    calls = (CAPTURES / capture).read_text().count('"sessionUpdate": "tool_call"')
+    assert calls == 2, "the capture holds the doubled tool_call"
+    code, out, err, prompts = await _ask(capture, tmp_path, tool_gate="allow")
+    assert (code, prompts) == (0, 1), err
+    assert out.strip().endswith("done")
+    tool_lines = [line for line in err.splitlines() if line.startswith("[tool]")]
+    assert len(tool_lines) == 1, err
+    assert "marker.txt" in tool_lines[0] and "(completed)" in tool_lines[0]
+
+
+async def test_claude_code_acp_denial_reads_denied(replay: Replay, events) -> None:
+    rp = await replay("claudecode-mock-tool-deny.jsonl")
+    session = await rp.runtime.new_session()
+    ev = events()
+
+    async def deny(request: PermissionRequest) -> str:
+        return "reject_once"
+
+    async with asyncio.timeout(HANG):
+        stats = await session.prompt("write the marker file", on_event=ev, approver=deny)
+    assert ev.of(ToolCall)[-1].status == TOOL_STATUS_DENIED
+    assert not stats.text.strip()
+
+
+async def test_ask_climbs_the_ladder_for_claude_code_acp_which_does_not_retry_itself(tmp_path: Path) -> None:
+    code, out, err, prompts = await _ask("claudecode-mock-429-retried.jsonl", tmp_path)
+    assert (code, out, prompts) == (1, "", 3), err
+    assert "rate-limiting" in err.strip().splitlines()[-1]
