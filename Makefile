@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.bench_streamer
 	$(BIN)/python -m bench.bench_engine
 	$(BIN)/python -m bench.bench_telegram
+	$(BIN)/python -m bench.bench_ladder
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache

@@ -8,12 +8,13 @@ attempt already spent the whole prompt budget (the person is told to try again i
 Terminal failures (and refusals, which are not failures) skip the ladder. An attempt that failed
 before its prompt reached the agent gives its attempt back.
 
-``budget_s`` bounds the whole ladder, attempts included: a retry starts only while the time spent
-(attempts as measured, plus waits) is under the budget, and its wait is cut to what is left, so the
-ladder ends within the budget plus one attempt. Agents that retry a failed model call themselves
-(Copilot CLI five times, gemini-cli about ten, opencode and Qwen Code for minutes) are not retried
-again: a backend known to (``AGENTS_THAT_RETRY``), or an attempt that failed only after half the
-budget, which is the agent retrying where we cannot see it.
+``budget_s`` bounds the whole ladder, attempts included: a retry starts only while the time since
+the first attempt began is under the budget, and its wait is cut to what is left, so the ladder ends
+within the budget plus one attempt (and the event loop's timer lateness, a millisecond or so).
+Agents that retry a failed model call themselves (Copilot CLI five times, gemini-cli about ten,
+opencode and Qwen Code for minutes) are not retried again: a backend known to
+(``AGENTS_THAT_RETRY``), or an attempt that failed only after half the budget, which is the agent
+retrying where we cannot see it.
 """
 
 from __future__ import annotations
@@ -90,12 +91,12 @@ async def with_retries(
     """Run ``run`` until it succeeds, fails terminally, has side effects, or the ladder is spent.
 
     ``agent_retries`` says, after a failure, whether this agent retries failed model calls by
-    itself (its backend is known by then); ``clock`` measures the attempts.
+    itself (its backend is known by then); ``clock`` measures the attempts and the ladder.
     """
     rng = rng or random.Random()
     counted = 0
     given_back = 0
-    spent = 0.0  # attempts as measured plus the waits: what the budget bounds
+    ladder_started = clock()  # the budget bounds the time since: attempts and waits alike
     while True:
         attempt = Attempt(number=counted + 1)
         started = clock()
@@ -103,7 +104,7 @@ async def with_retries(
             return await run(attempt)
         except Exception as exc:
             took = clock() - started
-            spent += took
+            spent = clock() - ladder_started
             if not _may_retry(exc, attempt) or _agent_retried(attempt, took, policy, agent_retries):
                 raise
             if spent >= policy.budget_s:
@@ -115,7 +116,6 @@ async def with_retries(
             if counted >= policy.attempts:
                 raise
             delay = min(policy.delay(counted + given_back - 1, rng), policy.budget_s - spent)
-            spent += delay
             if on_retry is not None:  # told which counted attempt comes next (never past the total)
                 await on_retry(Attempt(number=counted + 1), delay, exc)
             await sleep(delay)

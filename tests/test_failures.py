@@ -440,13 +440,13 @@ CAPTURED = {
     ("opencode-mock-429.jsonl", 2): ("rate_limit", True),
     ("qwen-mock-400.jsonl", 3): ("malformed", False),
     ("qwen-mock-401.jsonl", 3): ("auth", False),  # data.details "401 Incorrect API key provided: ..."
-    ("auggie-0.36.0.jsonl", 1): ("auth", False),
+    ("auggie-0.36.0.jsonl", 1): ("auth", False),  # session/new: "Authentication required: Auggie does not..."
     ("claudecode-mock-400.jsonl", 2): ("malformed", False),  # claude-code-acp 0.16.2, like claude-agent-acp 0.2x
     ("claudecode-mock-401.jsonl", 2): ("auth", False),
     ("claudecode-mock-429-retried.jsonl", 2): ("rate_limit", True),  # it answers each retry with the 429 again
     ("claudecode-mock-429-retried.jsonl", 3): ("rate_limit", True),
     ("claudecode-mock-429-retried.jsonl", 4): ("rate_limit", True),
-    ("claudecode-mock-529.jsonl", 2): ("overloaded", True),  # session/new: "Authentication required: Auggie does not..."
+    ("claudecode-mock-529.jsonl", 2): ("overloaded", True),
 }
 
 
