@@ -14,13 +14,14 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.acp.client import AcpAuthRequired, AcpError, AcpTimeoutError
 from core.acp.runtime import AcpRuntime
 from core.acp.spec import AgentSpec
-from core.acp.types import TOOL_STATUS_DENIED, Notice, PermissionRequest, TextChunk, ToolCall
+from core.acp.types import TOOL_STATUS_DENIED, AcpPromptStats, Notice, PermissionRequest, TextChunk, ToolCall
 from core.ask import run_ask
 from core.engine import wording
 from core.failures import classify
@@ -66,6 +67,17 @@ async def _ask(capture: str, tmp_path: Path, *, tool_gate: str = "ask") -> tuple
     return code, out.getvalue(), err.getvalue(), len(prompts)
 
 
+async def _tool_turn(rp: Replayed, answer: str, ev: Any) -> AcpPromptStats:
+    """The capture's tool turn, the approver answering ``answer`` (an option kind)."""
+    session = await rp.runtime.new_session()
+
+    async def approver(request: PermissionRequest) -> str:
+        return answer
+
+    async with asyncio.timeout(HANG):
+        return await session.prompt("write the marker file", on_event=ev, approver=approver)
+
+
 @pytest.mark.parametrize(("capture", "backend"), [
     ("copilot-mock-text.jsonl", "copilot"), ("opencode-mock-text.jsonl", "opencode"), ("qwen-mock-text.jsonl", "qwen"),
 ])
@@ -109,15 +121,7 @@ async def test_copilot_failed_model_call_is_an_error_never_an_answer(replay: Rep
 async def test_copilot_answer_text_that_begins_like_its_status_line_is_still_an_answer(replay: Replay,
                                                                                         events) -> None:
     """Only a whole chunk in Copilot's status shape is kept back; the mock's text is three chunks."""
-    rp = await replay("copilot-mock-tool-allow.jsonl")
-    session = await rp.runtime.new_session()
-    ev = events()
-
-    async def allow(request: PermissionRequest) -> str:
-        return "allow_once"
-
-    async with asyncio.timeout(HANG):
-        stats = await session.prompt("write the marker file", on_event=ev, approver=allow)
+    stats = await _tool_turn(await replay("copilot-mock-tool-allow.jsonl"), "allow_once", events())
     assert stats.text.endswith("done") and stats.tool_ran
 
 
@@ -178,14 +182,8 @@ async def test_unknown_agent_methods_are_logged_once_at_debug_by_name(replay: Re
     """qwen's qwen/notify/session/mode-update notifications and craft/drainMidTurnQueue requests (two
     of these in this capture, the second after the prompt): one debug line per method and agent process."""
     caplog.set_level(logging.DEBUG, logger="acp_relay.acp.runtime")
-
-    async def allow(request: PermissionRequest) -> str:
-        return "allow_once"
-
     rp = await replay("qwen-mock-tool-allow.jsonl")
-    session = await rp.runtime.new_session()
-    async with asyncio.timeout(HANG):
-        await session.prompt("write the marker file", approver=allow)
+    await _tool_turn(rp, "allow_once", None)
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     for method in ("qwen/notify/session/mode-update", "craft/drainMidTurnQueue"):
         assert sum(method in line for line in lines) == 1, lines
@@ -196,15 +194,8 @@ async def test_unknown_agent_methods_are_logged_once_at_debug_by_name(replay: Re
 @pytest.mark.parametrize("capture", ["qwen-mock-tool-deny.jsonl", "copilot-mock-tool-deny.jsonl",
                                      "opencode-mock-tool-deny.jsonl"])
 async def test_a_denied_tool_call_reads_denied_and_nothing_is_answered(replay: Replay, events, capture: str) -> None:
-    rp = await replay(capture)
-    session = await rp.runtime.new_session()
     ev = events()
-
-    async def deny(request: PermissionRequest) -> str:
-        return "reject_once"
-
-    async with asyncio.timeout(HANG):
-        stats = await session.prompt("write the marker file", on_event=ev, approver=deny)
+    stats = await _tool_turn(await replay(capture), "reject_once", ev)
     assert ev.of(ToolCall)[-1].status == TOOL_STATUS_DENIED, "it never ran: not 'failed'"
     assert not stats.text.strip(), "Copilot's 'Info: Operation cancelled by user' is no answer"
 
@@ -250,15 +241,8 @@ async def test_ask_writes_one_tool_line_for_claude_code_acps_doubled_tool_call(t
 
 
 async def test_claude_code_acp_denial_reads_denied(replay: Replay, events) -> None:
-    rp = await replay("claudecode-mock-tool-deny.jsonl")
-    session = await rp.runtime.new_session()
     ev = events()
-
-    async def deny(request: PermissionRequest) -> str:
-        return "reject_once"
-
-    async with asyncio.timeout(HANG):
-        stats = await session.prompt("write the marker file", on_event=ev, approver=deny)
+    stats = await _tool_turn(await replay("claudecode-mock-tool-deny.jsonl"), "reject_once", ev)
     assert ev.of(ToolCall)[-1].status == TOOL_STATUS_DENIED
     assert not stats.text.strip()
 
