@@ -21,13 +21,14 @@ def conversation_status(config: RelayConfig, rec: ConversationRecord | None,
     context = conv.context_pct if conv is not None else (rec.context_pct if rec is not None else None)
     return ConversationStatus(
         agent=agent or choose_agent(config)[0],
-        model=(session.model_label(session.current_model) if session else None) or (rec.model if rec else None),
+        model=(session.current_model if session else None) or (rec.model if rec else None),
         models=session.models if session else (),
         cwd=session.runtime.cwd if session else _cwd_of(config, rec),
         session_id=rec.session_id if rec is not None else None,
         context_pct=context,
         queue_length=len(conv.queue) if conv is not None else 0,
         busy=conv.busy if conv is not None else False,
+        model_name=session.model_names.get(session.current_model or "") if session else None,
     )
 
 

@@ -223,7 +223,7 @@ def approval_outcome_text(outcome: str, title: str = "", kind: str = "") -> str:
 
 def status_text(status: ConversationStatus) -> str:
     """The answer to the status command."""
-    lines = [f"Agent: {status.agent or 'none'}", f"Model: {status.model or 'default'}",
+    lines = [f"Agent: {status.agent or 'none'}", f"Model: {status.model_name or status.model or 'default'}",
              f"Folder: {status.cwd or 'default'}", f"Session: {status.session_id or 'none yet'}"]
     if status.context_pct is not None:
         lines.append(f"Context used: {round(status.context_pct)}%")
