@@ -47,6 +47,7 @@ class ThreadFailure:
         self._start = 0  # the turn's text from here on is the failure's (it streamed before the status)
         self._status: list[str] = []  # Copilot's status lines kept back since the last answer text
         self._notice: Notice | None = None
+        self._passing: str | None = None  # released text the session feeds back through observe()
 
     def take_notice(self) -> Notice | None:
         """A notice for the person that the last kept-back chunk stands for (the agent retrying)."""
@@ -54,14 +55,22 @@ class ThreadFailure:
         return notice
 
     def _copilot(self, event: AcpEvent) -> tuple[bool, str] | None:
-        """Copilot's status lines: kept back; answer text right after them releases them."""
-        if not isinstance(event, TextChunk) or not event.text:
+        """Copilot's status lines: kept back. Answer text right after one (no other event between)
+        shows it was the answer's start after all; answer text later means an "Error:" line was
+        not the turn's end."""
+        if not isinstance(event, TextChunk):
+            self._status = []  # followed by something else: the agent's own line, dropped for good
             return None
+        if not event.text:
+            return None
+        if self._passing is not None and event.text == self._passing:
+            self._passing = None  # our own release, coming back through observe()
+            return False, ""
         status = _RE_COPILOT_STATUS.match(event.text)
         if status is None:
             released, self._status = "".join(self._status), []
-            if self._held is not None and released:
-                self._held = None  # an answer that began "Error: ": no failure after all
+            self._held = None
+            self._passing = released or None
             return (False, released) if released else None
         self._status.append(event.text)
         if status.group(1) == "Error":
