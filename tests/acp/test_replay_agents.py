@@ -251,3 +251,11 @@ async def test_ask_climbs_the_ladder_for_claude_code_acp_which_does_not_retry_it
     code, out, err, prompts = await _ask("claudecode-mock-429-retried.jsonl", tmp_path)
     assert (code, out, prompts) == (1, "", 3), err
     assert "rate-limiting" in err.strip().splitlines()[-1]
+
+
+async def test_ask_says_once_that_copilot_is_retrying_then_gives_the_prose(tmp_path: Path) -> None:
+    code, out, err, prompts = await _ask("copilot-mock-529.jsonl", tmp_path)
+    assert (code, out, prompts) == (1, "", 1), err
+    assert err.count(wording.agent_retrying(0)) == 1, "five retry lines from Copilot, one sentence"
+    assert "overloaded" in err.strip().splitlines()[-1]
+    assert "Info:" not in err and "Error:" not in err

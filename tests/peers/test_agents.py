@@ -10,18 +10,29 @@ None of them is retried again by the relay: one prompt per turn.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
 from dataclasses import replace
 
 import pytest
 
 from core.acp.client import AcpError, AcpTimeoutError
 from core.acp.runtime import AcpRuntime
-from core.acp.types import TOOL_STATUS_DENIED, AcpEvent, AcpPromptStats, Notice, TextChunk, ToolCall
+from core.acp.types import TOOL_STATUS_DENIED, AcpEvent, AcpPromptStats, Notice, PermissionRequest, TextChunk, ToolCall
+from core.ask import run_ask
 from core.engine import wording
 from core.failures import classify
+from core.retry import RetryPolicy
 from tests.fakes.model_api import MOCK_TEXT, TOOL_DONE_TEXT
-from tests.peers.harness import PEER_TEST_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer, RecordingApprover, within
+from tests.peers.harness import (
+    PEER_TEST_TIMEOUT_S,
+    REQUEST_TIMEOUT_S,
+    Peer,
+    RecordingApprover,
+    build_peer,
+    within,
+)
 from tests.peers.relay import PeerRelay
 from tests.peers.test_relay import raw_in, watch
 
@@ -203,3 +214,40 @@ async def test_auggie_without_an_account_is_a_sign_in_problem(auggie: Peer) -> N
     verdict = classify(caught.value, backend="generic")
     assert verdict.kind == "auth" and not verdict.transient
     assert "auggie login" in verdict.prose
+
+
+async def test_qwen_model_shown_by_its_name_and_unknown_methods_logged_once(
+        peer_paths, model_api, tmp_path, caplog) -> None:
+    """Qwen Code's model id "$runtime|openai|qwen3-coder-plus(openai)" has a readable name; its
+    qwen/notify/session/mode-update and craft/drainMidTurnQueue frames leave one debug line each."""
+    qwen = build_peer("qwen-0.24.4", peer_paths, model_api, tmp_path)
+    caplog.set_level(logging.DEBUG, logger="acp_relay.acp.runtime")
+    qwen.mock.scenario = "tool"
+
+    async def allow(request: PermissionRequest) -> str:
+        return "allow_once"
+
+    async def body() -> tuple[str | None, str | None]:
+        async with await AcpRuntime.start(qwen.spec, request_timeout_s=REQUEST_TIMEOUT_S) as rt:
+            session = await rt.new_session()
+            await session.prompt("write the marker file", approver=allow, timeout_s=PROMPT_S)
+            return session.current_model, session.model_label(session.current_model)
+
+    model_id, label = await within(body())
+    assert model_id is not None and model_id.startswith("$runtime|") and label == "qwen3-coder-plus"
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    for method in ("qwen/notify/session/mode-update", "craft/drainMidTurnQueue"):
+        assert sum(method in line for line in lines) == 1, lines
+
+
+async def test_ask_writes_one_tool_line_for_claude_code_acp(peer_paths, model_api, tmp_path) -> None:
+    """claude-code-acp sends tool_call twice for one call; ``ask`` (tool_gate allow) writes one line."""
+    peer = build_peer("claudecode-0.16.2", peer_paths, model_api, tmp_path, tool_gate="allow")
+    peer.mock.scenario = "tool"
+    out, err = io.StringIO(), io.StringIO()
+    code = await within(run_ask(peer.spec, "write the marker file", timeout_s=PROMPT_S,
+                                request_timeout_s=REQUEST_TIMEOUT_S, approval_s=PROMPT_S,
+                                policy=RetryPolicy(attempts=1), out=out, err=err))
+    assert code == 0, err.getvalue()
+    assert peer.marker.read_text().strip() == "peer-tool-ran"
+    assert sum(line.startswith("[tool]") for line in err.getvalue().splitlines()) == 1, err.getvalue()
