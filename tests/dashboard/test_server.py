@@ -187,7 +187,7 @@ async def test_the_page_carries_the_cores_marks_as_escaped_json(served: Served) 
     assert json.loads(data[1]) == {
         "tool_glyphs": {glyph: status for status, glyph in wording.TOOL_GLYPHS.items()},
         "footer_glyph": wording.FOOTER_GLYPH, "refusal_lead": wording.REFUSAL_LEAD}
-    assert set(json.loads(data[1])["tool_glyphs"]) == {"⏳", "🔄", "✅", "❌", "⏹"}
+    assert set(json.loads(data[1])["tool_glyphs"]) == {"⏳", "🔄", "✅", "❌", "⏹", "🚫"}
 
 
 async def test_the_page_and_its_files_are_served_with_strict_headers(served: Served) -> None:
