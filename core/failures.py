@@ -15,7 +15,6 @@ its verdict, so later callers agree with the retry ladder whatever they know.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from core.acp.client import (
 )
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
+from core.signin import auth_prose, login_command
 
 __all__ = [
     "AGENTS_THAT_RETRY",
@@ -109,13 +109,6 @@ _PERIOD = re.compile(r"\b(monthly|daily|weekly|hourly)\b", _I)
 _SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:-]+)")
 _PROVIDER = {"kiro": "Kiro", "claude": "Claude", "codex": "Codex"}
 _RETRY = {"claude": "try your request again"}
-_LOGIN_COMMAND = {"kiro": "kiro-cli login", "codex": "codex login"}
-_BACKENDS = ("kiro", "claude", "codex")
-_LOGIN_HOW = {
-    "claude": "Set ANTHROPIC_API_KEY for the agent, or run claude on the machine where the relay runs "
-    "and log in there.",
-    "codex": "Set OPENAI_API_KEY for the agent, or run codex login on the machine where the relay runs.",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,37 +181,6 @@ def _model_prose(model: str, available: Sequence[str]) -> str:
     return f"{named} is not available on this account. Choose another model{offer}, or upgrade your plan."
 
 
-def _program(command: str) -> str:
-    """The program's name: never a resolved path (it means nothing on another machine)."""
-    return os.path.basename(command.strip()) if os.sep in command else (command.split() or [""])[0]
-
-
-def _login_backend(backend: str, command: str) -> str:
-    if backend in _BACKENDS:
-        return backend
-    name = _program(command).lower()
-    return next((b for b in _BACKENDS if b in name), backend)
-
-
-def login_command(backend: str, command: str = "") -> str:
-    """What a person runs to sign the agent in (``kiro-cli login``), or "" when there is no such command.
-
-    ``command`` is the agent's command (a resolved path is fine) or a login command already; the backend
-    is read from it when ``backend`` is generic, because a caller may not know the backend yet.
-    """
-    return _LOGIN_COMMAND.get(_login_backend(backend, command), "")
-
-
-def _auth_prose(backend: str, line: str, command: str) -> str:
-    line = line.strip().rstrip(".")
-    said = "" if not line or line.casefold() == "authentication required" else f'; it said: "{line}"'
-    run = login_command(backend, command)
-    how = f"Run {run} on the machine where the relay runs." if run else ""
-    default = "Log the agent in on the machine where the relay runs."
-    how = how or _LOGIN_HOW.get(_login_backend(backend, command), default)
-    return f"The agent is not signed in{said}. {'' if run and run in line else how}".strip()
-
-
 def _usage_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
     which = f"{period.group(1).lower()} " if (period := _PERIOD.search(facts.text)) else ""
     return f"Your {which}usage limit has been reached. Wait for it to reset, choose another model or upgrade."
@@ -235,8 +197,8 @@ def _refusal_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
 
 def _auth_rule_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
     if isinstance(error := facts.error, AcpAuthRequired):
-        return _auth_prose(facts.backend, error.agent_line, error.command)
-    return _auth_prose(facts.backend, facts.sentence, _LOGIN_COMMAND.get(facts.backend, ""))
+        return auth_prose(facts.backend, error.agent_line, error.command)
+    return auth_prose(facts.backend, facts.sentence, login_command(facts.backend))
 
 
 def _not_entitled_prose(facts: _Facts, m: re.Match[str] | None) -> str:
