@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from core.config import RelayConfig
-from tests.engine.conftest import Relay, make_surface, prompt_text
-from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer
+from tests.engine.conftest import KEY, Relay, make_surface, prompt_text
+from tests.peers.harness import PEER_TEST_TIMEOUT_S, PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer
+from tests.waiting import until
 
 __all__ = ["ATTEMPTS", "PeerRelay", "peer_relay"]
 
@@ -34,6 +35,11 @@ class PeerRelay(Relay):
             "engine": {"edit_interval_s": 0.02},
         }
         return RelayConfig.model_validate(data)
+
+    async def idle(self, key: str = KEY) -> None:
+        """A real agent's turn may take its own retries' time (opencode: ten seconds for a 429), more
+        while other agents share the machine: waited for as long as a peer test may run."""
+        await until(lambda: self.is_idle(key), what=f"{key} idle", timeout=PEER_TEST_TIMEOUT_S)
 
     def prompts(self) -> list[str]:
         """The text of every ``session/prompt`` the relay sent, from the agent's capture."""
