@@ -26,10 +26,14 @@ test: lint
 	$(BIN)/pytest -q -rs
 	@$(MAKE) --no-print-directory peer
 
-# The real-agent tier: claude-agent-acp and codex-acp from npm against our loopback model API.
+# The real-agent tier: the npm agents against our loopback model API. They are installed once into
+# the cache first (workers must not race npm), then run three at a time: each test has its own
+# agent, mock, HOME and cwd, and an agent mostly waits (on its model calls, its own retries).
+PEER_WORKERS ?= 3
 peer: $(STAMP)
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
-		$(BIN)/pytest -q -rs -m peer tests/peers; \
+		$(BIN)/python tests/peers/install.py >/dev/null && \
+		$(BIN)/pytest -q -rs -m peer -n $(PEER_WORKERS) tests/peers; \
 	else \
 		echo "peer tier SKIPPED: node/npm not found (CI has both; install them to run it)"; \
 	fi
@@ -40,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.bench_streamer
 	$(BIN)/python -m bench.bench_engine
 	$(BIN)/python -m bench.bench_telegram
+	$(BIN)/python -m bench.bench_ladder
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache

@@ -5,6 +5,8 @@ on timeout the partial output (already streamed) then the message; Ctrl-C sends 
 waits for the agent to end the turn, exits 130 (also while the approval question waits for an answer).
 A turn that produced nothing is never a silent success: the first says so on stderr (exit 1); one
 answering a retry is the failure it retried again (the ladder goes on, or its prose when spent).
+A turn that ends with nothing after a denied tool call says so (exit 0: it did what was asked).
+Each tool call is one ``[tool]`` line on stderr, written when it ends (or when the turn does).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from core.acp.spec import AgentSpec
 from core.acp.tool_gate import Approver
 from core.acp.types import (
     STOP_REASON_REFUSAL,
+    TOOL_STATUS_DENIED,
     AcpEvent,
     AcpPromptStats,
+    Notice,
     PermissionRequest,
     RefusalInfo,
     TextChunk,
@@ -34,12 +38,13 @@ from core.acp.types import (
 from core.engine import wording
 from core.engine.holdback import is_echo
 from core.engine.wording import refusal_card_text
-from core.failures import _format_acp_error
+from core.failures import AGENTS_THAT_RETRY, _format_acp_error
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["EXIT_INTERRUPTED", "run_ask"]
 
 EXIT_INTERRUPTED = 130
+_FINAL = frozenset({"completed", "failed", "cancelled", TOOL_STATUS_DENIED})
 
 
 class _Printer:
@@ -56,9 +61,22 @@ class _Printer:
         self.tool_ran = False
         self.gate_allows_all = False  # tool_gate "allow": a tool call that starts may already be running
         self.end: TurnEnded | None = None
+        self.tools: dict[str, ToolCall] = {}  # this turn's tool calls, by id, until their line is written
+        self.denied = False
+        self.told_retrying = False
+        self.written: set[str] = set()
 
     def new_attempt(self) -> None:
         self.held, self.shown, self.text, self.tool_ran = "", False, [], False
+
+    def tool_lines(self) -> None:
+        """One line for each tool call not written yet (the turn ended before they did)."""
+        for call in self.tools.values():
+            self._tool_line(call)
+        self.tools.clear()
+
+    def _tool_line(self, call: ToolCall) -> None:
+        self.err.write(f"[tool] {call.title or call.kind} ({call.status})\n")
 
     @property
     def produced(self) -> bool:
@@ -93,10 +111,22 @@ class _Printer:
                 self._write(held + event.text)
             else:
                 self.held = event.text
-        elif isinstance(event, ToolCall) and (event.started or event.ran):
+        elif isinstance(event, ToolCall):
             self.tool_ran = self.tool_ran or event.ran or (event.started and self.gate_allows_all)
-            self.err.write(f"[tool] {event.title or event.kind} ({event.status})\n")
+            self.denied = self.denied or event.status == TOOL_STATUS_DENIED
+            self.tool_ran = self.tool_ran or self.denied  # never retried past a tool call
+            # claude-code-acp sends tool_call twice for one call: one line per call, once it ends
+            if event.status in _FINAL and event.tool_call_id not in self.written:
+                self.tools.pop(event.tool_call_id, None)
+                self.written.add(event.tool_call_id)
+                self._tool_line(event)
+            elif event.tool_call_id not in self.written:
+                self.tools[event.tool_call_id] = event
+        elif isinstance(event, Notice) and event.key == "agent-retry" and not self.told_retrying:
+            self.told_retrying = True  # Copilot CLI said it is retrying a failed model call
+            self.err.write(wording.agent_retrying(0) + "\n")
         elif isinstance(event, TurnEnded):
+            self.tool_lines()
             self.end = event
 
 
@@ -185,7 +215,11 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
         err.write(f"{_format_acp_error(exc, backend=spec.backend or 'generic')} "
                   f"(retrying in {delay:.0f}s)\n")
 
-    turn = asyncio.create_task(with_retries(attempt, policy=policy, on_retry=on_retry), name="ask-turn")
+    def retries_itself() -> bool:
+        return runtime is not None and runtime.backend in AGENTS_THAT_RETRY
+
+    turn = asyncio.create_task(with_retries(attempt, policy=policy, on_retry=on_retry,
+                                            agent_retries=retries_itself), name="ask-turn")
     stop = asyncio.create_task(interrupted.wait(), name="ask-interrupt")
     try:
         await asyncio.wait({turn, stop}, return_when=asyncio.FIRST_COMPLETED)
@@ -195,12 +229,14 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
             turn.cancel()
             await asyncio.wait({turn})
             printer.release()
+            printer.tool_lines()
             _newline(out, printer)
             err.write(wording.STOPPED + "\n")
             return EXIT_INTERRUPTED
         try:
             stats = turn.result()
         except (AcpError, AcpRuntimeError) as exc:  # anything else is our bug: cli.main logs it once
+            printer.tool_lines()
             _newline(out, printer)
             backend = runtime.backend if runtime is not None else spec.backend or "generic"
             err.write(_format_acp_error(exc, backend=backend) + "\n")
@@ -209,6 +245,9 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
         if printer.end is not None and printer.end.stop_reason == STOP_REASON_REFUSAL:
             err.write(refusal_card_text(printer.end.refusal or RefusalInfo(), streamed="".join(printer.text)) + "\n")
             return 1
+        if printer.denied and not "".join(printer.text).strip():
+            err.write(wording.TOOL_DENIED + "\n")  # the person's own choice: not a failure
+            return 0
         if stats.empty:  # never a silent success: the person is told, and a script sees exit 1
             err.write(wording.EMPTY_ANSWER + "\n")
             return 1

@@ -79,7 +79,7 @@ class AgentConfig(_Model):
     # Kept verbatim: "~" and variables are expanded at spawn time, not at load time.
     cwd: str = "."
     # None means: detect from the command name and the agent's agentInfo.name, else "generic".
-    backend: Literal["kiro", "claude", "codex", "generic"] | None = None
+    backend: Literal["kiro", "claude", "codex", "copilot", "gemini", "opencode", "qwen", "generic"] | None = None
     tool_gate: Literal["ask", "allow", "deny"] = "ask"
 
 

@@ -15,7 +15,6 @@ its verdict, so later callers agree with the retry ladder whatever they know.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +32,10 @@ from core.acp.client import (
 )
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
+from core.signin import auth_prose, login_command
 
 __all__ = [
+    "AGENTS_THAT_RETRY",
     "INTERNAL_FAILURE",
     "Classification",
     "_format_acp_error",
@@ -59,7 +60,7 @@ _RE_SESSION_LOST = re.compile(
     r"""|no (?:conversation|session) found with session id|--resume requires a valid session id)\b""", _I | re.M)
 _RE_AUTH = re.compile(
     r"\bauthentication[ _](?:required|failed|error)|\bnot (?:logged|signed) in\b|\bplease (?:log|sign) in\b"
-    r"|\bunauthori[sz]ed\b|\binvalid (?:x-)?api[ -]?key|\bapi key (?:is )?(?:invalid|missing|expired)"
+    r"|\bunauthori[sz]ed\b|\b(?:invalid|incorrect) (?:x-)?api[ -]?key|\bapi key (?:is )?(?:invalid|missing|expired)"
     r"|\b(?:status|code|error)[:\s]*401\b|\(401\)|\boauth token (?:has )?expired", _I)
 _RE_REFUSAL = re.compile(r"\busage polic(?:y|ies)\b|\bsafeguards flagged\b|anthropic\.com/legal/aup", _I)
 _RE_MODEL_NOT_AVAILABLE = re.compile(
@@ -85,6 +86,7 @@ _RE_MALFORMED = re.compile(
 # A bare number never counts: "429" inside a request id or a port is not a status.
 _RE_RATE_LIMIT = re.compile(
     r"\brate[ _-]?limit|\bthrottl(?:ed|ing)\b|\bThrottlingException\b|\btoo many requests\b"
+    r"|\bresource (?:has been |is )?exhausted\b|\bRESOURCE_EXHAUSTED\b"
     r"|\b(?:status|code|error)[:\s]*429\b|\(429\)|\b429 too many\b", _I)
 _RE_OVERLOADED = re.compile(r"(?<![a-z])overloaded(?![a-z])|\b(?:status|code|error)[:\s]*529\b|\(529\)", _I)
 _RE_STREAM_TIMEOUT = re.compile(
@@ -99,17 +101,14 @@ _RE_SERVER_ERROR = re.compile(
     r"|\b(?:internal_)?server_error\b|\bInternalServerException\b|\bServiceUnavailableException\b"
     r"|\b(?:status|code|error)[:\s]*5\d\d\b|\(5\d\d\)", _I)
 
+#: Backends whose agent retries a failed model call by itself before it fails the turn (Copilot CLI
+#: five times, gemini-cli about ten, opencode and Qwen Code for minutes, Qwen without a word).
+AGENTS_THAT_RETRY = frozenset({"copilot", "gemini", "opencode", "qwen"})
+_HTTP_STATUSES = (400, 599)  # a JSON-RPC code in this range is an HTTP status (gemini-cli)
 _PERIOD = re.compile(r"\b(monthly|daily|weekly|hourly)\b", _I)
 _SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:-]+)")
 _PROVIDER = {"kiro": "Kiro", "claude": "Claude", "codex": "Codex"}
 _RETRY = {"claude": "try your request again"}
-_LOGIN_COMMAND = {"kiro": "kiro-cli login", "codex": "codex login"}
-_BACKENDS = ("kiro", "claude", "codex")
-_LOGIN_HOW = {
-    "claude": "Set ANTHROPIC_API_KEY for the agent, or run claude on the machine where the relay runs "
-    "and log in there.",
-    "codex": "Set OPENAI_API_KEY for the agent, or run codex login on the machine where the relay runs.",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,37 +181,6 @@ def _model_prose(model: str, available: Sequence[str]) -> str:
     return f"{named} is not available on this account. Choose another model{offer}, or upgrade your plan."
 
 
-def _program(command: str) -> str:
-    """The program's name: never a resolved path (it means nothing on another machine)."""
-    return os.path.basename(command.strip()) if os.sep in command else (command.split() or [""])[0]
-
-
-def _login_backend(backend: str, command: str) -> str:
-    if backend in _BACKENDS:
-        return backend
-    name = _program(command).lower()
-    return next((b for b in _BACKENDS if b in name), backend)
-
-
-def login_command(backend: str, command: str = "") -> str:
-    """What a person runs to sign the agent in (``kiro-cli login``), or "" when there is no such command.
-
-    ``command`` is the agent's command (a resolved path is fine) or a login command already; the backend
-    is read from it when ``backend`` is generic, because a caller may not know the backend yet.
-    """
-    return _LOGIN_COMMAND.get(_login_backend(backend, command), "")
-
-
-def _auth_prose(backend: str, line: str, command: str) -> str:
-    line = line.strip().rstrip(".")
-    said = "" if not line or line.casefold() == "authentication required" else f'; it said: "{line}"'
-    run = login_command(backend, command)
-    how = f"Run {run} on the machine where the relay runs." if run else ""
-    default = "Log the agent in on the machine where the relay runs."
-    how = how or _LOGIN_HOW.get(_login_backend(backend, command), default)
-    return f"The agent is not signed in{said}. {'' if run and run in line else how}".strip()
-
-
 def _usage_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
     which = f"{period.group(1).lower()} " if (period := _PERIOD.search(facts.text)) else ""
     return f"Your {which}usage limit has been reached. Wait for it to reset, choose another model or upgrade."
@@ -229,8 +197,8 @@ def _refusal_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
 
 def _auth_rule_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
     if isinstance(error := facts.error, AcpAuthRequired):
-        return _auth_prose(facts.backend, error.agent_line, error.command)
-    return _auth_prose(facts.backend, facts.sentence, _LOGIN_COMMAND.get(facts.backend, ""))
+        return auth_prose(facts.backend, error.agent_line, error.command)
+    return auth_prose(facts.backend, facts.sentence, login_command(facts.backend))
 
 
 def _not_entitled_prose(facts: _Facts, m: re.Match[str] | None) -> str:
@@ -284,6 +252,17 @@ def _tool_gate_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
         f"agents.{name}.tool_gate{gate}. Remove the trust flag from the agent's command, or change "
         f"agents.{name}.tool_gate in the config."
     )
+
+
+def _timeout_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
+    error = facts.error
+    streamed = isinstance(error, AcpError) and bool((error.partial_output or "").strip())
+    if facts.backend in AGENTS_THAT_RETRY and not streamed:
+        # Qwen Code retries a 429 or a 5xx for minutes in silence; nothing else keeps such an agent quiet.
+        return ("The agent got no answer from its model provider in time. It retries failed model calls "
+                "by itself, as it does while the provider is rate-limiting or overloaded; "
+                f"{_retry(facts.backend)} in a few minutes.")
+    return f"The agent timed out before finishing its answer; {_retry(facts.backend)}."
 
 
 def _request_timeout_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
@@ -368,8 +347,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(None, "cwd_missing", False, "The agent's working folder does not exist; check agents.{agent}.cwd in "
           "the config.", _setup("cwd_missing"), AcpError),
     _Rule(None, "protocol_version", False, _protocol_prose, _setup("protocol_version"), AcpError),
-    _Rule(None, "timeout", True, "The agent timed out before finishing its answer; {retry}.",
-          raised=AcpTimeoutError),
+    _Rule(None, "timeout", True, _timeout_prose, raised=AcpTimeoutError),
     _Rule(None, "process_died", True, _died("The agent stopped unexpectedly"), raised=AcpProcessDied),
     _Rule(None, "permission_needed", False, _permission_prose, raised=AcpPermissionNeeded),
     _Rule(None, "tool_gate", False, _tool_gate_prose, raised=AcpToolGateUnroutable),
@@ -396,6 +374,10 @@ def _facts(error: _Failure, backend: str, advertised: Sequence[str]) -> _Facts:
     sentences = (unwrap(f, for_matching=False, envelope=_RE_KIRO_ENVELOPE) for f in spoken if isinstance(f, str))
     sentence = cut(next((s for s in sentences if s), ""), 400)
     text = "\n".join(unwrap(f, for_matching=True, envelope=_RE_KIRO_ENVELOPE) for f in fields)
+    if isinstance(code, int) and _HTTP_STATUSES[0] <= code <= _HTTP_STATUSES[1]:
+        # gemini-cli's convention: the provider's HTTP status as the JSON-RPC code (JSON-RPC's own
+        # codes are negative). Read as the words "status N", so the same rows decide.
+        text += f"\nstatus {code}"
     has_error_type = isinstance(data, Mapping) and "errorType" in data
     code = code if isinstance(code, int) else None
     return _Facts(code, text, sentence, has_error_type, backend, tuple(advertised), exc, data)

@@ -50,7 +50,7 @@ def fake_config(tmp_path: Path, *flags: str) -> dict[str, Any]:
     return {"agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(tmp_path),
                                 "env": {"API_KEY": SECRET, "PLAIN_SETTING": "visible"}}},
             "store": {"path": str(tmp_path / "relay.db")},
-            "retry": {"attempts": 2, "budget_s": 0.1, "base_delay_s": 0.05}}
+            "retry": {"attempts": 2, "budget_s": 10, "base_delay_s": 0.05}}
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

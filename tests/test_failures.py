@@ -432,6 +432,21 @@ CAPTURED = {
     ("claude-zed-mock-refusal.jsonl", 2): ("refusal", False),
     ("codex-new-mock-401.jsonl", 3): ("auth", False),
     ("gemini-mock-400.jsonl", 2): ("malformed", False),
+    # Issue 18's agents, recorded by the peer tier. gemini-cli's code is the HTTP status.
+    ("gemini-mock-429.jsonl", 2): ("rate_limit", True),  # {"code": 429, "message": "Resource has been exhausted..."}
+    ("gemini-mock-503.jsonl", 2): ("overloaded", True),  # its words say overloaded, its code 503
+    ("opencode-mock-400.jsonl", 2): ("malformed", False),
+    ("opencode-mock-401.jsonl", 2): ("auth", False),
+    ("opencode-mock-429.jsonl", 2): ("rate_limit", True),
+    ("qwen-mock-400.jsonl", 3): ("malformed", False),
+    ("qwen-mock-401.jsonl", 3): ("auth", False),  # data.details "401 Incorrect API key provided: ..."
+    ("auggie-0.36.0.jsonl", 1): ("auth", False),  # session/new: "Authentication required: Auggie does not..."
+    ("claudecode-mock-400.jsonl", 2): ("malformed", False),  # claude-code-acp 0.16.2, like claude-agent-acp 0.2x
+    ("claudecode-mock-401.jsonl", 2): ("auth", False),
+    ("claudecode-mock-429-retried.jsonl", 2): ("rate_limit", True),  # it answers each retry with the 429 again
+    ("claudecode-mock-429-retried.jsonl", 3): ("rate_limit", True),
+    ("claudecode-mock-429-retried.jsonl", 4): ("rate_limit", True),
+    ("claudecode-mock-529.jsonl", 2): ("overloaded", True),
 }
 
 
@@ -462,6 +477,30 @@ def test_captured_errors_are_classified(name: str, rid: int, error: dict[str, An
     assert exc.raw() == {"code": error["code"], "message": error["message"], "data": error.get("data")}
 
 
+@pytest.mark.parametrize(("code", "kind", "transient"), [
+    (429, "rate_limit", True), (503, "server_error", True), (500, "server_error", True),
+    (529, "overloaded", True), (401, "auth", False), (413, "oversized", False),
+])
+def test_an_http_status_used_as_the_json_rpc_code_is_read_as_that_status(code: int, kind: str,
+                                                                        transient: bool) -> None:
+    """gemini-cli puts the provider's HTTP status in the JSON-RPC ``code`` and a bare sentence in
+    ``message``: the status decides when the words do not."""
+    got = classify({"code": code, "message": "Something went wrong."}, backend="gemini")
+    assert (got.kind, got.transient) == (kind, transient)
+    assert _is_transient_raw_error({"code": code, "message": "Something went wrong."}) is transient
+
+
+def test_a_json_rpc_code_outside_the_http_range_is_no_status() -> None:
+    for code in (-32603, 42, 1429, 99):
+        assert classify({"code": code, "message": "Something went wrong."}).kind == "unknown"
+
+
+def test_gemini_429_is_a_retried_rate_limit_not_an_unknown_error() -> None:
+    got = classify({"code": 429, "message": "Resource has been exhausted (e.g. check quota)."}, backend="gemini")
+    assert (got.kind, got.transient) == ("rate_limit", True)
+    assert "reported an error" not in got.prose
+
+
 def test_captured_401_names_how_to_log_in_per_backend() -> None:
     claude = classify({"code": -32000, "message": "Authentication required"}, backend="claude").prose
     codex = classify({"code": -32000, "message": "Authentication required"}, backend="codex").prose
@@ -481,7 +520,12 @@ PATTERN_SAMPLES: dict[str, list[tuple[str, tuple[str, ...], str]]] = {
         ("Unknown session: 0c1e-22", (), "session_lost"),
         ("Error: No conversation found with session ID: 0c1e-22", (), "session_lost"),
     ],
-    "_RE_AUTH": [("You are not logged in, please log in with kiro-cli login", (), "auth"), ("status 401", (), "auth")],
+    "_RE_AUTH": [("You are not logged in, please log in with kiro-cli login", (), "auth"), ("status 401", (), "auth"),
+                 # OpenAI's wording, through qwen-code's data.details
+                 ("401 Incorrect API key provided: test-key. You can find your API key at "
+                  "https://platform.openai.com/account/api-keys.", (), "auth"),
+                 # Copilot CLI's own, in its answer text
+                 ("Authentication failed with provider at http://127.0.0.1:9/v1 (HTTP 401).", (), "auth")],
     "_RE_REFUSAL": [("appears to violate our Usage Policy", (), "refusal")],
     "_RE_MODEL_NOT_AVAILABLE": [
         (NOT_AVAILABLE, (), "model_not_entitled"),
@@ -502,6 +546,8 @@ PATTERN_SAMPLES: dict[str, list[tuple[str, tuple[str, ...], str]]] = {
         ("ThrottlingException", (), "rate_limit"),
         ("Request rejected (429)", (), "rate_limit"),
         ("Too Many Requests", (), "rate_limit"),
+        ("Resource has been exhausted (e.g. check quota).", (), "rate_limit"),  # Gemini's 429
+        ("RESOURCE_EXHAUSTED", (), "rate_limit"),
     ],
     "_RE_OVERLOADED": [("API Error: 529 Overloaded", (), "overloaded"), ("overloaded_error", (), "overloaded")],
     "_RE_SERVER_ERROR": [("502 Bad Gateway", (), "server_error"), ("Internal Server Error", (), "server_error"),
@@ -982,3 +1028,14 @@ def test_the_kind_of_a_bare_sentence_is_the_kind_its_raw_error_classifies_as(
         name: str, text: str, advertised: tuple[str, ...], kind: str) -> None:
     # text_kind is what the streamed-text hold-back asks on every first chunk: the same rows, no prose.
     assert failures.text_kind(text) == failures.classify({"message": text}).kind == kind
+
+
+@pytest.mark.parametrize("backend", ["qwen", "opencode", "gemini", "copilot"])
+def test_a_silent_timeout_of_an_agent_that_retries_by_itself_names_the_rate_limit(backend: str) -> None:
+    """Qwen Code retries a 429 for minutes without a word: the prompt budget ends it, and the person
+    learns why an agent like it goes quiet (not merely that it timed out)."""
+    prose = classify(AcpTimeoutError("no answer within 900s", partial_output=""), backend=backend).prose
+    assert "rate-limiting" in prose and "retries" in prose
+    answered = classify(AcpTimeoutError("no answer", partial_output="half an answer"), backend=backend).prose
+    assert "rate-limiting" not in answered, "it was answering: a plain timeout"
+    assert "rate-limiting" not in classify(AcpTimeoutError("no answer"), backend="claude").prose

@@ -94,7 +94,7 @@ def write_config(tmp: Path, n: int, tool_gate: str) -> Path:
         "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(tmp), "tool_gate": tool_gate}},
         "store": {"path": str(tmp / "relay.db")},
         "timeouts": {"approval_s": 600},
-        "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
+        "retry": {"attempts": 3, "budget_s": 10, "base_delay_s": 0.05},
     }
     path = tmp / f"config-{n}.json"
     path.write_text(json.dumps(config), encoding="utf-8")

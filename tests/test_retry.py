@@ -113,3 +113,56 @@ async def test_the_retry_notice_never_counts_past_the_total() -> None:
         await with_retries(script, policy=POLICY, on_retry=on_retry, sleep=script.sleep, rng=random.Random(3))
     assert numbers and max(numbers) <= POLICY.attempts
     assert numbers == sorted(numbers)
+
+
+class SlowAgent:
+    """Attempts that each fail after ``took`` seconds of a fake clock; waits advance it too."""
+
+    def __init__(self, took: float) -> None:
+        self.took, self.now, self.calls = took, 0.0, 0
+
+    def clock(self) -> float:
+        return self.now
+
+    async def __call__(self, attempt: Attempt) -> str:
+        self.calls += 1
+        attempt.reached_agent = True
+        self.now += self.took
+        raise transient()
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.mark.parametrize("took", [0.0, 1.0, 3.0, 5.0, 7.0])
+async def test_the_budget_bounds_the_whole_ladder_attempts_included(took: float) -> None:
+    agent = SlowAgent(took)
+    policy = RetryPolicy(attempts=10, budget_s=15.0, base_delay_s=5.0)
+    with pytest.raises(AcpError):
+        await with_retries(agent, policy=policy, sleep=agent.sleep, rng=random.Random(1), clock=agent.clock)
+    assert agent.now <= policy.budget_s + took, "at most one attempt past the budget"
+
+
+async def test_an_attempt_that_failed_after_half_the_budget_is_not_retried() -> None:
+    """The agent spent that time retrying by itself (gemini-cli: ten tries of a 503)."""
+    agent = SlowAgent(8.0)
+    with pytest.raises(AcpError):
+        await with_retries(agent, policy=POLICY, sleep=agent.sleep, clock=agent.clock)
+    assert agent.calls == 1
+
+
+async def test_an_agent_known_to_retry_by_itself_is_not_retried_again() -> None:
+    agent = SlowAgent(0.5)
+    with pytest.raises(AcpError):
+        await with_retries(agent, policy=POLICY, sleep=agent.sleep, clock=agent.clock, agent_retries=lambda: True)
+    assert agent.calls == 1
+    other = SlowAgent(0.5)
+    with pytest.raises(AcpError):
+        await with_retries(other, policy=POLICY, sleep=other.sleep, clock=other.clock, agent_retries=lambda: False)
+    assert other.calls == POLICY.attempts
+
+
+async def test_a_failure_before_the_prompt_reached_the_agent_is_retried_whatever_the_agent() -> None:
+    script = Script((AcpRuntimeDead("agent exited"), False, False), (None, True, False))
+    got = await with_retries(script, policy=POLICY, sleep=script.sleep, agent_retries=lambda: True)
+    assert got == "answered" and len(script.calls) == 2

@@ -39,6 +39,7 @@ class AcpRuntime:
         self.request_timeout_s = request_timeout_s
         self.cwd = str(spec.expanded_cwd())
         self.sessions: dict[str, AcpSession] = {}
+        self._unknown_methods: set[str] = set()  # agent methods already logged as unknown
         self.init_result: dict[str, Any] = {}
         self.backend = spec.backend or detect_backend(spec.command, spec.args)
         self.last_used = time.monotonic()
@@ -233,7 +234,17 @@ class AcpRuntime:
 
     # -- frames from the agent -------------------------------------------------------------
 
+    def _unknown_method(self, method: str, what: str) -> None:
+        """A method this relay does not know (qwen's ``qwen/notify/session/mode-update``): logged
+        once per method at debug, by name; a request is still answered -32601."""
+        if method not in self._unknown_methods:
+            self._unknown_methods.add(method)
+            log.debug("ignoring the agent's %s %s: a method this relay does not know", what, method)
+
     def _on_notification(self, method: str, params: Any) -> None:
+        if method != "session/update" and not method.startswith("_"):
+            self._unknown_method(method, "notification")
+            return
         if not isinstance(params, dict):
             return
         session = self.sessions.get(str(params.get("sessionId", "")))
@@ -248,4 +259,5 @@ class AcpRuntime:
             if session is not None:
                 return await session.on_permission(params)
             return {"outcome": {"outcome": "cancelled"}}
+        self._unknown_method(method, "request")  # e.g. qwen's craft/drainMidTurnQueue
         raise RpcError(-32601, f"Method not found: {method}")

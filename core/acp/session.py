@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from core.acp._dispatch import (
@@ -32,6 +32,7 @@ from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
     STOP_REASON_REFUSAL,
+    TOOL_STATUS_DENIED,
     AcpEvent,
     AcpPromptStats,
     ConfigOptions,
@@ -103,6 +104,16 @@ def _select_values(options: Any) -> list[dict[str, Any]]:
     return flat
 
 
+def _names(entries: list[dict[str, Any]], id_key: str) -> dict[str, str]:
+    """Model id -> the readable name the agent gives it (qwen: "$runtime|openai|x(openai)" is "x")."""
+    out = {}
+    for entry in entries:
+        name = entry.get("name")
+        if isinstance(name, str) and name.strip() and name.strip() != str(entry.get(id_key)):
+            out[str(entry.get(id_key))] = " ".join(name.split())
+    return out
+
+
 def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Text or ready-made content blocks (text, image) -> the ``prompt`` array."""
     if isinstance(prompt, str):
@@ -125,6 +136,7 @@ class _Turn:
     error: BaseException | None = None
     permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
+    denied: set[str] = field(default_factory=set)  # tool call ids the relay answered with a rejection
 
 
 class AcpSession:
@@ -136,6 +148,7 @@ class AcpSession:
         self.session_id = session_id
         self.models: tuple[str, ...] = ()
         self.current_model: str | None = None
+        self.model_names: dict[str, str] = {}  # the name the agent gives a model id, where it gives one
         self.model_config_id: str | None = None
         self.modes: tuple[str, ...] = ()
         self.current_mode: str | None = None
@@ -152,6 +165,7 @@ class AcpSession:
         models = result.get("models")
         if isinstance(models, dict):
             self.models = tuple(str(m.get("modelId")) for m in dicts(models.get("availableModels")))
+            self.model_names = _names(dicts(models.get("availableModels")), "modelId")
             self.current_model = _str(models.get("currentModelId")) or self.current_model
         self._read_config_options(result.get("configOptions"))
         modes = result.get("modes")
@@ -164,6 +178,7 @@ class AcpSession:
             if opt.get("category") == "model":
                 self.model_config_id = str(opt.get("id"))
                 self.models = tuple(str(o.get("value")) for o in _select_values(opt.get("options")))
+                self.model_names = _names(_select_values(opt.get("options")), "value")
                 self.current_model = _str(opt.get("currentValue")) or self.current_model
 
     def load_meta(self) -> dict[str, Any]:
@@ -205,7 +220,7 @@ class AcpSession:
         elif method.startswith("_"):
             event = event_from_extension(method, params, self.runtime.backend)
         else:
-            return
+            return  # the runtime logged it (once per method)
         if event is None:
             return
         if isinstance(event, ConfigOptions):
@@ -219,9 +234,13 @@ class AcpSession:
 
     def _on_turn_event(self, turn: _Turn, event: AcpEvent) -> None:
         stats = turn.stats
-        kept_back, released = turn.thread.observe(event, len(stats.text))
-        if kept_back:
-            return  # the failure's text: never an answer (prompt() raises it)
+        if isinstance(event, ToolCall) and event.tool_call_id in turn.denied and event.status == "failed":
+            event = replace(event, status=TOOL_STATUS_DENIED)  # it never ran: it was denied
+        kept_back, released = turn.thread.observe(event, len(stats.text), self.runtime.backend)
+        if kept_back:  # the failure's text (prompt() raises it), or the agent's own status line
+            if (notice := turn.thread.take_notice()) is not None:
+                self._emit(turn, notice)
+            return
         if released:
             self._on_turn_event(turn, TextChunk(released))
         if isinstance(event, TextChunk):
@@ -231,8 +250,8 @@ class AcpSession:
                 return
             stats.text += event.text
             stats.chunks += 1
-        elif isinstance(event, ToolCall) and event.ran:
-            stats.tool_ran = True
+        elif isinstance(event, ToolCall) and (event.ran or event.status == TOOL_STATUS_DENIED):
+            stats.tool_ran = True  # a denied call reached the tool gate: never retried past it
         elif isinstance(event, KiroMetadata):
             stats.context_pct = event.context_pct if event.context_pct is not None else stats.context_pct
             stats.credits = event.credits if event.credits is not None else stats.credits
@@ -279,6 +298,8 @@ class AcpSession:
             turn.permission_tasks.discard(task)
         if kind.startswith("allow"):
             turn.stats.tool_ran = True
+        elif kind.startswith("reject"):
+            turn.denied.add(call_id)
         return Reply(answer, request.answered)
 
     def runtime_died(self, death: AcpRuntimeDead) -> None:
@@ -409,8 +430,21 @@ class AcpSession:
         await self.runtime.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode_id})
         self.current_mode = mode_id
 
+    def model_label(self, model_id: str | None) -> str | None:
+        """What a person reads for a model: the name the agent gives it, else its id."""
+        return self.model_names.get(model_id, model_id) if model_id is not None else None
+
+    def model_id(self, chosen: str) -> str:
+        """The id of the model a person named, by id or by the name the agent gives it."""
+        if chosen in self.models:
+            return chosen
+        named = [mid for mid, name in self.model_names.items() if name.casefold() == chosen.strip().casefold()]
+        return named[0] if len(named) == 1 else chosen
+
     async def set_model(self, model_id: str) -> None:
-        """Switch model: ``session/set_config_option``, else the legacy ``session/set_model``."""
+        """Switch model: ``session/set_config_option``, else the legacy ``session/set_model``.
+        ``model_id`` may also be the name the agent gives the model."""
+        model_id = self.model_id(model_id)
         if self.models and model_id not in self.models:
             raise AcpModelUnavailable(f"model {model_id!r} is not offered by this agent",
                                       model=model_id, available=self.models)

@@ -39,14 +39,23 @@ def resolve_cwd(cwd: str) -> Path:
 
 #: The npm packages (their unscoped names) and programs of each backend; ``agentInfo.name`` is one
 #: of these too: "@agentclientprotocol/claude-agent-acp" (0.101), "@zed-industries/claude-agent-acp"
-#: (0.23), "@agentclientprotocol/codex-acp" (2.x), "codex-acp" (the Rust 0.16), "kiro-cli".
+#: (0.23), "@agentclientprotocol/codex-acp" (2.x), "codex-acp" (the Rust 0.16), "kiro-cli",
+#: "Copilot" (Copilot CLI), "qwen-code", "OpenCode", "gemini-cli".
 _KNOWN_NAMES = {
     "claude-agent-acp": "claude",
     "claude-code-acp": "claude",
     "codex-acp": "codex",
     "kiro-cli": "kiro",
+    "copilot": "copilot",
+    "qwen-code": "qwen",
+    "qwen": "qwen",
+    "opencode": "opencode",
+    "opencode-ai": "opencode",
+    "gemini-cli": "gemini",
+    "gemini": "gemini",
 }
-_MARKERS = (("kiro", "kiro"), ("claude", "claude"), ("codex", "codex"))
+_MARKERS = (("kiro", "kiro"), ("claude", "claude"), ("codex", "codex"), ("copilot", "copilot"),
+            ("qwen", "qwen"), ("opencode", "opencode"), ("gemini", "gemini"))
 _RE_PACKAGE = re.compile(r"(?:^|/)node_modules/((?:@[^/]+/)?[^/]+)")
 _RE_EXTENSION = re.compile(r"\.(?:exe|cmd|js|mjs|cjs)$", re.I)
 

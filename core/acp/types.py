@@ -11,6 +11,7 @@ __all__ = [
     "STOP_REASON_END_TURN",
     "STOP_REASON_REFUSAL",
     "THREAD_SYSTEM_ERROR",
+    "TOOL_STATUS_DENIED",
     "AcpEvent",
     "AcpPromptStats",
     "AvailableCommands",
@@ -38,6 +39,9 @@ __all__ = [
 STOP_REASON_END_TURN = "end_turn"
 STOP_REASON_REFUSAL = "refusal"
 STOP_REASON_CANCELLED = "cancelled"
+#: A tool call the relay answered with a rejection (the person's, or the gate's): the agent reports
+#: it "failed", which reads as if it had run and broken.
+TOOL_STATUS_DENIED = "denied"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.engine.messages import Button
@@ -28,11 +28,14 @@ class ModelChoices:
     def __init__(self) -> None:
         self._offers: dict[str, Offer] = {}
 
-    def offer(self, conversation_key: str, models: Sequence[str]) -> tuple[Offer, tuple[Button, ...]]:
-        """Mint one button per model (replacing the conversation's earlier list)."""
+    def offer(self, conversation_key: str, models: Sequence[str],
+              names: Mapping[str, str] | None = None) -> tuple[Offer, tuple[Button, ...]]:
+        """Mint one button per model (replacing the conversation's earlier list), labelled with the
+        name the agent gives it (``names``), else its id."""
         offer = Offer({secrets.token_urlsafe(12): model for model in models[:MAX_BUTTONS]})
         self._offers[conversation_key] = offer
-        return offer, tuple(Button(model, token) for token, model in offer.tokens.items())
+        names = names or {}
+        return offer, tuple(Button(names.get(model, model), token) for token, model in offer.tokens.items())
 
     def take(self, conversation_key: str, token: str) -> tuple[Offer, str] | None:
         """The model a press chose (once), or None for an unknown, used or foreign token."""

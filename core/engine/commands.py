@@ -82,7 +82,8 @@ class Control:
         """Switch the model (the first message need not have been sent yet); the choice is stored."""
         session = await self.session_for(conv)
         await session.set_model(model)
-        self.store.save_conversation(dataclasses.replace(conv.record(), model=model))  # keeps session_meta
+        chosen = session.current_model or model  # the id, also when the person gave the model's name
+        self.store.save_conversation(dataclasses.replace(conv.record(), model=chosen))  # keeps session_meta
 
     async def choose_model(self, conv: Conversation, token: str) -> PressResult | None:
         """A press on a model list's button: switch, and show the choice in the list's message."""
@@ -94,7 +95,8 @@ class Control:
             await self.set_model(conv, model)
         except (AcpError, AcpRuntimeError) as exc:
             return PressResult("resolved", _format_acp_error(exc))
-        text = wording.model_switched_text(model)
+        session = conv.session
+        text = wording.model_switched_text((session.model_label(model) if session else None) or model)
         if offer.message_id:
             await self.outbox.edit(conv.surface, conv.key, offer.message_id, text)
         return PressResult("resolved", text)
@@ -105,12 +107,14 @@ class Control:
         try:
             if name:
                 await self.set_model(conv, name)
-                text = wording.model_switched_text(name)
+                shown = conv.session.model_label(conv.session.current_model) if conv.session else None
+                text = wording.model_switched_text(shown or name)
             else:
                 session = await self.session_for(conv)
-                text = wording.models_text(session.current_model, session.models)
+                names = tuple(session.model_label(m) or m for m in session.models)  # the agent's names
+                text = wording.models_text(session.model_label(session.current_model), names)
                 if session.models and conv.surface.capabilities_for(conv.key).can_buttons:
-                    offer, buttons = self.choices.offer(conv.key, session.models)
+                    offer, buttons = self.choices.offer(conv.key, session.models, session.model_names)
         except (AcpError, AcpRuntimeError) as exc:
             text = _format_acp_error(exc)
         mid = await self._answer(conv, message, text, buttons=buttons)

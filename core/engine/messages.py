@@ -101,3 +101,6 @@ class ConversationStatus:
     context_pct: float | None
     queue_length: int
     busy: bool
+    #: The name the agent gives ``model`` (qwen-code: "qwen3-coder-plus" for
+    #: "$runtime|openai|qwen3-coder-plus(openai)"); None when it gives none.
+    model_name: str | None = None

@@ -28,6 +28,7 @@ def conversation_status(config: RelayConfig, rec: ConversationRecord | None,
         context_pct=context,
         queue_length=len(conv.queue) if conv is not None else 0,
         busy=conv.busy if conv is not None else False,
+        model_name=session.model_names.get(session.current_model or "") if session else None,
     )
 
 

@@ -15,6 +15,7 @@ from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
+    TOOL_STATUS_DENIED,
     AcpEvent,
     CompactionStatus,
     KiroMetadata,
@@ -33,10 +34,11 @@ from core.engine.holdback import RawErrorHold, is_echo
 from core.engine.indicator import TypingIndicator
 from core.engine.journal import Journal
 from core.engine.messages import InboundMessage, QueueItem
+from core.engine.patience import AGENT_RETRY_KEY, PATIENCE_TICK_S, Patience
 from core.engine.ports import ConversationView
 from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError
-from core.failures import _format_acp_error, is_session_lost
+from core.failures import AGENTS_THAT_RETRY, _format_acp_error, is_session_lost
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
@@ -120,6 +122,8 @@ class _Turn:
         self.lost_once = False
         self.compaction_failed = False
         self.last_failure: AcpError | AcpRuntimeError | None = None  # what the ladder is retrying
+        self.denied = False  # a tool call was denied in this turn
+        self.patience = Patience(silent_retrier=self._silent)
 
     # -- the error funnel ------------------------------------------------------------------
 
@@ -137,11 +141,14 @@ class _Turn:
     async def answer(self) -> None:
         """The retry ladder, and every way it can end folded into the document."""
         doc = self.doc
+        ticker = asyncio.create_task(self._keep_patient(), name="turn-patience")
         try:
             stop = await with_retries(self.attempt, policy=self.deps.policy, on_retry=self.on_retry,
-                                      sleep=self.deps.sleep)
+                                      sleep=self.deps.sleep, agent_retries=self._retries_itself)
             if doc.has_notice("retry"):
                 self.on_event(Notice(wording.RETRY_SUCCEEDED, key="retry"))
+            if self.denied and not doc.text.strip():
+                self.on_event(Notice(wording.TOOL_DENIED, key="denied"))
             if self.item.compact and stop == STOP_REASON_END_TURN and not self.compaction_failed:
                 self.on_event(CompactionStatus("completed", wording.COMPACTED))
         except asyncio.CancelledError:
@@ -154,12 +161,36 @@ class _Turn:
         except Exception as exc:  # the funnel: the traceback is logged here, once
             log.exception("turn in %s failed unexpectedly", self.conv.key)
             doc.set_error(_format_acp_error(exc, backend=self.backend))
+        finally:
+            ticker.cancel()
+
+    def _retries_itself(self) -> bool:
+        """This agent retries a failed model call by itself: the ladder must not multiply that."""
+        return self.backend in AGENTS_THAT_RETRY
+
+    def _silent(self) -> bool:
+        """Nothing but silence so far from an agent that retries in silence."""
+        return self._retries_itself() and not self.seen.text and not self.seen.tool_ran
+
+    async def _keep_patient(self) -> None:
+        """Bring the "still retrying" line up to date while the turn runs."""
+        while True:
+            await self.deps.sleep(PATIENCE_TICK_S)
+            if (line := self.patience.tick()) is not None:
+                self._patience_line(line)
+
+    def _patience_line(self, line: str) -> None:
+        """The "still retrying" line as the turn words it (on_event rewrites the session's own)."""
+        self.doc.apply(Notice(line, key=AGENT_RETRY_KEY))
+        self.streamer.update(self.doc.parts)
 
     def failed(self, exc: AcpError | AcpRuntimeError) -> None:
         """The ladder gave up, or the failure was terminal: prose in place of (or after) the answer."""
         doc = self.doc
         if doc.has_notice("retry"):
             self.on_event(Notice(wording.retry_gave_up(self.deps.policy.attempts), key="retry"))
+        if (line := self.patience.gave_up()) is not None:
+            self._patience_line(line)
         doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""))
         if isinstance(exc, AcpTimeoutError) and exc.partial_output:
             if not doc.text:
@@ -221,11 +252,17 @@ class _Turn:
     def on_event(self, event: AcpEvent) -> None:
         """Fold an event into the reply; note what makes a retry (or a replay) unsafe."""
         seen, conv = self.seen, self.conv
+        if isinstance(event, Notice) and event.key == AGENT_RETRY_KEY and event.text:
+            event = Notice(self.patience.retrying(), key=AGENT_RETRY_KEY)  # the session's, with the time
         if isinstance(event, TextChunk):
             if event.text:
                 seen.text.append(event.text)
+            if event.text.strip() and (line := self.patience.answered()) is not None:
+                self.doc.apply(Notice(line, key=AGENT_RETRY_KEY))
         elif isinstance(event, ToolCall) and (event.ran or (event.started and self._gate_allows_all())):
             self._tool_may_run()
+        elif isinstance(event, ToolCall) and event.status == TOOL_STATUS_DENIED:
+            self.denied = True
         elif isinstance(event, CompactionStatus) and event.status == "failed":
             self.compaction_failed = True
         elif isinstance(event, KiroMetadata) and event.context_pct is not None:

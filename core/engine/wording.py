@@ -15,6 +15,7 @@ from core.engine.surface import ConversationStatus
 from core.failures import person_text
 
 __all__ = [
+    "AGENT_RETRY_GAVE_UP",
     "ALLOW_ONCE_LABEL",
     "ALLOW_SESSION_LABEL",
     "APPROVAL_EXPIRED",
@@ -33,7 +34,10 @@ __all__ = [
     "SESSION_LOST",
     "SESSION_NOT_RESUMABLE",
     "STOPPED",
+    "TOOL_DENIED",
     "TOOL_GLYPHS",
+    "agent_retrying",
+    "agent_silent",
     "approval_outcome_text",
     "approval_prompt_text",
     "compaction_status_text",
@@ -100,6 +104,7 @@ _TOOL_GLYPHS: dict[str, tuple[str, str]] = {
     "in_progress": ("🔄", "running"),
     "completed": ("✅", "done"),
     "failed": ("❌", "failed"),
+    "denied": ("🚫", "denied"),
     "cancelled": ("⏹", "cancelled"),
 }
 #: The glyph opening a tool line, by status: a surface whose readers may lack an emoji font (the
@@ -159,6 +164,29 @@ def retry_gave_up(attempts: int) -> str:
     return f"Gave up after {attempts} attempts."
 
 
+def _so_far(elapsed_s: float) -> str:
+    minutes = int(elapsed_s // 60)
+    return f"{minutes} minute{'s' if minutes != 1 else ''} so far" if minutes else f"{int(elapsed_s)} seconds so far"
+
+
+def agent_retrying(elapsed_s: float) -> str:
+    """The agent said its model call failed and it is retrying it itself; corrected in place."""
+    lead = "The model provider is failing requests (rate limit or overload); the agent is retrying"
+    return f"{lead} (still retrying, {_so_far(elapsed_s)})…" if elapsed_s >= 60 else f"{lead}…"
+
+
+def agent_silent(elapsed_s: float) -> str:
+    """An agent known to retry failed model calls in silence has said nothing for a while."""
+    return ("No answer from the model provider yet; the agent may be retrying a rate-limited or overloaded "
+            f"request ({_so_far(elapsed_s)})…")
+
+
+#: The agent retried by itself and the turn failed all the same (the prose below says why).
+AGENT_RETRY_GAVE_UP = "The agent retried the request by itself, without success."
+#: A tool call was denied and the agent wrote nothing after it.
+TOOL_DENIED = "The tool call was denied, so the agent stopped without answering."
+
+
 def unauthorised_text(user_id: str) -> str:
     """The person is not on this surface's allow-list; tell them the id an operator needs."""
     return (f"You are not allowed to use this bot. Your user id is {user_id}; "
@@ -195,7 +223,7 @@ def approval_outcome_text(outcome: str, title: str = "", kind: str = "") -> str:
 
 def status_text(status: ConversationStatus) -> str:
     """The answer to the status command."""
-    lines = [f"Agent: {status.agent or 'none'}", f"Model: {status.model or 'default'}",
+    lines = [f"Agent: {status.agent or 'none'}", f"Model: {status.model_name or status.model or 'default'}",
              f"Folder: {status.cwd or 'default'}", f"Session: {status.session_id or 'none yet'}"]
     if status.context_pct is not None:
         lines.append(f"Context used: {round(status.context_pct)}%")

@@ -10,7 +10,8 @@ import pytest
 
 from core.acp.client import AcpError
 from core.acp.spec import detect_backend
-from core.acp.types import AcpPromptStats, SessionInfo, TurnEnded
+from core.acp.thread_failure import ThreadFailure
+from core.acp.types import AcpEvent, AcpPromptStats, SessionInfo, TextChunk, TurnEnded, UsageUpdate
 from core.failures import classify
 
 HANG = 15.0
@@ -129,7 +130,17 @@ def test_an_empty_turn_is_one_that_produced_nothing() -> None:
     ("codex-acp", (), "@agentclientprotocol/claude-agent-acp", "claude"),  # what the agent says wins
     ("/usr/local/bin/kiro-cli", ("acp",), "", "kiro"),
     ("kiro-cli-chat", ("acp",), "", "kiro"),
-    ("node", ("bundle/gemini.js", "--acp"), "gemini-cli", "generic"),
+    ("node", ("bundle/gemini.js", "--acp"), "gemini-cli", "gemini"),
+    ("node", ("/x/node_modules/@google/gemini-cli/bundle/gemini.js", "--acp"), "", "gemini"),
+    ("/x/node_modules/@github/copilot-linux-x64/copilot", ("--acp",), "", "copilot"),
+    ("copilot", ("--acp",), "Copilot", "copilot"),
+    ("npx", ("-y", "@github/copilot", "--acp"), "", "copilot"),
+    ("/x/node_modules/opencode-linux-x64/bin/opencode", ("acp",), "", "opencode"),
+    ("opencode", ("acp",), "OpenCode", "opencode"),
+    ("node", ("/x/node_modules/@qwen-code/qwen-code/cli-entry.js", "--acp"), "", "qwen"),
+    ("qwen", ("--acp",), "qwen-code", "qwen"),
+    ("node", ("/x/node_modules/@zed-industries/claude-code-acp/dist/index.js",), "", "claude"),
+    ("node", ("augment.mjs", "--acp"), "auggie", "generic"),
     ("/home/claude/bin/agent", (), "fake-acp-agent", "generic"),  # a directory name decides nothing
 ])
 def test_backend_detection(command: str, args: tuple[str, ...], agent_name: str, backend: str) -> None:
@@ -138,9 +149,62 @@ def test_backend_detection(command: str, args: tuple[str, ...], agent_name: str,
 
 @pytest.mark.parametrize(("agent_name", "backend"), [
     ("@agentclientprotocol/codex-acp", "codex"), ("@agentclientprotocol/claude-agent-acp", "claude"),
-    ("codex-acp", "codex"), ("gemini-cli", "generic")])
+    ("codex-acp", "codex"), ("gemini-cli", "gemini"), ("Copilot", "copilot"), ("qwen-code", "qwen"),
+    ("OpenCode", "opencode"), ("auggie", "generic")])
 async def test_the_backend_is_detected_from_the_agents_own_name(start, agent, agent_name: str,
                                                                 backend: str) -> None:
     rt = await start(agent("--agent-name", agent_name, backend=""))
     assert rt.backend == backend
 
+
+
+def _copilot_turn(*events: AcpEvent) -> tuple[str, ThreadFailure]:
+    """Feed events as AcpSession does (released text comes back through observe); the answer text."""
+    thread, text = ThreadFailure(), []
+
+    def feed(event: AcpEvent) -> None:
+        kept, released = thread.observe(event, len("".join(text)), "copilot")
+        if kept:
+            return
+        if released:
+            feed(TextChunk(released))
+        if isinstance(event, TextChunk):
+            text.append(event.text)
+
+    for event in events:
+        feed(event)
+    return "".join(text), thread
+
+
+RETRYING = "Info: Request failed due to a transient API error. Retrying..."
+
+
+def test_copilot_retry_lines_before_a_successful_answer_are_never_part_of_it() -> None:
+    text, thread = _copilot_turn(TextChunk(RETRYING), UsageUpdate(used=1, size=2), TextChunk("Hello "),
+                                 TextChunk("there."))
+    assert text == "Hello there." and not thread.failed
+
+
+def test_copilot_error_line_then_the_end_is_the_turns_failure() -> None:
+    text, thread = _copilot_turn(TextChunk(RETRYING), UsageUpdate(used=1, size=2),
+                                 TextChunk("Error: 400 Improperly formed request."))
+    assert text == "" and thread.failed
+    error = thread.error(text, backend="copilot", advertised_models=())
+    assert isinstance(error, AcpError) and classify(error).kind == "malformed"
+
+
+def test_copilot_answer_that_merely_starts_like_a_status_line_is_kept_whole() -> None:
+    text, thread = _copilot_turn(TextChunk("Error: the test"), TextChunk(" failed because x is None."))
+    assert text == "Error: the test failed because x is None." and not thread.failed
+
+
+def test_copilot_answer_after_an_error_line_means_the_error_was_not_the_end() -> None:
+    text, thread = _copilot_turn(TextChunk("Error: tool exited 1"), UsageUpdate(used=1, size=2),
+                                 TextChunk("Fixed it."))
+    assert text == "Fixed it." and not thread.failed
+
+
+def test_status_lines_are_only_copilots_rule() -> None:
+    thread = ThreadFailure()
+    assert thread.observe(TextChunk("Error: 400 Improperly formed request."), 0, "generic") == (False, "")
+    assert not thread.failed

@@ -39,7 +39,9 @@ async def test_deny_answers_the_reject_once_option(start, agent, events) -> None
     stats = await session.prompt(SCRIPT, on_event=ev)
     assert stats.text == "permission:selected:reject"
     assert stats.tool_ran is True  # the failed tool_call_update still counts as having reached the tool
-    assert ev.of(ToolCall)[-1].status == "failed"
+    # The agent reports the call "failed"; it never ran: the relay denied it (issue 18: a person's own
+    # denial read "(failed)").
+    assert ev.of(ToolCall)[-1].status == "denied"
 
 
 @pytest.mark.parametrize(("decision", "chosen"), [

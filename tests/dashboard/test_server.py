@@ -190,7 +190,7 @@ async def test_the_page_carries_the_cores_marks_as_escaped_json(served: Served) 
     assert json.loads(data[1]) == {
         "tool_glyphs": {glyph: status for status, glyph in wording.TOOL_GLYPHS.items()},
         "footer_glyph": wording.FOOTER_GLYPH, "refusal_lead": wording.REFUSAL_LEAD}
-    assert set(json.loads(data[1])["tool_glyphs"]) == {"⏳", "🔄", "✅", "❌", "⏹"}
+    assert set(json.loads(data[1])["tool_glyphs"]) == {"⏳", "🔄", "✅", "❌", "⏹", "🚫"}
 
 
 async def test_the_page_and_its_files_are_served_with_strict_headers(served: Served) -> None:
@@ -346,7 +346,8 @@ async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) ->
     async with served.client.get(f"{API}/status") as r:
         status = await r.json()
     assert status == {"agent": "demo", "model": "demo-fast", "models": ["demo-fast", "demo-careful"],
-                      "cwd": "/tmp", "session_id": None, "context_pct": 12.5, "queue_length": 0, "busy": False}
+                      "cwd": "/tmp", "session_id": None, "context_pct": 12.5, "queue_length": 0, "busy": False,
+                      "model_name": None}
     async with served.client.post(f"{API}/model", json={"model": "demo-careful"}) as r:
         assert r.status == 200
     assert served.engine.switched == [("dashboard:tab1", "demo-careful")]

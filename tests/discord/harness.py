@@ -92,7 +92,7 @@ class Relay:
         data: dict[str, Any] = {
             "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.tmp)}},
             "store": {"path": str(self.tmp / "relay.db")},
-            "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
+            "retry": {"attempts": 3, "budget_s": 10, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": 60, "request_s": 10},
             "engine": {"edit_interval_s": 0.02},
             "surfaces": {"dashboard": {"enabled": False}, "discord": discord_section},

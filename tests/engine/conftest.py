@@ -121,7 +121,7 @@ class Relay:
             "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.workdir),
                                 "env": self.agent_env}},
             "store": {"path": str(self.db)},
-            "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
+            "retry": {"attempts": 3, "budget_s": 10, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": 60, "request_s": 10},
             "engine": {"edit_interval_s": 0.02},
         }

@@ -63,7 +63,8 @@ Flags
                        (so an agent whose stderr is not drained never answers initialize).
 --auth-env VAR         advertise authMethods [{"type": "env_var", "id": "var-auth", "name": "Use VAR",
                        "vars": [{"name": VAR}]}] and require authenticate (see above).
---models a,b           session/new returns legacy `models` (current = first).
+--models a,b           session/new returns legacy `models` (current = first); ``id=Name`` gives a model
+                       a name of its own (qwen-code: "$runtime|openai|x(openai)" named "x").
 --config-options a,b   session/new returns a `configOptions` model select option (current = first).
 --kiro                 agentInfo name "kiro-cli"; session/new answers _meta["_kiro.dev/session_file"] and
                        session/load needs it back;
@@ -277,7 +278,9 @@ class Agent:
         self.frame_no = 0
         self.authenticated = False
         self.fail_counts: dict[str, int] = {}
-        self.models = [m for m in (args.models or "").split(",") if m]
+        named = [m.split("=", 1) for m in (args.models or "").split(",") if m]
+        self.models = [pair[0] for pair in named]
+        self.model_names = {pair[0]: pair[-1] for pair in named}
         self.config_models = [m for m in (args.config_options or "").split(",") if m]
 
     # ---------------------------------------------------------------- output
@@ -385,7 +388,7 @@ class Agent:
         if self.models:
             out["models"] = {
                 "currentModelId": s.model if s.model in self.models else self.models[0],
-                "availableModels": [{"modelId": m, "name": m} for m in self.models],
+                "availableModels": [{"modelId": m, "name": self.model_names[m]} for m in self.models],
             }
         if self.config_models:
             out["configOptions"] = self.config_options(s)

@@ -1,6 +1,8 @@
-"""A loopback model-API mock: Anthropic Messages, OpenAI Responses and Gemini APIs on 127.0.0.1.
+"""A loopback model-API mock: Anthropic Messages, OpenAI Responses and Chat Completions, and Gemini
+APIs on 127.0.0.1.
 
-Real agents (claude-agent-acp, codex-acp, gemini-cli) are pointed at it so the peer tier runs offline:
+Real agents (claude-agent-acp, codex-acp, gemini-cli, Copilot CLI, Qwen Code, opencode) are pointed
+at it so the peer tier runs offline (Chat Completions: model_api_chat.py):
 
     async with ModelApiMock() as mock:
         mock.scenario = "text"            # or "401" "429" "400" "529" "refusal" "hang" "tool"
@@ -37,9 +39,14 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.model_api_gemini import GEMINI_ERRORS, gemini_chunk, gemini_error, gemini_sse
+from tests.fakes.model_api_chat import serve_chat
+from tests.fakes.model_api_gemini import serve_gemini
 from tests.fakes.model_api_wire import (
+    MOCK_TEXT,
+    MOCK_TEXT_PARTS,
     TOOL_COMMAND,
+    TOOL_DONE_TEXT,
+    TOOL_MARKER,
     _anthropic_has_tool_result,
     _anthropic_tool_names,
     _openai_has_tool_output,
@@ -64,10 +71,6 @@ __all__ = [
 
 SCENARIOS = ("text", "401", "429", "400", "529", "refusal", "hang", "tool")
 
-MOCK_TEXT_PARTS = ("Hello ", "from the ", "loopback mock.")
-MOCK_TEXT = "".join(MOCK_TEXT_PARTS)
-TOOL_MARKER = "marker.txt"
-TOOL_DONE_TEXT = "done"
 MODEL_ID = "claude-mock-1"
 
 # scenario -> (HTTP status, Anthropic error type, message). "Improperly formed request." is the
@@ -127,6 +130,7 @@ class ModelApiMock:
         app.router.add_post("/v1/messages/count_tokens", self._anthropic_count_tokens)
         app.router.add_post("/v1/responses", self._openai_responses)
         app.router.add_post("/v1beta/models/{call}", self._gemini)
+        app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/", self._root)
         app.router.add_route("*", "/{tail:.*}", self._fallback)
@@ -224,6 +228,12 @@ class ModelApiMock:
             self._changed.notify_all()
 
     # -- shared endpoints -------------------------------------------------------------------
+    async def _gemini(self, request: web.Request) -> web.StreamResponse:
+        return await serve_gemini(self, request)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await serve_chat(self, request)
+
     async def _models(self, request: web.Request) -> web.Response:
         await self._record(request, "")
         await self._notify()
@@ -415,33 +425,6 @@ class ModelApiMock:
             )
         )
         await resp.write(_sse("message_stop", {"type": "message_stop"}))
-        await resp.write_eof()
-        return resp
-
-    # -- Gemini --------------------------------------------------------------------------------
-    async def _gemini(self, request: web.Request) -> web.StreamResponse:
-        rec = await self._record(request, "gemini")
-        model, _, method = request.match_info["call"].partition(":")
-        rec.conversation = method == "streamGenerateContent"
-        scenario = self.scenario
-        if scenario in GEMINI_ERRORS:
-            status, body = gemini_error(scenario)
-            rec.answered = f"error {status}"
-            await self._notify()
-            return web.json_response(body, status=status)
-        if not rec.conversation:  # a side call (router, loop check): one plain answer
-            rec.answered = "text"
-            await self._notify()
-            return web.json_response(gemini_chunk(MOCK_TEXT, model, finish=True))
-        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        if scenario == "hang":
-            await self._hang(request, resp, rec)
-            return resp
-        rec.answered = "text"
-        await self._notify()
-        for i, part in enumerate(MOCK_TEXT_PARTS):
-            await resp.write(gemini_sse(gemini_chunk(part, model, finish=i == len(MOCK_TEXT_PARTS) - 1)))
         await resp.write_eof()
         return resp
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["GEMINI_ERRORS", "gemini_chunk", "gemini_error", "gemini_sse"]
+from aiohttp import web
+
+from tests.fakes.model_api_wire import MOCK_TEXT, MOCK_TEXT_PARTS
+
+__all__ = ["GEMINI_ERRORS", "gemini_chunk", "gemini_error", "gemini_sse", "serve_gemini"]
 
 # scenario -> (HTTP status, Google status, message)
 GEMINI_ERRORS: dict[str, tuple[int, str, str]] = {
@@ -44,3 +48,31 @@ def gemini_chunk(text: str, model: str, *, finish: bool) -> dict[str, Any]:
 def gemini_sse(data: dict[str, Any]) -> bytes:
     """One server-sent event as the Gemini API writes it (no event name)."""
     return f"data: {json.dumps(data)}\r\n\r\n".encode()
+
+
+async def serve_gemini(mock: Any, request: web.Request) -> web.StreamResponse:
+    """``POST /v1beta/models/<model>:<method>`` on ``mock`` (a ModelApiMock), in its current scenario."""
+    rec = await mock._record(request, "gemini")
+    model, _, method = request.match_info["call"].partition(":")
+    rec.conversation = method == "streamGenerateContent"
+    scenario = mock.scenario
+    if scenario in GEMINI_ERRORS:
+        status, body = gemini_error(scenario)
+        rec.answered = f"error {status}"
+        await mock._notify()
+        return web.json_response(body, status=status)
+    if not rec.conversation:  # a side call (router, loop check): one plain answer
+        rec.answered = "text"
+        await mock._notify()
+        return web.json_response(gemini_chunk(MOCK_TEXT, model, finish=True))
+    resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    if scenario == "hang":
+        await mock._hang(request, resp, rec)
+        return resp
+    rec.answered = "text"
+    await mock._notify()
+    for i, part in enumerate(MOCK_TEXT_PARTS):
+        await resp.write(gemini_sse(gemini_chunk(part, model, finish=i == len(MOCK_TEXT_PARTS) - 1)))
+    await resp.write_eof()
+    return resp

@@ -11,7 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
+    "MOCK_TEXT",
+    "MOCK_TEXT_PARTS",
     "TOOL_COMMAND",
+    "TOOL_DONE_TEXT",
+    "TOOL_MARKER",
     "_anthropic_has_tool_result",
     "_anthropic_tool_names",
     "_openai_has_tool_output",
@@ -22,6 +26,10 @@ __all__ = [
 ]
 
 TOOL_COMMAND = "echo peer-tool-ran > marker.txt"
+MOCK_TEXT_PARTS = ("Hello ", "from the ", "loopback mock.")
+MOCK_TEXT = "".join(MOCK_TEXT_PARTS)
+TOOL_MARKER = "marker.txt"
+TOOL_DONE_TEXT = "done"
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:

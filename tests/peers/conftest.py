@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.model_api import ModelApiMock
-from tests.peers.harness import CLAUDE_KEYS, MISSING_TOOLS, PEER_KEYS, SKIP_REASON, Peer, build_peer
+from tests.peers.harness import CLAUDE_KEYS, MISSING_TOOLS, OTHER_KEYS, PEER_KEYS, SKIP_REASON, Peer, build_peer
 from tests.peers.install import PeerInstallError, PeerPaths, ensure_installed
 from tests.peers.relay import PeerRelay, peer_relay
 
@@ -49,13 +49,15 @@ async def model_api() -> AsyncIterator[ModelApiMock]:
 
 def _kept(request: pytest.FixtureRequest, peer: Peer) -> Iterator[Peer]:
     yield peer
-    peer.keep_capture(request.node.originalname.removeprefix("test_"))
+    callspec = getattr(request.node, "callspec", None)
+    params = [str(v) for v in (callspec.params.values() if callspec else ()) if v != peer.key]
+    peer.keep_capture("-".join([request.node.originalname.removeprefix("test_"), *params]))
 
 
 @pytest.fixture(params=PEER_KEYS)
 def peer(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock,
          tmp_path: Path) -> Iterator[Peer]:
-    """Each of the four claude and codex releases in turn (pinned and current)."""
+    """Each claude and codex release in turn (pinned and current, claude-code-acp included)."""
     yield from _kept(request, build_peer(request.param, peer_paths, model_api, tmp_path))
 
 
@@ -69,7 +71,7 @@ def claude(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: Mod
 @pytest.fixture
 def gemini(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock,
            tmp_path: Path) -> Iterator[Peer]:
-    """gemini-cli in ACP mode: a real agent of the generic backend."""
+    """gemini-cli in ACP mode: the gemini backend."""
     yield from _kept(request, build_peer("gemini-0.61.0", peer_paths, model_api, tmp_path))
 
 
@@ -86,3 +88,17 @@ async def relay(tmp_path: Path) -> AsyncIterator[peer_relay]:
     yield build
     for r in made:
         await r.close()
+
+
+@pytest.fixture(params=OTHER_KEYS)
+def other(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock,
+          tmp_path: Path) -> Iterator[Peer]:
+    """Copilot CLI, opencode and Qwen Code in turn: agents that retry model calls by themselves."""
+    yield from _kept(request, build_peer(request.param, peer_paths, model_api, tmp_path))
+
+
+@pytest.fixture
+def auggie(request: pytest.FixtureRequest, peer_paths: PeerPaths, model_api: ModelApiMock,
+           tmp_path: Path) -> Iterator[Peer]:
+    """Auggie: needs an Augment account, which the tier does not have."""
+    yield from _kept(request, build_peer("auggie-0.36.0", peer_paths, model_api, tmp_path))

@@ -29,6 +29,7 @@ __all__ = [
     "CLAUDE_KEYS",
     "CODEX_KEYS",
     "MISSING_TOOLS",
+    "OTHER_KEYS",
     "PEER_KEYS",
     "PEER_TEST_TIMEOUT_S",
     "PROMPT_TIMEOUT_S",
@@ -50,9 +51,13 @@ PEER_TEST_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0
 PROMPT_TIMEOUT_S = 30.0
 
-CLAUDE_KEYS = tuple(p.key for p in PACKAGES if p.key.startswith("claude"))
+CLAUDE_KEYS = ("claude-0.23.1", "claude-0.101.0")
 CODEX_KEYS = tuple(p.key for p in PACKAGES if p.key.startswith("codex"))
-PEER_KEYS = CLAUDE_KEYS + CODEX_KEYS  # the four that every case runs against
+#: The cases written for the Anthropic and Responses agents run against these (claude-code-acp is
+#: claude-agent-acp under its older name).
+PEER_KEYS = (*CLAUDE_KEYS, "claudecode-0.16.2", *CODEX_KEYS)
+#: Agents that retry failed model calls by themselves: their own cases in test_agents.py.
+OTHER_KEYS = ("copilot-1.0.102", "opencode-1.18.33", "qwen-0.24.4")
 #: codex-acp streams a warning chunk for a model it has no metadata for; each knows different ones.
 CODEX_MODELS = {"codex-0.16.0": "gpt-5.4-mini", "codex-2.6.0": "gpt-5.5"}
 #: 0.23 is told not to retry (it does not say so in ACP); 0.101 retries once by itself, as people
@@ -84,9 +89,9 @@ class Peer:
 
     @property
     def name(self) -> str:
-        """The backend the relay must detect for it: "claude", "codex" or "generic"."""
-        backend = self.key.split("-", 1)[0]
-        return backend if backend in ("claude", "codex") else "generic"
+        """The backend the relay must detect for it ("claude", "codex", "copilot", ... or "generic")."""
+        family = self.key.split("-", 1)[0]
+        return {"claudecode": "claude", "auggie": "generic"}.get(family, family)
 
     @property
     def marker(self) -> Path:
@@ -188,17 +193,62 @@ def _gemini_env(mock: ModelApiMock) -> dict[str, str]:
             "GEMINI_MODEL": "gemini-2.5-pro", "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "1"}
 
 
+def _copilot_env(mock: ModelApiMock) -> dict[str, str]:
+    """Copilot CLI offline, on the mock's Chat Completions API (bring your own key: no GitHub login)."""
+    return {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": mock.openai_base_url,
+            "COPILOT_PROVIDER_TYPE": "openai", "COPILOT_PROVIDER_API_KEY": "test-key", "COPILOT_MODEL": "gpt-4.1",
+            "COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"}
+
+
+def _qwen_env(mock: ModelApiMock) -> dict[str, str]:
+    """Qwen Code on the mock's Chat Completions API."""
+    return {"OPENAI_BASE_URL": mock.openai_base_url, "OPENAI_API_KEY": "test-key",
+            "OPENAI_MODEL": "qwen3-coder-plus", "NO_BROWSER": "1"}
+
+
+def _opencode_env(mock: ModelApiMock, home: Path) -> dict[str, str]:
+    """opencode on the mock's Anthropic API through its config file; bash and edits ask first (its
+    default runs them without a permission request)."""
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "model": "anthropic/claude-sonnet-4-5",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {"anthropic": {"options": {"baseURL": f"{mock.base_url}/v1", "apiKey": "test-key"}}},
+        "permission": {"bash": "ask", "edit": "ask"},
+    }
+    folder = home / ".config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "opencode.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return {"OPENCODE_DISABLE_AUTOUPDATE": "true", "OPENCODE_DISABLE_MODELS_FETCH": "true",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD": "true", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "true"}
+
+
+def _env(key: str, mock: ModelApiMock, home: Path, tmp_path: Path) -> dict[str, str]:
+    family = key.split("-", 1)[0]
+    if family == "claudecode":
+        return _claude_env("claude-0.23.1", mock, home)
+    if family == "claude":
+        return _claude_env(key, mock, home)
+    if family == "codex":
+        return _codex_env(key, mock, tmp_path)
+    if family == "copilot":
+        return _copilot_env(mock)
+    if family == "qwen":
+        return _qwen_env(mock)
+    if family == "opencode":
+        return _opencode_env(mock, home)
+    if family == "gemini":
+        return _gemini_env(mock)
+    return {}  # auggie: nothing to point anywhere, it refuses without its own account
+
+
 def build_peer(key: str, paths: PeerPaths, mock: ModelApiMock, tmp_path: Path, *,
                tool_gate: str = "ask") -> Peer:
     """The agent ``key`` (an install.PACKAGES key), recorded, on this test's mock, HOME and cwd."""
     package = next(p for p in PACKAGES if p.key == key)
     home, cwd, xdg = _dirs(tmp_path)
-    if key.startswith("claude"):
-        extra = _claude_env(key, mock, home)
-    elif key.startswith("codex"):
-        extra = _codex_env(key, mock, tmp_path)
-    else:
-        extra = _gemini_env(mock)
+    extra = _env(key, mock, home, tmp_path)
     capture = tmp_path / "capture.jsonl"
     meta = {"agent_package": package.name, "agent_version": package.version, "recorded": "live",
             "model_api": "loopback mock model API", "scenario": ""}

@@ -11,7 +11,17 @@ Packages (pinned; ``npm view <name> version`` gives the newest):
     install script from running, so the binary is located here rather than by a postinstall.
   - ``@agentclientprotocol/codex-acp@2.6.0``: a TypeScript adapter over the Codex app server
     (``@openai/codex``, whose binary also comes in a platform package), run as ``node dist/index.js``.
-  - ``@google/gemini-cli@0.61.0`` in its ACP mode (``--acp``): the ``generic`` backend's real agent.
+  - ``@google/gemini-cli@0.61.0`` in its ACP mode (``--acp``).
+  - ``@github/copilot@1.0.102`` (``copilot --acp``): a native binary in ``@github/copilot-linux-x64``
+    (the npm loader only finds and runs it), in its offline bring-your-own-key mode.
+  - ``opencode-ai@1.18.33`` (``opencode acp``): a native binary in ``opencode-linux-x64``.
+  - ``@qwen-code/qwen-code@0.24.4`` (``qwen --acp``; declares node >= 22, runs on 20).
+  - ``@zed-industries/claude-code-acp@0.16.2``, the older name of claude-agent-acp many guides give.
+  - ``@augmentcode/auggie@0.36.0`` (``auggie --acp``): needs an Augment account; the tier only checks
+    that its refusal to start a session without one reads as a sign-in problem.
+
+Each pin is the newest release on the registry when it was last checked (2026-12); the README's agents
+table says what differs from the releases people may still run.
 
 The cache defaults to ``<repo>/.cache/peers`` (override with ``ACP_RELAY_PEER_CACHE``). A second
 run is a no-op when every package is already there at its pinned version.
@@ -51,6 +61,7 @@ class Package:
     version: str
     native: bool = False
     args: tuple[str, ...] = ()  # arguments the agent needs to speak ACP
+    binary: str = ""  # a native package's executable and platform-package stem, when not its name
 
 
 PACKAGES = (
@@ -59,6 +70,11 @@ PACKAGES = (
     Package("codex-0.16.0", "@zed-industries/codex-acp", "0.16.0", native=True),
     Package("codex-2.6.0", "@agentclientprotocol/codex-acp", "2.6.0"),
     Package("gemini-0.61.0", "@google/gemini-cli", "0.61.0", args=("--acp",)),
+    Package("copilot-1.0.102", "@github/copilot", "1.0.102", native=True, args=("--acp",)),
+    Package("opencode-1.18.33", "opencode-ai", "1.18.33", native=True, args=("acp",), binary="opencode"),
+    Package("qwen-0.24.4", "@qwen-code/qwen-code", "0.24.4", args=("--acp",)),
+    Package("claudecode-0.16.2", "@zed-industries/claude-code-acp", "0.16.2"),
+    Package("auggie-0.36.0", "@augmentcode/auggie", "0.36.0", args=("--acp",)),
 )
 
 
@@ -118,9 +134,10 @@ def _platform_suffixes() -> list[str]:
     return [f"{system}-{arch}"]
 
 
-def _native_binary(cache: Path, name: str) -> Path:
+def _native_binary(cache: Path, name: str, binary: str = "") -> Path:
     """The native executable of ``name`` inside its platform package (``<name>-linux-x64`` ...)."""
     scope_name, _, bare = name.rpartition("/")
+    bare = binary or bare
     scope = cache / "node_modules" / scope_name
     candidates = [scope / f"{bare}-{suffix}" for suffix in _platform_suffixes()]
     if scope.is_dir():  # any other platform package npm chose (naming may differ)
@@ -140,7 +157,7 @@ def _native_binary(cache: Path, name: str) -> Path:
 
 def _command(cache: Path, package: Package) -> tuple[str, ...]:
     if package.native:
-        return (str(_native_binary(cache, package.name)), *package.args)
+        return (str(_native_binary(cache, package.name, package.binary)), *package.args)
     entry = _bin_entry(_pkg_dir(cache, package.name))
     if not entry.is_file():
         raise PeerInstallError(f"{package.name}: {entry} is missing")

@@ -6,13 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from core.config import RelayConfig
-from tests.engine.conftest import Relay, make_surface, prompt_text
-from tests.peers.harness import PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer
+from tests.engine.conftest import KEY, Relay, make_surface, prompt_text
+from tests.peers.harness import PEER_TEST_TIMEOUT_S, PROMPT_TIMEOUT_S, REQUEST_TIMEOUT_S, Peer
+from tests.waiting import until
 
 __all__ = ["ATTEMPTS", "PeerRelay", "peer_relay"]
 
 #: The retry ladder of these relays (its waits shrink to milliseconds: tests/engine's fast sleep).
+#: The budget covers the attempts too, and a real agent's take a second or more.
 ATTEMPTS = 3
+BUDGET_S = 60.0
 
 
 class PeerRelay(Relay):
@@ -27,11 +30,16 @@ class PeerRelay(Relay):
         data: dict[str, Any] = {
             "agents": {"peer": agent},
             "store": {"path": str(self.db)},
-            "retry": {"attempts": ATTEMPTS, "budget_s": 0.2, "base_delay_s": 0.05},
+            "retry": {"attempts": ATTEMPTS, "budget_s": BUDGET_S, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": PROMPT_TIMEOUT_S, "request_s": REQUEST_TIMEOUT_S, "approval_s": 5},
             "engine": {"edit_interval_s": 0.02},
         }
         return RelayConfig.model_validate(data)
+
+    async def idle(self, key: str = KEY) -> None:
+        """A real agent's turn may take its own retries' time (opencode: ten seconds for a 429), more
+        while other agents share the machine: waited for as long as a peer test may run."""
+        await until(lambda: self.is_idle(key), what=f"{key} idle", timeout=PEER_TEST_TIMEOUT_S)
 
     def prompts(self) -> list[str]:
         """The text of every ``session/prompt`` the relay sent, from the agent's capture."""

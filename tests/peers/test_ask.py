@@ -28,7 +28,7 @@ async def _ask(peer: Peer, tmp_path: Path, scenario: str) -> tuple[int, str, str
     config = {"agents": {"peer": {"command": spec.command, "args": list(spec.args), "env": dict(spec.env),
                                   "cwd": spec.cwd}},
               "store": {"path": str(tmp_path / "relay.db")},
-              "retry": {"attempts": ATTEMPTS, "budget_s": 0.1, "base_delay_s": 0.05}}
+              "retry": {"attempts": ATTEMPTS, "budget_s": 60.0, "base_delay_s": 0.05}}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_", "XDG_"))}

@@ -71,7 +71,7 @@ async def test_529_overloaded_is_transient(peer: Peer) -> None:
 
 async def test_gemini_400_is_malformed(gemini: Peer) -> None:
     exc, _ = await _prompt_error(gemini, "400")
-    verdict = classify(exc, backend="generic")
+    verdict = classify(exc, backend="gemini")
     assert (verdict.kind, exc.transient) == ("malformed", False), exc.raw()
     assert "INVALID_ARGUMENT" not in verdict.prose
 

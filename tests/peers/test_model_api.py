@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.fakes.model_api import MOCK_TEXT, TOOL_COMMAND, TOOL_DONE_TEXT, ModelApiMock
+from tests.fakes.model_api import MOCK_TEXT, MOCK_TEXT_PARTS, TOOL_COMMAND, TOOL_DONE_TEXT, ModelApiMock
 
 
 def _events(raw: str) -> list[tuple[str, dict[str, Any]]]:
@@ -169,3 +169,61 @@ async def test_gemini_stream_side_call_and_error_envelope() -> None:
     assert status == 400
     assert json.loads(raw)["error"] == {"code": 400, "message": "Improperly formed request.",
                                         "status": "INVALID_ARGUMENT"}
+
+
+def _chat_chunks(raw: str) -> list[Any]:
+    """The ``data:`` payloads of a Chat Completions stream, ``[DONE]`` kept as the string."""
+    out: list[Any] = []
+    for block in raw.strip().split("\n\n"):
+        payload = block.removeprefix("data: ")
+        out.append(payload if payload == "[DONE]" else json.loads(payload))
+    return out
+
+
+_CHAT_TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}, "description": {"type": "string"},
+                                     "is_background": {"type": "boolean"}},
+    "required": ["command", "description", "is_background"]}}}]
+
+
+async def test_chat_completions_text_stream_ends_with_done() -> None:
+    async with ModelApiMock() as mock:
+        body = {"stream": True, "tools": _CHAT_TOOLS, "messages": [{"role": "user", "content": "hi"}]}
+        status, raw = await _post(mock, "/v1/chat/completions", body)
+    assert status == 200
+    chunks = _chat_chunks(raw)
+    assert chunks[-1] == "[DONE]"
+    deltas = [c["choices"][0]["delta"].get("content") for c in chunks[:-1] if c["choices"]]
+    assert "".join(d for d in deltas if d) == MOCK_TEXT
+    assert [d for d in deltas if d] == list(MOCK_TEXT_PARTS), "one delta per part"
+    assert [c["choices"][0]["finish_reason"] for c in chunks[:-1] if c["choices"]][-1] == "stop"
+    assert mock.conversation_requests()[0].answered == "text"
+
+
+async def test_chat_completions_tool_call_fills_the_required_arguments_then_done() -> None:
+    async with ModelApiMock("tool") as mock:
+        first = {"stream": True, "tools": _CHAT_TOOLS, "messages": [{"role": "user", "content": "go"}]}
+        _, raw = await _post(mock, "/v1/chat/completions", first)
+        chunks = [c for c in _chat_chunks(raw)[:-1] if c["choices"]]
+        deltas = [c["choices"][0]["delta"] for c in chunks]
+        [call] = next(d["tool_calls"] for d in deltas if "tool_calls" in d)
+        args = json.loads(call["function"]["arguments"])
+        assert (call["function"]["name"], args["command"], args["is_background"]) == ("bash", TOOL_COMMAND, False)
+        assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+        answered = {"role": "assistant", "tool_calls": [call]}
+        result = {"role": "tool", "tool_call_id": call["id"], "content": "ok"}
+        second = {**first, "messages": [*first["messages"], answered, result]}
+        _, raw = await _post(mock, "/v1/chat/completions", second)
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in _chat_chunks(raw)[:-1] if c["choices"])
+    assert text == TOOL_DONE_TEXT
+
+
+async def test_chat_completions_errors_and_side_calls() -> None:
+    async with ModelApiMock("401") as mock:
+        status, raw = await _post(mock, "/v1/chat/completions", {"stream": True, "tools": _CHAT_TOOLS})
+        assert status == 401
+        assert json.loads(raw)["error"]["message"].startswith("Incorrect API key provided")
+        mock.scenario = "tool"  # a side call (no tools, not streamed): a plain answer, no tool call
+        status, raw = await _post(mock, "/v1/chat/completions", {"messages": [{"role": "user", "content": "title?"}]})
+        assert status == 200 and json.loads(raw)["choices"][0]["message"]["content"] == MOCK_TEXT
+    assert [r.conversation for r in mock.requests] == [True, False]

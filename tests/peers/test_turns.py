@@ -50,7 +50,7 @@ async def test_text_turn_streams_the_model_text_and_ends_end_turn(peer: Peer) ->
 
 async def test_gemini_text_turn(gemini: Peer) -> None:
     stats, _events, backend = await _text_turn(gemini)
-    assert (backend, stats.stop_reason, stats.text) == ("generic", "end_turn", MOCK_TEXT)
+    assert (backend, stats.stop_reason, stats.text) == ("gemini", "end_turn", MOCK_TEXT)
     assert [r.path for r in gemini.mock.conversation_requests()] == [
         "/v1beta/models/gemini-2.5-pro:streamGenerateContent"]
 

@@ -62,7 +62,7 @@ class SlackRelayUnderTest:
         return RelayConfig.model_validate({
             "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.tmp / "work")}},
             "store": {"path": str(self.tmp / "relay.db")},
-            "retry": {"attempts": 2, "budget_s": 0.2, "base_delay_s": 0.05},
+            "retry": {"attempts": 2, "budget_s": 10, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": 60, "request_s": 10, "approval_s": 30},
             "engine": {"edit_interval_s": 0.02},
             "surfaces": {"dashboard": {"enabled": False},

@@ -70,7 +70,7 @@ class TgRelay:
         data: dict[str, Any] = {
             "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(work)}},
             "store": {"path": str(self.tmp / "relay.db")},
-            "retry": {"attempts": 3, "budget_s": 0.2, "base_delay_s": 0.05},
+            "retry": {"attempts": 3, "budget_s": 10, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": 60, "request_s": 10},
             "surfaces": {"dashboard": {"enabled": False},
                          "telegram": {"enabled": True, "allowed_user_ids": [USER], "api_base_url": self.api.url,

@@ -125,6 +125,7 @@
     completed: [["circle", { cx: 8, cy: 8, r: 7, class: "solid" }], ["path", { d: "M4.75 8.25l2.25 2.25 4.25-4.5", class: "knock" }]],
     failed: [["circle", { cx: 8, cy: 8, r: 7, class: "solid" }], ["path", { d: "M5.5 5.5l5 5M10.5 5.5l-5 5", class: "knock" }]],
     cancelled: [["rect", { x: 2.5, y: 2.5, width: 11, height: 11, rx: 2, class: "solid" }]],
+    denied: [["circle", { cx: 8, cy: 8, r: 6.25 }], ["path", { d: "M3.6 12.4l8.8-8.8" }]],
     timer: [["circle", { cx: 8, cy: 9, r: 5.5 }], ["path", { d: "M8 9V6.25M6.5 1.75h3M8 1.75v1.75M12.25 4.25l1 -1" }]],
   };
 
