@@ -15,6 +15,7 @@ from core.acp._dispatch import (
     event_from_update,
     refusal_from_error,
 )
+from core.acp.bypass_flags import program_of
 from core.acp.client import (
     AcpError,
     AcpModelUnavailable,
@@ -24,6 +25,7 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.connection import JsonRpcConnection, Reply
+from core.acp.gate_modes import asking_mode, asking_value, mode_bypasses, option_bypasses, ran_unasked, select_values
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.spec import AgentSpec
 from core.acp.thread_failure import ThreadFailure
@@ -71,6 +73,11 @@ class SessionRuntime(Protocol):
         """The agent takes image content blocks."""
         ...
 
+    @property
+    def agent_name(self) -> str:
+        """``agentInfo.name`` from the agent's answer to ``initialize``."""
+        ...
+
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
                       idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
         """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
@@ -79,28 +86,12 @@ class SessionRuntime(Protocol):
     def forget(self, session_id: str) -> None:
         """Stop routing frames to a session."""
         ...
-#: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
-_BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "dontAsk", "full-access",
-                           "agent-full-access", "yolo", "autoEdit"})
-#: A backend's own such modes, whose names mean something else elsewhere. codex-acp 2.x starts in
-#: "agent" (auto review): a second model call, not the person, approves or denies each tool call.
-_BACKEND_BYPASS_MODES = {"codex": frozenset({"agent"})}
-#: Where to go instead, in order of preference (claude: default; codex: read-only).
-_ASKING_MODES = ("default", "read-only")
 #: ``_meta`` keys of a session/new answer that a later session/load needs back.
 _LOAD_META_KEYS = frozenset({"_kiro.dev/session_file"})
 
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _select_values(options: Any) -> list[dict[str, Any]]:
-    """A select's values, flat or grouped under headers (schema: SessionConfigSelectGroup)."""
-    flat: list[dict[str, Any]] = []
-    for item in dicts(options):
-        flat.extend(dicts(item["options"]) if "group" in item and "value" not in item else [item])
-    return flat
 
 
 def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -124,6 +115,7 @@ class _Turn:
     cancel_requested: bool = False
     error: BaseException | None = None
     permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    restoring: asyncio.Task[None] | None = None  # switching the agent back to asking, mid-turn
     thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
 
 
@@ -139,6 +131,8 @@ class AcpSession:
         self.model_config_id: str | None = None
         self.modes: tuple[str, ...] = ()
         self.current_mode: str | None = None
+        self.config_options: dict[str, dict[str, Any]] = {}  # by id, as the agent last reported them
+        self._asked: set[str] = set()  # tool calls a permission request came for
         self.replayed = 0
         self.meta: dict[str, Any] = {}
         self.loading = loading
@@ -161,9 +155,10 @@ class AcpSession:
 
     def _read_config_options(self, options: Any) -> None:
         for opt in dicts(list(options) if isinstance(options, tuple) else options):
+            self.config_options[str(opt.get("id"))] = opt
             if opt.get("category") == "model":
                 self.model_config_id = str(opt.get("id"))
-                self.models = tuple(str(o.get("value")) for o in _select_values(opt.get("options")))
+                self.models = tuple(str(o.get("value")) for o in select_values(opt.get("options")))
                 self.current_model = _str(opt.get("currentValue")) or self.current_model
 
     def load_meta(self) -> dict[str, Any]:
@@ -175,18 +170,62 @@ class AcpSession:
         self.loading = False
         self._read_result(result)
 
-    async def prepare(self) -> None:
-        """Leave a mode that would run tools without asking, when the gate must see them."""
-        if self.runtime.spec.tool_gate == "allow" or not self._bypasses(self.current_mode):
-            return
-        target = next((m for m in _ASKING_MODES if m in self.modes), None)
-        if target is not None:
-            await self.set_mode(target)
+    async def prepare(self, *, reason: str = "stuck") -> None:
+        """Leave a mode, and turn off an option, that would let tools run without asking, when the gate
+        must see them; AcpToolGateUnroutable when the agent offers no way back (or refuses it).
 
-    def _bypasses(self, mode_id: str | None) -> bool:
-        """True for a mode in which this agent runs tools without asking the person."""
-        extra = _BACKEND_BYPASS_MODES.get(self.runtime.backend, frozenset())
-        return mode_id in _BYPASS_MODES or mode_id in extra
+        ``reason`` says how the agent got there, for the sentence: "switched" (by itself, mid-turn).
+        """
+        gate, backend = self.runtime.spec.tool_gate, self.runtime.backend
+        if gate == "allow":
+            return
+        if mode_bypasses(self.current_mode, backend):
+            target = asking_mode(self.modes, backend)
+            await self._restore("session/set_mode", {"modeId": target}, target, reason, mode=self.current_mode)
+            self.current_mode = target
+        for option in list(self.config_options.values()):
+            if self.modes and option.get("category") == "mode":
+                continue  # the mode itself, switched above: one switch back, not two
+            if option_bypasses(option, backend):
+                value = asking_value(option, backend)
+                params = {"configId": option.get("id"), "value": value}
+                result = await self._restore("session/set_config_option", params, value, reason,
+                                             option=str(option.get("id")))
+                self.config_options[str(option.get("id"))] = {**option, "currentValue": value}
+                self._read_config_options(result.get("configOptions") if isinstance(result, dict) else None)
+
+    async def _restore(self, method: str, params: dict[str, Any], target: Any, reason: str, **what: Any) -> Any:
+        """One request back to asking; the turn's refusal when there is no such value or the agent says no."""
+        data = {"agent": self.runtime.spec.name, "tool_gate": self.runtime.spec.tool_gate, "reason": reason, **what}
+        if target is None:
+            raise AcpToolGateUnroutable(f"no way back to asking from {what}", data=data)
+        try:
+            return await self.runtime.request(method, {"sessionId": self.session_id, **params})
+        except AcpError as exc:
+            raise AcpToolGateUnroutable(f"the agent refused {method} back to asking: {exc.message}",
+                                        data=data) from exc
+
+    def _bypassed(self) -> bool:
+        backend = self.runtime.backend
+        return mode_bypasses(self.current_mode, backend) or any(
+            option_bypasses(o, backend) for o in self.config_options.values())
+
+    def _watch(self, turn: _Turn) -> None:
+        """The agent switched its mode or options mid-turn: switch back at once, or refuse the turn."""
+        if self.runtime.spec.tool_gate == "allow" or turn.restoring is not None or not self._bypassed():
+            return
+
+        async def restore() -> None:
+            try:
+                await self.prepare(reason="switched")
+            except AcpError as exc:
+                self._fail(turn, exc)
+            finally:
+                turn.restoring = None
+            if self._bypassed() and not turn.cancel_requested:
+                self._watch(turn)  # it switched again while we were switching back
+
+        turn.restoring = asyncio.create_task(restore(), name="acp-gate-restore")
 
     @property
     def busy(self) -> bool:
@@ -216,6 +255,8 @@ class AcpSession:
             self.replayed += 1
             return
         self._on_turn_event(turn, event)
+        if isinstance(event, ConfigOptions | ModeChanged):
+            self._watch(turn)
 
     def _on_turn_event(self, turn: _Turn, event: AcpEvent) -> None:
         stats = turn.stats
@@ -233,6 +274,11 @@ class AcpSession:
             stats.chunks += 1
         elif isinstance(event, ToolCall) and event.ran:
             stats.tool_ran = True
+            if (turn.error is None and self.runtime.spec.tool_gate != "allow"
+                    and ran_unasked(event, event.tool_call_id in self._asked)):
+                self._emit(turn, event)  # the tool line shows what ran; then the turn stops
+                self._fail(turn, self._ran_unasked(event))
+                return
         elif isinstance(event, KiroMetadata):
             stats.context_pct = event.context_pct if event.context_pct is not None else stats.context_pct
             stats.credits = event.credits if event.credits is not None else stats.credits
@@ -240,6 +286,14 @@ class AcpSession:
             if event.refusal is not None:
                 stats.refusal = event.refusal
         self._emit(turn, event)
+
+    def _ran_unasked(self, call: ToolCall) -> AcpToolGateUnroutable:
+        spec = self.runtime.spec
+        program, _ = program_of(spec.command, spec.args, self.runtime.backend, self.runtime.agent_name)
+        data = {"agent": spec.name, "tool_gate": spec.tool_gate, "tool": call.display or call.tool_call_id,
+                "kind": call.kind or "other", "program": program, "reason": "ran_unasked"}
+        log.warning("agent %s ran a %s tool call without asking; turn stopped", spec.name, data["kind"])
+        return AcpToolGateUnroutable("a tool call ran without a permission request", data=data)
 
     def _emit(self, turn: _Turn, event: AcpEvent) -> None:
         if turn.on_event is None or turn.error is not None:
@@ -257,6 +311,7 @@ class AcpSession:
         raw_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         assert isinstance(raw_call, dict)
         call_id = str(raw_call.get("toolCallId", ""))
+        self._asked.add(call_id)
         call = (turn.tools.get(call_id) or ToolCall(call_id)).merged(raw_call)
         turn.tools[call_id] = call
         options = tuple(PermissionOption(str(o.get("optionId")), str(o.get("name", "")), str(o.get("kind", "")))
@@ -328,6 +383,8 @@ class AcpSession:
             stop = turn.forced_stop
             if request in done:
                 stop = self._stop_reason(request, turn)
+            if turn.restoring is not None:  # a switch back to asking still under way ends first
+                await asyncio.wait({turn.restoring}, timeout=cancel_wait_s)
             finished = True
             if turn.error is not None:
                 raise turn.error
@@ -346,6 +403,8 @@ class AcpSession:
             request.cancel()
             ender.cancel()
             failer.cancel()
+            if turn.restoring is not None:
+                turn.restoring.cancel()
             self._turn = None
             turn.done.set()
 
@@ -402,10 +461,10 @@ class AcpSession:
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode; a gate of ask or deny refuses modes in which tools run without asking."""
         gate = self.runtime.spec.tool_gate
-        if gate != "allow" and self._bypasses(mode_id):
+        if gate != "allow" and mode_bypasses(mode_id, self.runtime.backend):
             raise AcpToolGateUnroutable(
                 f"mode {mode_id!r} lets tools run without asking, but tool_gate is {gate!r}",
-                data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate})
+                data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate, "reason": "requested"})
         await self.runtime.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode_id})
         self.current_mode = mode_id
 

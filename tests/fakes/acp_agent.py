@@ -428,7 +428,8 @@ class Agent:
         if not self.config_models:
             return out
         cur = s.model if s.model in self.config_models else self.config_models[0]
-        return out + [
+        return [
+            *out,
             {
                 "id": "model",
                 "name": "Model",
