@@ -1,9 +1,10 @@
 """The tool gate's sentences: why a configuration, a mode, an option or a tool call was refused.
 
 Built from the facts an ``AcpToolGateUnroutable`` carries in ``data`` (never from its message):
-``agent`` and ``tool_gate`` always; then ``flag`` or ``env`` with ``program`` and ``path`` (a start-up
-setting), ``mode`` or ``option`` with ``reason`` (``requested``, ``switched``, ``stuck``), or ``tool`` and
-``kind`` with ``reason`` ``ran_unasked``. ``core.failures`` renders them for every surface and for ``ask``.
+``agent`` and ``tool_gate`` always; ``program`` (a key of ``PROGRAM_NAMES``) when the agent is one we
+know; then ``flag`` or ``env`` with ``path`` (a start-up setting), ``mode`` or ``option`` with
+``reason`` (``requested``, ``switched``, ``stuck``), or ``tool`` and ``kind`` with ``reason``
+``ran_unasked``. ``core.failures`` renders them for every surface and for ``ask``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["HOW_TO_ASK", "tool_gate_prose"]
+__all__ = ["HOW_TO_ASK", "PROGRAM_NAMES", "tool_gate_prose"]
+
+#: The agents whose ways around the gate are known, by program key (``core.acp.bypass_flags``):
+#: their names for a person.
+PROGRAM_NAMES: Mapping[str, str] = {
+    "kiro": "Kiro CLI", "copilot": "Copilot CLI", "gemini": "Gemini CLI", "qwen": "Qwen Code",
+    "opencode": "opencode", "codex": "codex-acp", "claude": "claude-agent-acp",
+}
 
 #: How to make each known agent ask before it runs a tool (program keys of ``core.acp.bypass_flags``).
 HOW_TO_ASK: Mapping[str, str] = {
@@ -27,6 +35,10 @@ HOW_TO_ASK: Mapping[str, str] = {
 }
 _GENERIC_HOW = ("Configure the agent to ask before it runs tools (see its documentation on permissions), or set "
                 "agents.{agent}.tool_gate to \"allow\" if you trust it to run tools unasked.")
+
+
+def _program(data: Mapping[str, Any]) -> str:
+    return PROGRAM_NAMES.get(str(data.get("program") or ""), "This agent")
 
 
 def _gate(data: Mapping[str, Any]) -> str:
@@ -46,11 +58,11 @@ def tool_gate_prose(data: Mapping[str, Any]) -> str:
     if data.get("env"):
         where = (f"from {data['path']}" if str(data.get("path", "")).startswith(f"agents.{agent}.env")
                  else "from the relay's own environment")
-        return (f"{data.get('program') or 'This agent'} gets {data['env']} {where}, which lets it run tools without "
+        return (f"{_program(data)} gets {data['env']} {where}, which lets it run tools without "
                 f"asking, but {key} {gate}. Remove {data['env']}, {change}")
     if data.get("mode") or data.get("option"):
         return _mode_prose(data, key, gate, change)
-    program, flag = data.get("program") or "This agent", data.get("flag") or "-a, --trust-all-tools or --trust-tools"
+    program, flag = _program(data), data.get("flag") or "-a, --trust-all-tools or --trust-tools"
     where = f" ({data['path']})" if data.get("path") else ""
     return (f"{program} is started with {flag}{where}, which lets its tool calls skip approval, but {key} {gate}. "
             f"Remove {flag} from the agent's command, {change}")

@@ -14,14 +14,10 @@ from dataclasses import dataclass
 
 from core.acp.gate_modes import mode_bypasses
 from core.acp.spec import _bare_name
+from core.gate_text import PROGRAM_NAMES
 
-__all__ = ["PROGRAM_NAMES", "Bypass", "launch_bypasses", "program_of"]
+__all__ = ["Bypass", "launch_bypasses", "program_of"]
 
-#: The agents whose bypasses are known, by program key: their names for a person.
-PROGRAM_NAMES: Mapping[str, str] = {
-    "kiro": "Kiro CLI", "copilot": "Copilot CLI", "gemini": "Gemini CLI", "qwen": "Qwen Code",
-    "opencode": "opencode", "codex": "codex-acp", "claude": "claude-agent-acp",
-}
 #: Bare program and package names (see ``spec._bare_name``) -> program key.
 _NAMES = {
     "kiro-cli": "kiro", "kiro-cli-chat": "kiro", "copilot": "copilot", "gemini": "gemini", "gemini-cli": "gemini",

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.acp.bypass_flags import PROGRAM_NAMES, Bypass, launch_bypasses
+from core.acp.bypass_flags import Bypass, launch_bypasses
 from core.acp.client import AcpPermissionNeeded, AcpToolGateUnroutable
 from core.acp.process import child_env
 from core.acp.spec import AgentSpec
@@ -39,7 +39,7 @@ def spawn_bypasses(spec: AgentSpec) -> list[Bypass]:
 def unroutable(spec: AgentSpec, bypass: Bypass) -> AcpToolGateUnroutable:
     """The refusal of one bypass, with the facts its sentence names (``core.gate_text``)."""
     cause = ToolGateUnroutable(f"{bypass.setting} with tool_gate={spec.tool_gate}")
-    data = {"agent": spec.name, "tool_gate": spec.tool_gate, "program": PROGRAM_NAMES[bypass.program],
+    data = {"agent": spec.name, "tool_gate": spec.tool_gate, "program": bypass.program,
             "path": bypass.path, ("env" if bypass.env else "flag"): bypass.setting}
     exc = AcpToolGateUnroutable(
         f"agents.{spec.name}: {bypass.setting} lets tools run without asking, but tool_gate is {spec.tool_gate!r}",

@@ -5,26 +5,11 @@ for this session" covers what the person saw, and says so on its button; the app
 from __future__ import annotations
 
 from core.engine import wording
-from core.engine.surface import Button
-from tests.engine.conftest import Relay, RelayFactory, make_surface, until
-from tests.fakes.memory_surface import StoredMessage
+from tests.engine.conftest import RelayFactory, make_surface, until
+from tests.engine.test_engine_control import approval_messages, button, wait_approval
 
 COPILOT = "https://agentclientprotocol.com/protocol/session-modes#"
 OPENCODE_HOW = '"permission": {"bash": "ask", "edit": "ask"}'
-
-
-def approval_messages(r: Relay) -> list[StoredMessage]:
-    return [m for m in r.messages() if m.text.startswith("The agent wants to run")]
-
-
-async def wait_approval(r: Relay, count: int = 1) -> StoredMessage:
-    await until(lambda: len(approval_messages(r)) >= count, what=f"{count} approval message(s)")
-    return approval_messages(r)[count - 1]
-
-
-def button(message: StoredMessage, label: str) -> Button:
-    [found] = [b for b in message.buttons if b.label == label]
-    return found
 
 
 # -- the backstop ------------------------------------------------------------------------------
