@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 from core.acp.spec import AgentSpec
+from core.acp.tool_gate import spawn_bypasses, unroutable
 from core.config import BUILTIN_AGENT_NAMES, AgentConfig, ConfigError, RelayConfig
+from core.failures import classify
 
-__all__ = ["BUILTIN_AGENTS", "agent_spec", "choose_agent", "resolve_command"]
+__all__ = ["BUILTIN_AGENTS", "agent_spec", "choose_agent", "gate_problems", "resolve_command"]
 
 _BUILTIN_CONFIGS: dict[str, AgentConfig] = {
     "kiro": AgentConfig(command="kiro-cli", args=["acp"], backend="kiro"),
@@ -58,3 +60,13 @@ def agent_spec(name: str, agent: AgentConfig, cwd: str | None = None) -> AgentSp
     command = resolve_command(agent.command) or agent.command
     return AgentSpec(name=name, command=command, args=tuple(agent.args), env=dict(agent.env),
                      cwd=cwd or agent.cwd, backend=agent.backend or "", tool_gate=agent.tool_gate)
+
+
+def gate_problems(config: RelayConfig) -> list[tuple[str, str]]:
+    """Configured agents started so that they run tools without asking although their ``tool_gate``
+    asks or denies: (JSON path, the sentence an agent's start would say), for check-config and run."""
+    problems: list[tuple[str, str]] = []
+    for name, agent in config.agents.items():
+        spec = agent_spec(name, agent)
+        problems += [(found.path, classify(unroutable(spec, found)).prose) for found in spawn_bypasses(spec)]
+    return problems

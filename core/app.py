@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from core.acp.pool import RuntimePool
-from core.agents import choose_agent
+from core.agents import choose_agent, gate_problems
 from core.config import RelayConfig, mask_args
 from core.engine.engine import Engine
 from core.engine.surface import Launched, StartupError
@@ -63,6 +63,10 @@ async def _serve(config: RelayConfig, stop: asyncio.Event) -> int:
     enabled = [n for n in SURFACE_NAMES if getattr(config.surfaces, n).enabled]
     if not enabled:
         _say("no surface is enabled in the config; nothing to do")
+        return 2
+    if problems := gate_problems(config):  # tools that would run unasked: refused before anything starts
+        for path, problem in problems:
+            _say(f"{path}: {problem}")
         return 2
     try:
         store = Store.open(config.store.path)

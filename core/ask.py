@@ -36,6 +36,7 @@ from core.acp.types import (
     TurnEnded,
 )
 from core.engine import wording
+from core.engine.approvals import scope_key
 from core.engine.holdback import is_echo
 from core.engine.wording import refusal_card_text
 from core.failures import AGENTS_THAT_RETRY, _format_acp_error
@@ -76,7 +77,7 @@ class _Printer:
         self.tools.clear()
 
     def _tool_line(self, call: ToolCall) -> None:
-        self.err.write(f"[tool] {call.title or call.kind} ({call.status})\n")
+        self.err.write(f"[tool] {call.display or call.kind} ({call.status})\n")
 
     @property
     def produced(self) -> bool:
@@ -154,9 +155,19 @@ async def _read_answer(fd: int) -> str:
 
 
 def _terminal_approver(err: TextIO, fd: int, printer: _Printer) -> Approver:
+    allowed: set[tuple[str, str, str]] = set()  # "allow for this session": the same command or target only
+
     async def approve(request: PermissionRequest) -> str:
-        """Ask on the terminal: y = allow once, a = allow for this session, anything else = deny."""
-        err.write(f"Allow tool call: {request.tool_call.title or request.tool_call.kind}? [y/a/N] ")
+        """Ask on the terminal: y = allow once, a = allow this command (or target) for this session,
+        anything else = deny."""
+        key = scope_key(request)
+        if key is not None and key in allowed:
+            printer.tool_ran = True
+            return "allow_once"
+        call = request.tool_call
+        always = f", a = allow `{key[2]}` for this session" if key else ""
+        err.write(f"Allow tool call: {call.display or call.kind}? (y = once{always}) [y/a/N] "
+                  if always else f"Allow tool call: {call.display or call.kind}? [y/N] ")
         err.flush()
         try:
             answer = await _read_answer(fd)
@@ -166,6 +177,8 @@ def _terminal_approver(err: TextIO, fd: int, printer: _Printer) -> Approver:
             raise
         kind = {"y": "allow_once", "a": "allow_always"}.get(answer.strip().lower()[:1], "reject_once")
         printer.tool_ran = printer.tool_ran or kind.startswith("allow")  # never retried past this
+        if kind == "allow_always" and key is not None:
+            allowed.add(key)
         return kind
 
     return approve

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.agents import agent_spec, choose_agent, resolve_command
+from core.agents import agent_spec, choose_agent, gate_problems, resolve_command
 from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret, secret_values
 from core.engine.surface import StartupError
 from core.loading import load_surface
@@ -95,7 +95,7 @@ def _check_config(args: argparse.Namespace) -> int:
     path = _config_path(args.config)
     try:
         config = load_config_strict(path)
-        if problems := _surface_problems(config):
+        if problems := gate_problems(config) + _surface_problems(config):
             raise ConfigError(path, problems)
     except ConfigError as exc:
         _print_config_error(exc)

@@ -31,6 +31,7 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
+from core.gate_text import tool_gate_prose
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
 from core.signin import auth_prose, login_command
 
@@ -244,14 +245,7 @@ def _permission_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
 
 
 def _tool_gate_prose(facts: _Facts, _m: re.Match[str] | None) -> str:
-    data = facts.data if isinstance(facts.data, Mapping) else {}
-    name, flag = data.get("agent") or "<name>", data.get("flag") or "-a, --trust-all-tools or --trust-tools"
-    gate = f" is {data['tool_gate']!r}" if data.get("tool_gate") else " asks for approval or denies tools"
-    return (
-        f"This agent is started with {flag}, which lets its tool calls skip approval, but "
-        f"agents.{name}.tool_gate{gate}. Remove the trust flag from the agent's command, or change "
-        f"agents.{name}.tool_gate in the config."
-    )
+    return tool_gate_prose(facts.data if isinstance(facts.data, Mapping) else {})
 
 
 def _timeout_prose(facts: _Facts, _m: re.Match[str] | None) -> str:

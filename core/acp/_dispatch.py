@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 from core.acp.types import (
@@ -104,7 +105,7 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
         base = tools.get(call_id) or ToolCall(call_id)
         call = base.merged(update)
         if kind == "tool_call":
-            call = ToolCall(call.tool_call_id, call.title, call.kind, call.status, call.content, started=True)
+            call = replace(call, started=True)
         tools[call_id] = call
         return call
     if kind == "plan":

@@ -149,6 +149,12 @@ class AcpRuntime:
         return self.death is None and not self.closing and self.process.alive and not self.conn.closed
 
     @property
+    def agent_name(self) -> str:
+        """``agentInfo.name`` from the agent's answer to ``initialize``."""
+        info = self.init_result.get("agentInfo")
+        return str(info.get("name") or "") if isinstance(info, dict) else ""
+
+    @property
     def pid(self) -> int:
         """The agent's process id (also its process group id)."""
         return self.process.pid

@@ -10,11 +10,11 @@ from typing import Any, Protocol
 
 from core.acp._dispatch import (
     KIRO_INTERRUPTED,
-    dicts,
     event_from_extension,
     event_from_update,
     refusal_from_error,
 )
+from core.acp.bypass_flags import program_of
 from core.acp.client import (
     AcpError,
     AcpModelUnavailable,
@@ -24,6 +24,16 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.connection import JsonRpcConnection, Reply
+from core.acp.gate_modes import (
+    UNASKED_GRACE_S,
+    asking_mode,
+    asking_value,
+    may_run_unasked,
+    mode_bypasses,
+    option_bypasses,
+    ran_unasked,
+)
+from core.acp.offers import SessionOffers
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.spec import AgentSpec
 from core.acp.thread_failure import ThreadFailure
@@ -72,6 +82,11 @@ class SessionRuntime(Protocol):
         """The agent takes image content blocks."""
         ...
 
+    @property
+    def agent_name(self) -> str:
+        """``agentInfo.name`` from the agent's answer to ``initialize``."""
+        ...
+
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
                       idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
         """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
@@ -80,38 +95,6 @@ class SessionRuntime(Protocol):
     def forget(self, session_id: str) -> None:
         """Stop routing frames to a session."""
         ...
-#: Modes in which an agent runs tools without asking: with a gate of ask/deny we leave them.
-_BYPASS_MODES = frozenset({"auto", "bypassPermissions", "acceptEdits", "dontAsk", "full-access",
-                           "agent-full-access", "yolo", "autoEdit"})
-#: A backend's own such modes, whose names mean something else elsewhere. codex-acp 2.x starts in
-#: "agent" (auto review): a second model call, not the person, approves or denies each tool call.
-_BACKEND_BYPASS_MODES = {"codex": frozenset({"agent"})}
-#: Where to go instead, in order of preference (claude: default; codex: read-only).
-_ASKING_MODES = ("default", "read-only")
-#: ``_meta`` keys of a session/new answer that a later session/load needs back.
-_LOAD_META_KEYS = frozenset({"_kiro.dev/session_file"})
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _select_values(options: Any) -> list[dict[str, Any]]:
-    """A select's values, flat or grouped under headers (schema: SessionConfigSelectGroup)."""
-    flat: list[dict[str, Any]] = []
-    for item in dicts(options):
-        flat.extend(dicts(item["options"]) if "group" in item and "value" not in item else [item])
-    return flat
-
-
-def _names(entries: list[dict[str, Any]], id_key: str) -> dict[str, str]:
-    """Model id -> the readable name the agent gives it (qwen: "$runtime|openai|x(openai)" is "x")."""
-    out = {}
-    for entry in entries:
-        name = entry.get("name")
-        if isinstance(name, str) and name.strip() and name.strip() != str(entry.get(id_key)):
-            out[str(entry.get(id_key))] = " ".join(name.split())
-    return out
 
 
 def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -135,73 +118,89 @@ class _Turn:
     cancel_requested: bool = False
     error: BaseException | None = None
     permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    restoring: asyncio.Task[None] | None = None  # switching the agent back to asking, mid-turn
     thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
     denied: set[str] = field(default_factory=set)  # tool call ids the relay answered with a rejection
+    #: Calls marked in_progress without a permission request yet: each must be asked for in time.
+    unasked: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
 
-class AcpSession:
+class AcpSession(SessionOffers):
     """A session handle. One prompt in flight at a time; ``cancel()`` really ends the turn."""
 
     def __init__(self, runtime: SessionRuntime, session_id: str, result: dict[str, Any], *,
                  loading: bool = False) -> None:
         self.runtime = runtime
         self.session_id = session_id
-        self.models: tuple[str, ...] = ()
-        self.current_model: str | None = None
-        self.model_names: dict[str, str] = {}  # the name the agent gives a model id, where it gives one
-        self.model_config_id: str | None = None
-        self.modes: tuple[str, ...] = ()
-        self.current_mode: str | None = None
+        super().__init__()
+        self._asked: set[str] = set()  # tool calls a permission request came for
         self.replayed = 0
-        self.meta: dict[str, Any] = {}
         self.loading = loading
         self.unresponsive = False  # the agent ignored a session/cancel: this session may never be free
         self._turn: _Turn | None = None
         self._read_result(result)
-
-    def _read_result(self, result: dict[str, Any]) -> None:
-        if isinstance(result.get("_meta"), dict):
-            self.meta = dict(result["_meta"])
-        models = result.get("models")
-        if isinstance(models, dict):
-            self.models = tuple(str(m.get("modelId")) for m in dicts(models.get("availableModels")))
-            self.model_names = _names(dicts(models.get("availableModels")), "modelId")
-            self.current_model = _str(models.get("currentModelId")) or self.current_model
-        self._read_config_options(result.get("configOptions"))
-        modes = result.get("modes")
-        if isinstance(modes, dict):
-            self.modes = tuple(str(m.get("id")) for m in dicts(modes.get("availableModes")))
-            self.current_mode = _str(modes.get("currentModeId")) or self.current_mode
-
-    def _read_config_options(self, options: Any) -> None:
-        for opt in dicts(list(options) if isinstance(options, tuple) else options):
-            if opt.get("category") == "model":
-                self.model_config_id = str(opt.get("id"))
-                self.models = tuple(str(o.get("value")) for o in _select_values(opt.get("options")))
-                self.model_names = _names(_select_values(opt.get("options")), "value")
-                self.current_model = _str(opt.get("currentValue")) or self.current_model
-
-    def load_meta(self) -> dict[str, Any]:
-        """What ``session/load`` must carry to find this session again (Kiro's session file)."""
-        return {k: v for k, v in self.meta.items() if k in _LOAD_META_KEYS}
 
     def loaded(self, result: dict[str, Any]) -> None:
         """Finish a ``session/load``: read the models, modes and ``_meta`` its answer carries."""
         self.loading = False
         self._read_result(result)
 
-    async def prepare(self) -> None:
-        """Leave a mode that would run tools without asking, when the gate must see them."""
-        if self.runtime.spec.tool_gate == "allow" or not self._bypasses(self.current_mode):
-            return
-        target = next((m for m in _ASKING_MODES if m in self.modes), None)
-        if target is not None:
-            await self.set_mode(target)
+    async def prepare(self, *, reason: str = "stuck") -> None:
+        """Leave a mode, and turn off an option, that would let tools run without asking, when the gate
+        must see them; AcpToolGateUnroutable when the agent offers no way back (or refuses it).
 
-    def _bypasses(self, mode_id: str | None) -> bool:
-        """True for a mode in which this agent runs tools without asking the person."""
-        extra = _BACKEND_BYPASS_MODES.get(self.runtime.backend, frozenset())
-        return mode_id in _BYPASS_MODES or mode_id in extra
+        ``reason`` says how the agent got there, for the sentence: "switched" (by itself, mid-turn).
+        """
+        gate, backend = self.runtime.spec.tool_gate, self.runtime.backend
+        if gate == "allow":
+            return
+        if mode_bypasses(self.current_mode, backend):
+            target = asking_mode(self.modes, backend)
+            await self._restore("session/set_mode", {"modeId": target}, target, reason, mode=self.current_mode)
+            self.current_mode = target
+        for option in list(self.config_options.values()):
+            if self.modes and option.get("category") == "mode":
+                continue  # the mode itself, switched above: one switch back, not two
+            if option_bypasses(option, backend):
+                value = asking_value(option, backend)
+                params = {"configId": option.get("id"), "value": value}
+                result = await self._restore("session/set_config_option", params, value, reason,
+                                             option=str(option.get("id")))
+                self.config_options[str(option.get("id"))] = {**option, "currentValue": value}
+                self._read_config_options(result.get("configOptions") if isinstance(result, dict) else None)
+
+    async def _restore(self, method: str, params: dict[str, Any], target: Any, reason: str, **what: Any) -> Any:
+        """One request back to asking; the turn's refusal when there is no such value or the agent says no."""
+        data = {"agent": self.runtime.spec.name, "tool_gate": self.runtime.spec.tool_gate, "reason": reason, **what}
+        if target is None:
+            raise AcpToolGateUnroutable(f"no way back to asking from {what}", data=data)
+        try:
+            return await self.runtime.request(method, {"sessionId": self.session_id, **params})
+        except AcpError as exc:
+            raise AcpToolGateUnroutable(f"the agent refused {method} back to asking: {exc.message}",
+                                        data=data) from exc
+
+    def _bypassed(self) -> bool:
+        backend = self.runtime.backend
+        return mode_bypasses(self.current_mode, backend) or any(
+            option_bypasses(o, backend) for o in self.config_options.values())
+
+    def _watch(self, turn: _Turn) -> None:
+        """The agent switched its mode or options mid-turn: switch back at once, or refuse the turn."""
+        if self.runtime.spec.tool_gate == "allow" or turn.restoring is not None or not self._bypassed():
+            return
+
+        async def restore() -> None:
+            try:
+                await self.prepare(reason="switched")
+            except AcpError as exc:
+                self._fail(turn, exc)
+            finally:
+                turn.restoring = None
+            if self._bypassed() and not turn.cancel_requested:
+                self._watch(turn)  # it switched again while we were switching back
+
+        turn.restoring = asyncio.create_task(restore(), name="acp-gate-restore")
 
     @property
     def busy(self) -> bool:
@@ -231,6 +230,8 @@ class AcpSession:
             self.replayed += 1
             return
         self._on_turn_event(turn, event)
+        if isinstance(event, ConfigOptions | ModeChanged):
+            self._watch(turn)
 
     def _on_turn_event(self, turn: _Turn, event: AcpEvent) -> None:
         stats = turn.stats
@@ -252,6 +253,15 @@ class AcpSession:
             stats.chunks += 1
         elif isinstance(event, ToolCall) and (event.ran or event.status == TOOL_STATUS_DENIED):
             stats.tool_ran = True  # a denied call reached the tool gate: never retried past it
+            if event.ran and turn.error is None and self.runtime.spec.tool_gate != "allow":
+                asked = event.tool_call_id in self._asked
+                if ran_unasked(event, asked):
+                    self._emit(turn, event)  # the tool line shows what ran; then the turn stops
+                    self._fail(turn, self._ran_unasked(event))
+                    return
+                if may_run_unasked(event, asked) and event.tool_call_id not in turn.unasked:
+                    turn.unasked[event.tool_call_id] = asyncio.get_running_loop().call_later(
+                        UNASKED_GRACE_S, self._still_unasked, turn, event.tool_call_id)
         elif isinstance(event, KiroMetadata):
             stats.context_pct = event.context_pct if event.context_pct is not None else stats.context_pct
             stats.credits = event.credits if event.credits is not None else stats.credits
@@ -259,6 +269,20 @@ class AcpSession:
             if event.refusal is not None:
                 stats.refusal = event.refusal
         self._emit(turn, event)
+
+    def _still_unasked(self, turn: _Turn, call_id: str) -> None:
+        """A call marked in_progress was never asked for: it runs without the person's say."""
+        turn.unasked.pop(call_id, None)
+        if self._turn is turn and turn.error is None and not turn.cancel_requested and call_id not in self._asked:
+            self._fail(turn, self._ran_unasked(turn.tools.get(call_id) or ToolCall(call_id)))
+
+    def _ran_unasked(self, call: ToolCall) -> AcpToolGateUnroutable:
+        spec = self.runtime.spec
+        program, _ = program_of(spec.command, spec.args, self.runtime.backend, self.runtime.agent_name)
+        data = {"agent": spec.name, "tool_gate": spec.tool_gate, "tool": call.display or call.tool_call_id,
+                "kind": call.kind or "other", "program": program, "reason": "ran_unasked"}
+        log.warning("agent %s ran a %s tool call without asking; turn stopped", spec.name, data["kind"])
+        return AcpToolGateUnroutable("a tool call ran without a permission request", data=data)
 
     def _emit(self, turn: _Turn, event: AcpEvent) -> None:
         if turn.on_event is None or turn.error is not None:
@@ -276,6 +300,9 @@ class AcpSession:
         raw_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         assert isinstance(raw_call, dict)
         call_id = str(raw_call.get("toolCallId", ""))
+        self._asked.add(call_id)
+        if (waiting := turn.unasked.pop(call_id, None)) is not None:
+            waiting.cancel()
         call = (turn.tools.get(call_id) or ToolCall(call_id)).merged(raw_call)
         turn.tools[call_id] = call
         options = tuple(PermissionOption(str(o.get("optionId")), str(o.get("name", "")), str(o.get("kind", "")))
@@ -349,6 +376,8 @@ class AcpSession:
             stop = turn.forced_stop
             if request in done:
                 stop = self._stop_reason(request, turn)
+            if turn.restoring is not None:  # a switch back to asking still under way ends first
+                await asyncio.wait({turn.restoring}, timeout=cancel_wait_s)
             finished = True
             if turn.error is not None:
                 raise turn.error
@@ -367,6 +396,10 @@ class AcpSession:
             request.cancel()
             ender.cancel()
             failer.cancel()
+            if turn.restoring is not None:
+                turn.restoring.cancel()
+            for waiting in turn.unasked.values():
+                waiting.cancel()
             self._turn = None
             turn.done.set()
 
@@ -423,23 +456,12 @@ class AcpSession:
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode; a gate of ask or deny refuses modes in which tools run without asking."""
         gate = self.runtime.spec.tool_gate
-        if gate != "allow" and self._bypasses(mode_id):
+        if gate != "allow" and mode_bypasses(mode_id, self.runtime.backend):
             raise AcpToolGateUnroutable(
                 f"mode {mode_id!r} lets tools run without asking, but tool_gate is {gate!r}",
-                data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate})
+                data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate, "reason": "requested"})
         await self.runtime.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode_id})
         self.current_mode = mode_id
-
-    def model_label(self, model_id: str | None) -> str | None:
-        """What a person reads for a model: the name the agent gives it, else its id."""
-        return self.model_names.get(model_id, model_id) if model_id is not None else None
-
-    def model_id(self, chosen: str) -> str:
-        """The id of the model a person named, by id or by the name the agent gives it."""
-        if chosen in self.models:
-            return chosen
-        named = [mid for mid, name in self.model_names.items() if name.casefold() == chosen.strip().casefold()]
-        return named[0] if len(named) == 1 else chosen
 
     async def set_model(self, model_id: str) -> None:
         """Switch model: ``session/set_config_option``, else the legacy ``session/set_model``.

@@ -7,19 +7,19 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from core.acp.bypass_flags import Bypass, launch_bypasses
 from core.acp.client import AcpPermissionNeeded, AcpToolGateUnroutable
-from core.acp.spec import AgentSpec, detect_backend
+from core.acp.process import child_env
+from core.acp.spec import AgentSpec
 from core.acp.types import PermissionRequest
 
-__all__ = ["Approver", "ToolGateUnroutable", "check_routable", "decide"]
+__all__ = ["Approver", "ToolGateUnroutable", "check_routable", "decide", "outcome_for", "spawn_bypasses",
+           "unroutable"]
 
 log = logging.getLogger("acp_relay.acp.gate")
 
-#: Kiro flags that make tool calls run without a permission request.
-_TRUST_FLAGS = ("-a", "--trust-all-tools", "--trust-tools")
-
-#: Asked for a decision; returns an option kind (allow_once, allow_always, reject_once,
-#: reject_always) or "cancelled".
+#: Asked for a decision; returns an option kind (allow_once, allow_always, reject_once, reject_always)
+#: or "cancelled".
 Approver = Callable[[PermissionRequest], Awaitable[str]]
 
 
@@ -27,20 +27,31 @@ class ToolGateUnroutable(Exception):
     """The agent is configured so that its tool calls never reach the gate."""
 
 
+def spawn_bypasses(spec: AgentSpec) -> list[Bypass]:
+    """What would let this agent run tools unasked: its flags, its ``env`` and what it inherits from
+    ours (the environment it will really get). Nothing when the gate is ``allow``."""
+    if spec.tool_gate == "allow":
+        return []
+    return launch_bypasses(spec.name, spec.command, spec.args, child_env(spec), configured_env=spec.env,
+                           backend=spec.backend)
+
+
+def unroutable(spec: AgentSpec, bypass: Bypass) -> AcpToolGateUnroutable:
+    """The refusal of one bypass, with the facts its sentence names (``core.gate_text``)."""
+    cause = ToolGateUnroutable(f"{bypass.setting} with tool_gate={spec.tool_gate}")
+    data = {"agent": spec.name, "tool_gate": spec.tool_gate, "program": bypass.program,
+            "path": bypass.path, ("env" if bypass.env else "flag"): bypass.setting}
+    exc = AcpToolGateUnroutable(
+        f"agents.{spec.name}: {bypass.setting} lets tools run without asking, but tool_gate is {spec.tool_gate!r}",
+        data=data)
+    exc.__cause__ = cause
+    return exc
+
+
 def check_routable(spec: AgentSpec) -> None:
     """Refuse, before spawning, a configuration whose tool calls would bypass the gate."""
-    if spec.tool_gate == "allow":
-        return
-    backend = spec.backend or detect_backend(spec.command, spec.args)
-    if backend != "kiro":
-        return
-    flags = [a for a in spec.args if a in _TRUST_FLAGS or a.startswith("--trust-tools=")]
-    if flags:
-        cause = ToolGateUnroutable(f"{flags[0]} with tool_gate={spec.tool_gate}")
-        raise AcpToolGateUnroutable(
-            f"agents.{spec.name}: {flags[0]} lets tools run without asking, but tool_gate is "
-            f"{spec.tool_gate!r}", data={"agent": spec.name, "flag": flags[0], "tool_gate": spec.tool_gate},
-        ) from cause
+    if found := spawn_bypasses(spec):
+        raise unroutable(spec, found[0])
 
 
 def _selected(request: PermissionRequest, *kinds: str) -> dict[str, Any]:
@@ -54,9 +65,12 @@ def _selected(request: PermissionRequest, *kinds: str) -> dict[str, Any]:
 def outcome_for(request: PermissionRequest, kind: str) -> dict[str, Any]:
     """The nested ACP answer for a decision expressed as an option kind."""
     # A fallback may only grant less than the person chose: "always" may become "once", never the
-    # reverse; a rejection may widen (rejecting more is the safe side).
+    # reverse; a rejection may widen (rejecting more is the safe side). "Allow for this session" is
+    # answered with the agent's allow_once where it has one: the relay remembers the scope the person
+    # saw (one command, one path), while an agent's own "always" covers what IT decides (Kiro trusts
+    # the whole tool), and its later calls would then run without a request at all.
     if kind == "allow_always":
-        return _selected(request, "allow_always", "allow_once")
+        return _selected(request, "allow_once", "allow_always")
     if kind == "allow_once":
         return _selected(request, "allow_once")
     if kind in ("reject_once", "reject_always"):
@@ -75,10 +89,10 @@ async def decide(
         return "reject_once", outcome_for(request, "reject_once")
     if approver is None:
         raise AcpPermissionNeeded(
-            "a tool call needs approval", tool_title=request.tool_call.title, tool_kind=request.tool_call.kind)
+            "a tool call needs approval", tool_title=request.tool_call.display, tool_kind=request.tool_call.kind)
     try:
         kind = await asyncio.wait_for(approver(request), timeout=timeout_s)
     except TimeoutError:
-        log.info("no approval within %gs for %r: rejected", timeout_s, request.tool_call.title)
+        log.info("no approval within %gs for %r: rejected", timeout_s, request.tool_call.display)
         kind = "reject_once"
     return kind, outcome_for(request, kind)

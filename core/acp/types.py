@@ -81,7 +81,11 @@ class UserChunk(AcpEvent):
 
 @dataclass(frozen=True, slots=True)
 class ToolCall(AcpEvent):
-    """Merged state of one tool call. ``started`` is true for the ``tool_call`` frame itself."""
+    """Merged state of one tool call. ``started`` is true for the ``tool_call`` frame itself.
+
+    ``detail`` is what will run, from ``rawInput`` or ``locations``: the command, else the path, else
+    the URL. ``display`` is the one line a person is shown (see there).
+    """
 
     tool_call_id: str
     title: str = ""
@@ -89,22 +93,78 @@ class ToolCall(AcpEvent):
     status: str = "pending"
     content: tuple[str, ...] = ()
     started: bool = False
+    detail: str = ""
 
     @property
     def ran(self) -> bool:
         """The tool is running or has run (a retry could repeat what it did)."""
         return self.status in ("in_progress", "completed", "failed")
 
+    @property
+    def display(self) -> str:
+        """The most specific line: the title when it shows the detail (or there is none), else both.
+
+        Copilot CLI asks with the title "Running command" and the command only in ``rawInput``:
+        that reads "Running command: ls -la".
+        """
+        title, detail = _squash(self.title), _squash(self.detail)
+        if not detail or detail in title:
+            return title or detail
+        return f"{title}: {detail}" if title else detail
+
     def merged(self, update: dict[str, Any]) -> ToolCall:
-        """Apply a ``tool_call_update``: missing fields stay unchanged."""
+        """Apply a ``tool_call_update`` (or a permission request's ``toolCall``): missing fields stay
+        unchanged, and a title that says less than the one shown (a generic "Running command" after
+        "ls -la") does not replace it."""
         changes: dict[str, Any] = {"started": False}
-        for key in ("title", "kind", "status"):
+        for key in ("kind", "status"):
             if isinstance(update.get(key), str):
                 changes[key] = update[key]
+        detail = _detail(update) or self.detail
+        if detail != self.detail:
+            changes["detail"] = detail
+        title = update.get("title")
+        if isinstance(title, str) and _specificity(title, detail) >= _specificity(self.title, detail):
+            changes["title"] = title
         texts = _content_texts(update.get("content"))
         if texts:
             changes["content"] = texts
         return replace(self, **changes)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _specificity(title: str, detail: str) -> int:
+    """0 for no title, 2 for one that shows what runs, 1 for one that only names the tool."""
+    title = _squash(title)
+    if not title:
+        return 0
+    return 2 if not detail or _squash(detail) in title else 1
+
+
+#: ``rawInput`` keys naming what a tool call acts on, most specific first.
+_COMMAND_KEYS = ("command", "cmd")
+_TARGET_KEYS = ("path", "file_path", "filePath", "notebook_path", "abs_path", "url", "uri")
+
+
+def _detail(update: dict[str, Any]) -> str:
+    """The command, else the path or URL, of a tool call: from ``rawInput``, else from ``locations``."""
+    raw = update.get("rawInput")
+    if isinstance(raw, dict):
+        for key in (*_COMMAND_KEYS, *_TARGET_KEYS):
+            value = raw.get(key)
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                value = " ".join(value)  # codex: the command as argv
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    locations = update.get("locations")
+    if isinstance(locations, list):
+        for location in locations:
+            if isinstance(location, dict) and isinstance(location.get("path"), str) and location["path"].strip():
+                return str(location["path"]).strip()
+    return ""
 
 
 def _content_texts(content: Any) -> tuple[str, ...]:

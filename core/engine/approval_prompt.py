@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from core.acp.types import PermissionRequest
 from core.engine import wording
-from core.engine.approvals import Approvals
+from core.engine.approvals import Approvals, session_scope
 from core.engine.delivery import Outbox
 from core.engine.ports import ConversationView
 from core.engine.streamer import Streamer
@@ -36,10 +36,10 @@ class ApprovalPrompts:
             return "allow_once"
         pending = self.approvals.open(conv.key, request)
         call = request.tool_call
-        text = wording.approval_prompt_text(call.title, call.kind, "\n".join(call.content))
+        text = wording.approval_prompt_text(call.display, call.kind, "\n".join(call.content))
         buttons = pending.buttons() if streamer.capabilities.can_buttons else ()
         if not buttons:
-            text += "\n\n" + wording.APPROVAL_NUMBERED_HINT
+            text += "\n\n" + wording.approval_numbered_hint(session_scope(call))
         outcome = "expired"
         try:
             pending.message_id = await streamer.post(text, buttons)
@@ -66,5 +66,6 @@ class ApprovalPrompts:
         except TimeoutError:
             log.info("permission answer in %s was never written (turn ended first)", conv.key)
         call = request.tool_call
-        final = f"{text}\n\n{wording.approval_outcome_text(outcome, call.title, call.kind)}"
+        outcome_line = wording.approval_outcome_text(outcome, call.display, call.kind, session_scope(call))
+        final = f"{text}\n\n{outcome_line}"
         await self.outbox.edit(conv.surface, conv.key, message_id, final)

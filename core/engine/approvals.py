@@ -1,4 +1,9 @@
-"""Tool-call approvals: one-time button tokens, expiry, and "allow for this session"."""
+"""Tool-call approvals: one-time button tokens, expiry, and "allow for this session".
+
+"Allow for this session" covers what the person saw: the same command (``execute``), or the same
+kind of call on the same path or target, never every call of a kind (allowing ``ls -la`` must not
+let a later ``rm -rf`` run unasked). Its button names that scope before the click.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,30 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.acp.types import PermissionRequest
+from core.acp.types import PermissionRequest, ToolCall
 from core.engine import wording
 from core.engine.surface import Button
 
-__all__ = ["CHOICES", "Approvals", "PendingApproval"]
+__all__ = ["CHOICES", "Approvals", "PendingApproval", "scope_key", "session_scope"]
 
-#: (option kind, button label, style) in the order shown; numbered replies follow this order.
-CHOICES: tuple[tuple[str, str, Literal["primary", "danger", "default"]], ...] = (
-    ("allow_once", wording.ALLOW_ONCE_LABEL, "primary"),
-    ("allow_always", wording.ALLOW_SESSION_LABEL, "default"),
-    ("reject_once", wording.DENY_LABEL, "danger"),
+#: (option kind, style) in the order shown; numbered replies follow this order.
+CHOICES: tuple[tuple[str, Literal["primary", "danger", "default"]], ...] = (
+    ("allow_once", "primary"),
+    ("allow_always", "default"),
+    ("reject_once", "danger"),
 )
+
+
+def session_scope(call: ToolCall) -> str:
+    """What "allow for this session" would cover, as the person sees it: the command, path or URL the
+    call acts on, else its title ("" when the call says nothing specific: then it is not offered)."""
+    return " ".join((call.detail or call.title).split())
+
+
+def scope_key(request: PermissionRequest) -> tuple[str, str, str] | None:
+    """(session, kind, scope) of a request, the key an "allow for this session" is kept under."""
+    scope = session_scope(request.tool_call)
+    return (request.session_id, request.tool_call.kind or "other", scope) if scope else None
 
 
 @dataclass(eq=False)
@@ -32,14 +49,13 @@ class PendingApproval:
     message_id: str = ""
 
     def buttons(self) -> tuple[Button, ...]:
-        """One button per entry of ``CHOICES``, each carrying its one-time token."""
+        """One button per entry of ``CHOICES``, each carrying its one-time token; "allow for this
+        session" names its scope, and is left out when the call names nothing it could be kept for."""
         by_kind = {kind: token for token, kind in self.tokens.items()}
-        return tuple(Button(label, by_kind[kind], style) for kind, label, style in CHOICES)
-
-
-def _allow_key(conversation_key: str, request: PermissionRequest) -> tuple[str, str, str]:
-    call = request.tool_call
-    return conversation_key, request.session_id, call.kind or call.title
+        scope = session_scope(self.request.tool_call)
+        labels = {"allow_once": wording.ALLOW_ONCE_LABEL, "reject_once": wording.DENY_LABEL,
+                  "allow_always": wording.allow_session_label(scope) if scope else ""}
+        return tuple(Button(labels[kind], by_kind[kind], style) for kind, style in CHOICES if labels[kind])
 
 
 class Approvals:
@@ -48,21 +64,22 @@ class Approvals:
     def __init__(self) -> None:
         self._by_token: dict[str, PendingApproval] = {}
         self._by_conversation: dict[str, list[PendingApproval]] = {}
-        self._session_allows: set[tuple[str, str, str]] = set()
+        self._session_allows: set[tuple[str, tuple[str, str, str]]] = set()
 
     def remembered(self, conversation_key: str, request: PermissionRequest) -> bool:
-        """True when the person chose "allow for this session" for this tool kind earlier (the
-        issue's rule: remembered per tool kind; the approval's outcome line says so plainly)."""
-        return _allow_key(conversation_key, request) in self._session_allows
+        """True when the person chose "allow for this session" for this very scope earlier."""
+        key = scope_key(request)
+        return key is not None and (conversation_key, key) in self._session_allows
 
     def remember(self, conversation_key: str, request: PermissionRequest) -> None:
-        """Allow this tool kind, without asking, for the rest of the session."""
-        self._session_allows.add(_allow_key(conversation_key, request))
+        """Allow this scope (the same command, or kind and path), without asking, for the rest of the session."""
+        if (key := scope_key(request)) is not None:
+            self._session_allows.add((conversation_key, key))
 
     def open(self, conversation_key: str, request: PermissionRequest) -> PendingApproval:
         """Register a request and mint one one-time token per choice."""
         pending = PendingApproval(conversation_key, request, asyncio.get_running_loop().create_future())
-        for kind, _label, _style in CHOICES:
+        for kind, _style in CHOICES:
             token = secrets.token_urlsafe(12)
             pending.tokens[token] = kind
             self._by_token[token] = pending

@@ -209,7 +209,7 @@ class Document:
         if self._tools:
             tools = [t for tid, t in self._tools.items() if self._tool_part[tid] == part]
             if tools:
-                sections.append("\n".join(wording.tool_status_line(t.title, t.kind, t.status) for t in tools))
+                sections.append("\n".join(wording.tool_status_line(t.display, t.kind, t.status) for t in tools))
         answer = answer.strip("\n")
         if answer.strip():
             sections.append(answer)

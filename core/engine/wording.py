@@ -17,9 +17,7 @@ from core.failures import person_text
 __all__ = [
     "AGENT_RETRY_GAVE_UP",
     "ALLOW_ONCE_LABEL",
-    "ALLOW_SESSION_LABEL",
     "APPROVAL_EXPIRED",
-    "APPROVAL_NUMBERED_HINT",
     "COMPACTED",
     "DENY_LABEL",
     "EMPTY_ANSWER",
@@ -38,6 +36,8 @@ __all__ = [
     "TOOL_GLYPHS",
     "agent_retrying",
     "agent_silent",
+    "allow_session_label",
+    "approval_numbered_hint",
     "approval_outcome_text",
     "approval_prompt_text",
     "compaction_status_text",
@@ -78,13 +78,29 @@ EMPTY_ANSWER = "The agent finished without writing a reply."
 MERGED_ABOVE = "(continued in the message above)"
 
 ALLOW_ONCE_LABEL = "Allow once"
-ALLOW_SESSION_LABEL = "Allow for this session"
 DENY_LABEL = "Deny"
+#: Longest "allow for this session" label: inside every platform's button (Slack 75, Discord 80
+#: characters) and short enough to read on a phone.
+LABEL_MAX = 64
 APPROVAL_EXPIRED = "This approval request has expired; the tap was not applied."
 #: Answers a press on a button that no longer does anything (used, replaced, or from before a restart).
 PRESS_EXPIRED = "This button has expired, so the tap changed nothing."
-#: For surfaces without buttons; the words are parsed by ``router.parse_approval_reply``.
-APPROVAL_NUMBERED_HINT = "Reply `approve 1` to allow once, `approve 2` to allow for this session, or `deny`."
+
+
+def allow_session_label(scope: str) -> str:
+    """The "allow for this session" button, saying before the click what it covers: ``scope`` is the
+    command (or the path, URL or title) the choice will allow again, cut to fit a button."""
+    room = LABEL_MAX - len("Allow `` for this session")
+    shown = scope if len(scope) <= room else scope[:room - 1] + "…"
+    return f"Allow `{shown}` for this session"
+
+
+def approval_numbered_hint(scope: str) -> str:
+    """For surfaces without buttons; the words are parsed by ``router.parse_approval_reply``."""
+    if not scope:
+        return "Reply `approve 1` to allow once, or `deny`."
+    return (f"Reply `approve 1` to allow once, `approve 2` to allow `{scope}` for the rest of this session, "
+            "or `deny`.")
 
 #: Keys are the permission option kinds (allow_once, allow_always, reject_once, reject_always)
 #: plus what can happen without a decision.
@@ -204,20 +220,21 @@ def approval_prompt_text(title: str, kind: str = "", details: str = "") -> str:
     return "\n".join(parts)
 
 
-def approval_outcome_text(outcome: str, title: str = "", kind: str = "") -> str:
+def approval_outcome_text(outcome: str, title: str = "", kind: str = "", scope: str = "") -> str:
     """The line added to the approval prompt once it is decided, expired, timed out or cancelled.
 
     ``outcome`` is the chosen option kind (``allow_once``, ``allow_always``, ``reject_once``...)
-    or ``expired`` / ``timed_out`` / ``cancelled``. "Allow for this session" covers every tool call
-    of the same ``kind``, and the line says so, so nobody reads it as covering one command only.
+    or ``expired`` / ``timed_out`` / ``cancelled``. "Allow for this session" covers the same ``scope``
+    only (the same command; for other kinds the same path or target), as its button said.
     """
     text = _OUTCOMES.get(outcome, outcome.replace("_", " ").capitalize() or "Closed")
     what = " ".join(title.split())
     line = f"{text}: {what}" if what else f"{text}."
-    if outcome == "allow_always" and kind:
+    if outcome == "allow_always" and scope:
         # ACP's catch-all kind "other" names no kind a person would recognise.
-        what = "tool call of that kind" if kind == "other" else f"{kind} tool call"
-        line += f" (and every other {what} in this session)"
+        same = ("the same command" if kind == "execute" else "the same call" if kind in ("", "other")
+                else f"the same {kind} of `{scope}`")
+        line += f" ({same} runs again without asking; anything else is asked first)"
     return line
 
 

@@ -34,8 +34,8 @@ def _update(payload: dict[str, Any]) -> str:
     return "update " + json.dumps(payload)
 
 
-async def _turn(start, agent, events, script: str, *flags: str, backend: str = "generic"):
-    rt = await start(agent(*flags, backend=backend))
+async def _turn(start, agent, events, script: str, *flags: str, backend: str = "generic", tool_gate: str = "ask"):
+    rt = await start(agent(*flags, backend=backend, tool_gate=tool_gate))
     session = await rt.new_session()
     ev = events()
     stats = await session.prompt(script.replace("$SID", session.session_id), on_event=ev)
@@ -103,7 +103,9 @@ async def test_tool_call_and_merged_updates(start, agent, events) -> None:
         "tool_update t1 completed 3 passed",
         _update({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "title": "Ran the tests"}),
     ])
-    _, stats, ev = await _turn(start, agent, events, script)
+    # No permission request in this script: with a gate of ask, the run would stop the turn (see
+    # test_acp_gate_enforced); this test is about merging the updates.
+    _, stats, ev = await _turn(start, agent, events, script, tool_gate="allow")
     calls = ev.of(ToolCall)
     assert calls == [
         ToolCall("t1", "Run the tests", "execute", "pending", (), started=True),

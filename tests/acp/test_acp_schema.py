@@ -61,7 +61,8 @@ async def test_all_client_frames_validate(start, agent, recorder, events, tmp_pa
         "initialize", "authenticate", "session/new", "session/set_mode", "session/set_config_option",
         "session/set_model", "session/prompt", "session/cancel", "session/load"}
     outcomes = [f["result"]["outcome"] for f in frames if isinstance(f.get("result"), dict)]
-    assert {"outcome": "selected", "optionId": "allow-always"} in outcomes
+    # "allow for this session" reaches the agent as its allow_once option (the relay keeps the scope)
+    assert {"outcome": "selected", "optionId": "allow-once"} in outcomes
     assert {"outcome": "selected", "optionId": "reject"} in outcomes
     assert {"outcome": "cancelled"} in outcomes
     assert [f["error"]["code"] for f in frames if "error" in f] == [-32601]

@@ -45,7 +45,9 @@ async def test_deny_answers_the_reject_once_option(start, agent, events) -> None
 
 
 @pytest.mark.parametrize(("decision", "chosen"), [
-    ("allow_once", "allow-once"), ("allow_always", "allow-always"), ("reject_once", "reject"),
+    # "Allow for this session" is the relay's to remember (one command, one path): the agent is
+    # answered allow_once, so it asks again and the relay decides what the person's choice covers.
+    ("allow_once", "allow-once"), ("allow_always", "allow-once"), ("reject_once", "reject"),
     ("reject_always", "reject"),  # no reject_always option offered: falls back to reject_once
 ])
 async def test_ask_calls_the_approver(start, agent, decision: str, chosen: str) -> None:

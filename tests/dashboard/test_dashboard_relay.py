@@ -56,7 +56,7 @@ async def test_a_tool_call_waits_for_the_approval_button(demo_relay: DemoRelayFa
     (ask,) = [m for m in stream.view.values() if m["buttons"]]
     assert "echo hello > demo.txt" in ask["text"]
     labels = [b["label"] for b in ask["buttons"]]
-    assert labels == ["Allow once", "Allow for this session", "Deny"]
+    assert labels == ["Allow once", "Allow `echo hello > demo.txt` for this session", "Deny"]
     response = await relay.post(TAB, "buttons", {"token": ask["buttons"][0]["token"], "id": ask["id"]})
     assert response.status == 200 and (await response.json())["outcome"] == "resolved"
     await stream.until(answered("allowed"), "the answer after the approval")

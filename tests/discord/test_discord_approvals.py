@@ -31,7 +31,8 @@ async def test_an_allowed_peer_approves_and_a_second_click_is_expired_and_change
     await r.fake.say(dm, ALICE, ASK)
     await until(lambda: any(r.fake.buttons(m) for m in r.fake.bot_messages(dm)), "the approval prompt")
     prompt = prompt_message(r, dm)
-    assert [label for label, _ in r.fake.buttons(prompt)] == ["Allow once", "Allow for this session", "Deny"]
+    assert [label for label, _ in r.fake.buttons(prompt)] == [
+        "Allow once", "Allow `rm -rf build` for this session", "Deny"]
     assert all(cid.startswith("acp:") for _, cid in r.fake.buttons(prompt))
     stranger = await pressed(r, dm, MALLORY, prompt, "Deny")
     assert f"Your user id is {MALLORY}" in stranger["content"]

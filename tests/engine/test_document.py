@@ -242,6 +242,9 @@ def test_help_text_uses_the_surface_spelling() -> None:
 def test_approval_outcomes_name_the_decision() -> None:
     assert wording.approval_outcome_text("allow_once", "Edit a.py") == "Allowed once: Edit a.py"
     assert wording.approval_outcome_text("allow_always", "") == "Allowed for this session."
+    assert wording.approval_outcome_text("allow_always", "ls -la", "execute", "ls -la") == (
+        "Allowed for this session: ls -la (the same command runs again without asking; anything else is "
+        "asked first)")
     assert wording.approval_outcome_text("reject_once", "x").startswith("Denied")
     assert wording.approval_outcome_text("timed_out", "x").startswith("No answer in time")
     assert wording.approval_outcome_text("expired").startswith("Expired")

@@ -241,22 +241,25 @@ async def test_a_surface_whose_typing_raises_still_gets_its_answer(relay: RelayF
 
 
 # -- 12. "allow for this session" names what it covers --------------------------------------------
+# (issue 17: it covers the same command, not every call of a kind, and the button says so: see
+# test_engine_gate.py for the scope itself)
 
 
-async def test_allow_for_this_session_says_it_covers_every_call_of_that_kind(relay: RelayFactory) -> None:
+async def test_allow_for_this_session_says_it_covers_that_command(relay: RelayFactory) -> None:
     r = await relay()
     await r.send("tool t1 execute ls\npermission t1\ntext listed")
     approval = await wait_approval(r)
-    [always] = [b for b in approval.buttons if b.label == "Allow for this session"]
+    [always] = [b for b in approval.buttons if b.label == "Allow `ls` for this session"]
     await r.press(always.token)
     await r.idle()
     await until(lambda: "Allowed for this session" in approval_messages(r)[0].text, what="the approval settled")
-    assert "every other execute tool call" in approval_messages(r)[0].text
+    assert "the same command runs again without asking" in approval_messages(r)[0].text
+    assert "every other" not in approval_messages(r)[0].text
 
 
-def test_the_allow_always_outcome_line_names_the_kind() -> None:
-    line = wording.approval_outcome_text("allow_always", "ls", "execute")
-    assert "every other execute tool call" in line
-    assert "every other" not in wording.approval_outcome_text("allow_once", "ls", "execute")
-    other = wording.approval_outcome_text("allow_always", "p1", "other")
-    assert other == "Allowed for this session: p1 (and every other tool call of that kind in this session)"
+def test_the_allow_always_outcome_line_names_its_scope() -> None:
+    assert "every other" not in wording.approval_outcome_text("allow_always", "ls", "execute", "ls")
+    assert "every other" not in wording.approval_outcome_text("allow_once", "ls", "execute", "ls")
+    edit = wording.approval_outcome_text("allow_always", "Edit a.py", "edit", "a.py")
+    assert edit == ("Allowed for this session: Edit a.py (the same edit of `a.py` runs again without asking; "
+                    "anything else is asked first)")

@@ -77,6 +77,13 @@ Flags
 --env-dump FILE        write {"env": os.environ, "cwd": ..., "pid": ..., "argv": ...} as JSON at start.
 --load-delay S         seconds to sleep before each replayed frame of session/load.
 --load-replay N        N extra synthetic replay frames in session/load (after the real history).
+--copilot              shaped like Copilot CLI 1.0 (`copilot --acp`): mode ids are URLs ending #agent
+                       (current), #plan, #autopilot; configOptions carry `mode` (category mode) and
+                       `allow_all` (category permissions, "off"/"on"), both settable with
+                       session/set_config_option; permission requests carry the title "Running command"
+                       and the tool's title only as toolCall.rawInput.command.
+--locked-modes         session/set_mode answers -32603 "mode is locked" (an agent that cannot be
+                       switched back).
 
 Prompt scripts
 --------------
@@ -105,6 +112,15 @@ permission <id>         session/request_permission {sessionId, toolCall: {toolCa
                         status "completed" if an allow_* option was selected, else "failed".
 permission <id> quiet   the same, but nothing at all is sent after the answer (an agent that fails
                         right after asking).
+run <id> <kind> <title words>
+                        a tool run WITHOUT asking (opencode's default permissions, Copilot after
+                        allow-all): tool_call pending, tool_call_update in_progress, then
+                        tool_call_update completed with the text "ran: <title>". Kind "-" sends no kind.
+mode <modeId>           the agent switches its own mode: current_mode_update {currentModeId}, and (with
+                        --copilot) a config_option_update with every config option.
+allow_all <on|off>      the agent turns its own `allow_all` option (category permissions) on or off and
+                        sends config_option_update with every config option; from then on the session
+                        has that option (settable with session/set_config_option).
 plan <a>|<b>|<c>        plan update; entry prefix "x:" = completed, ">:" = in_progress, else pending.
 usage <used> <size>     usage_update {used, size}.
 kiro_meta <json>        notification `_kiro.dev/metadata`, params = json object + sessionId.
@@ -176,7 +192,16 @@ MODES = [
     {"id": "plan", "name": "Plan", "description": "Plan only, no changes"},
     {"id": "auto", "name": "Auto", "description": "Run tools without asking"},
 ]
+COPILOT_MODE = "https://agentclientprotocol.com/protocol/session-modes#"
+COPILOT_MODES = [
+    {"id": COPILOT_MODE + "agent", "name": "Agent", "description": "Asks before edits and commands"},
+    {"id": COPILOT_MODE + "plan", "name": "Plan", "description": "Plan only"},
+    {"id": COPILOT_MODE + "autopilot", "name": "Autopilot", "description": "Runs until the task is done"},
+]
 VERBS = {
+    "run",
+    "mode",
+    "allow_all",
     "text",
     "thought",
     "chunks",
@@ -251,6 +276,7 @@ class Session:
         self.history: list[dict] = history or []
         self.mode = mode
         self.model = model
+        self.allow_all: str | None = None  # Copilot's permissions option, once the session has one
         self.turn: Turn | None = None
 
     def to_json(self) -> dict:
@@ -260,6 +286,7 @@ class Session:
             "history": self.history,
             "mode": self.mode,
             "model": self.model,
+            "allow_all": self.allow_all,
         }
 
 
@@ -363,6 +390,7 @@ class Agent:
         except (OSError, ValueError):
             return None
         s = Session(sid, d.get("cwd", ""), d.get("history") or [], d.get("mode") or "default", d.get("model"))
+        s.allow_all = d.get("allow_all")
         with self.sessions_lock:
             return self.sessions.setdefault(sid, s)
 
@@ -383,20 +411,34 @@ class Agent:
             return self.fail_counts[key]
 
     # ---------------------------------------------------------------- session payloads
+    def modes(self) -> list[dict]:
+        return COPILOT_MODES if self.args.copilot else MODES
+
     def session_extras(self, s: Session) -> dict:
-        out: dict = {"modes": {"currentModeId": s.mode, "availableModes": MODES}}
+        out: dict = {"modes": {"currentModeId": s.mode, "availableModes": self.modes()}}
         if self.models:
             out["models"] = {
                 "currentModelId": s.model if s.model in self.models else self.models[0],
                 "availableModels": [{"modelId": m, "name": self.model_names[m]} for m in self.models],
             }
-        if self.config_models:
+        if self.config_models or self.args.copilot or s.allow_all is not None:
             out["configOptions"] = self.config_options(s)
         return out
 
     def config_options(self, s: Session) -> list:
+        out = []
+        if self.args.copilot:
+            out.append({"id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": s.mode,
+                        "options": [{"value": m["id"], "name": m["name"]} for m in COPILOT_MODES]})
+        if s.allow_all is not None:
+            out.append({"id": "allow_all", "name": "Allow all", "category": "permissions", "type": "select",
+                        "currentValue": s.allow_all,
+                        "options": [{"value": "off", "name": "Off"}, {"value": "on", "name": "On"}]})
+        if not self.config_models:
+            return out
         cur = s.model if s.model in self.config_models else self.config_models[0]
         return [
+            *out,
             {
                 "id": "model",
                 "name": "Model",
@@ -554,6 +596,8 @@ class Agent:
     def do_new(self, params: dict) -> dict:
         self.require_auth()
         s = Session(str(uuid.uuid4()), str(params.get("cwd", "")))
+        if self.args.copilot:
+            s.mode, s.allow_all = COPILOT_MODES[0]["id"], "off"
         if self.models:
             s.model = self.models[0]
         elif self.config_models:
@@ -601,7 +645,9 @@ class Agent:
     def do_set_mode(self, params: dict) -> dict:
         s = self._session(params)
         mode = params.get("modeId")
-        if mode not in {m["id"] for m in MODES}:
+        if self.args.locked_modes:
+            raise RpcError(-32603, "Internal error", "mode is locked")
+        if mode not in {m["id"] for m in self.modes()}:
             raise RpcError(-32602, "Invalid params", f"unknown mode {mode!r}")
         s.mode = mode
         self.persist(s)
@@ -622,6 +668,13 @@ class Agent:
         if self.args.kiro:
             raise RpcError(-32601, "Method not found", "session/set_config_option")
         s = self._session(params)
+        value = params.get("value")
+        if params.get("configId") == "allow_all" and s.allow_all is not None and value in ("on", "off"):
+            s.allow_all = value
+            return {"configOptions": self.config_options(s)}
+        if params.get("configId") == "mode" and self.args.copilot and value in {m["id"] for m in COPILOT_MODES}:
+            s.mode = value
+            return {"configOptions": self.config_options(s)}
         if params.get("configId") != "model" or not self.config_models:
             raise RpcError(-32602, "Invalid params", f"unknown config option {params.get('configId')!r}")
         value = params.get("value")
@@ -737,6 +790,26 @@ class Agent:
             if len(bits) > 2 and bits[2]:
                 upd["content"] = [{"type": "content", "content": {"type": "text", "text": bits[2]}}]
             self.update(sid, upd)
+        elif verb == "run":
+            tid, kind, title = [*rest.split(" ", 2), "", ""][:3]
+            call = {"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "status": "pending", "content": []}
+            if kind != "-":
+                call["kind"] = kind
+            self.update(sid, call)
+            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "in_progress"})
+            done = [{"type": "content", "content": {"type": "text", "text": f"ran: {title}"}}]
+            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "completed",
+                              "content": done})
+        elif verb == "mode":
+            turn.session.mode = rest.strip()
+            self.update(sid, {"sessionUpdate": "current_mode_update", "currentModeId": turn.session.mode})
+            if self.args.copilot:
+                self.update(sid, {"sessionUpdate": "config_option_update",
+                                  "configOptions": self.config_options(turn.session)})
+        elif verb == "allow_all":
+            turn.session.allow_all = rest.strip()
+            self.update(sid, {"sessionUpdate": "config_option_update",
+                              "configOptions": self.config_options(turn.session)})
         elif verb == "permission":
             tid, _, quiet = rest.strip().partition(" ")
             self.permission(turn, tid, quiet=quiet.strip() == "quiet")
@@ -838,16 +911,10 @@ class Agent:
 
     def permission(self, turn: Turn, tid: str, *, quiet: bool = False) -> None:
         tool = turn.tools.get(tid, {"title": tid, "kind": "other"})
-        params = {
-            "sessionId": turn.session.id,
-            "toolCall": {
-                "toolCallId": tid,
-                "title": tool["title"],
-                "kind": tool["kind"],
-                "status": "pending",
-            },
-            "options": PERMISSION_OPTIONS,
-        }
+        call = {"toolCallId": tid, "title": tool["title"], "kind": tool["kind"], "status": "pending"}
+        if self.args.copilot:  # the command only in rawInput, under a title that says nothing
+            call.update(title="Running command", rawInput={"command": tool["title"], "description": "run it"})
+        params = {"sessionId": turn.session.id, "toolCall": call, "options": PERMISSION_OPTIONS}
         msg = self.call_client("session/request_permission", params, turn)
         allowed = False
         if "error" in msg:
@@ -922,6 +989,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--env-dump", metavar="FILE")
     p.add_argument("--load-delay", type=float, default=0.0, metavar="S")
     p.add_argument("--load-replay", type=int, default=0, metavar="N")
+    p.add_argument("--copilot", action="store_true")
+    p.add_argument("--locked-modes", action="store_true")
     return p.parse_args(argv)
 
 

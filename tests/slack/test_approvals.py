@@ -19,7 +19,7 @@ async def test_an_approval_is_granted_with_a_button_and_the_prompt_shows_the_out
     await until(lambda: any(m.buttons for m in relay.fake.bot_messages(CHANNEL, asked.ts)))
     [prompt] = [m for m in relay.fake.bot_messages(CHANNEL, asked.ts) if m.buttons]
     labels = [b["text"]["text"] for b in prompt.buttons]
-    assert labels == [wording.ALLOW_ONCE_LABEL, wording.ALLOW_SESSION_LABEL, wording.DENY_LABEL]
+    assert labels == [wording.ALLOW_ONCE_LABEL, wording.allow_session_label("p1"), wording.DENY_LABEL]
     assert len({b["value"] for b in prompt.buttons}) == 3  # one-time values, one per choice
     await relay.press(prompt, wording.ALLOW_ONCE_LABEL)
     await relay.settled(asked.ts)

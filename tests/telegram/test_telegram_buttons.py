@@ -34,7 +34,7 @@ async def test_allow_once_answers_the_press_edits_the_prompt_and_a_second_tap_is
     api.say(USER, ASKS)
     prompt = await asked(api, r, USER)
     buttons = keyboard(prompt)
-    assert [label for label, _ in buttons] == ["Allow once", "Allow for this session", "Deny"]
+    assert [label for label, _ in buttons] == ["Allow once", "Allow `p1` for this session", "Deny"]
     assert all(0 < len(data.encode()) <= 64 for _, data in buttons)
     assert len({data for _, data in buttons}) == 3
     first = api.press(USER, prompt["message_id"], buttons[0][1])

@@ -1,0 +1,82 @@
+"""What an agent offers a session, as its answers and updates report it: models (with the names the
+agent gives them), modes, config options and the ``_meta`` a later ``session/load`` needs back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.acp._dispatch import dicts
+from core.acp.gate_modes import select_values
+
+__all__ = ["SessionOffers"]
+
+#: ``_meta`` keys of a session/new answer that a later session/load needs back.
+_LOAD_META_KEYS = frozenset({"_kiro.dev/session_file"})
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _names(entries: list[dict[str, Any]], id_key: str) -> dict[str, str]:
+    """Model id -> the readable name the agent gives it (qwen: "$runtime|openai|x(openai)" is "x")."""
+    out = {}
+    for entry in entries:
+        name = entry.get("name")
+        if isinstance(name, str) and name.strip() and name.strip() != str(entry.get(id_key)):
+            out[str(entry.get(id_key))] = " ".join(name.split())
+    return out
+
+
+class SessionOffers:
+    """The models, modes and config options of one session, kept current from the agent's frames."""
+
+    def __init__(self) -> None:
+        self.models: tuple[str, ...] = ()
+        self.current_model: str | None = None
+        self.model_names: dict[str, str] = {}  # the name the agent gives a model id, where it gives one
+        self.model_config_id: str | None = None
+        self.modes: tuple[str, ...] = ()
+        self.current_mode: str | None = None
+        self.config_options: dict[str, dict[str, Any]] = {}  # by id, as the agent last reported them
+        self.meta: dict[str, Any] = {}
+
+    def _read_result(self, result: dict[str, Any]) -> None:
+        """Read a ``session/new`` or ``session/load`` answer."""
+        if isinstance(result.get("_meta"), dict):
+            self.meta = dict(result["_meta"])
+        models = result.get("models")
+        if isinstance(models, dict):
+            self.models = tuple(str(m.get("modelId")) for m in dicts(models.get("availableModels")))
+            self.model_names = _names(dicts(models.get("availableModels")), "modelId")
+            self.current_model = _str(models.get("currentModelId")) or self.current_model
+        self._read_config_options(result.get("configOptions"))
+        modes = result.get("modes")
+        if isinstance(modes, dict):
+            self.modes = tuple(str(m.get("id")) for m in dicts(modes.get("availableModes")))
+            self.current_mode = _str(modes.get("currentModeId")) or self.current_mode
+
+    def _read_config_options(self, options: Any) -> None:
+        for opt in dicts(list(options) if isinstance(options, tuple) else options):
+            self.config_options[str(opt.get("id"))] = opt
+            if opt.get("category") == "model":
+                self.model_config_id = str(opt.get("id"))
+                values = select_values(opt.get("options"))
+                self.models = tuple(str(o.get("value")) for o in values)
+                self.model_names = _names(values, "value")
+                self.current_model = _str(opt.get("currentValue")) or self.current_model
+
+    def load_meta(self) -> dict[str, Any]:
+        """What ``session/load`` must carry to find this session again (Kiro's session file)."""
+        return {k: v for k, v in self.meta.items() if k in _LOAD_META_KEYS}
+
+    def model_label(self, model_id: str | None) -> str | None:
+        """What a person reads for a model: the name the agent gives it, else its id."""
+        return self.model_names.get(model_id, model_id) if model_id is not None else None
+
+    def model_id(self, chosen: str) -> str:
+        """The id of the model a person named, by id or by the name the agent gives it."""
+        if chosen in self.models:
+            return chosen
+        named = [mid for mid, name in self.model_names.items() if name.casefold() == chosen.strip().casefold()]
+        return named[0] if len(named) == 1 else chosen
