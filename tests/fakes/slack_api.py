@@ -116,6 +116,7 @@ class SlackFake:
         self.assistant_status = True
         self.stream_expiry_s = 300.0
         self.connections = 0
+        self.closed_by_client = 0  # Socket Mode connections the app closed itself (a clean stop)
         self.http_target: str | None = None
         self._failures: dict[str, list[_Failure]] = {}
         self._ts = itertools.count(1)
@@ -435,6 +436,8 @@ class SlackFake:
                 self.acks[eid] = data.get("payload")
                 if (waiter := self._ack_waiters.pop(eid, None)) is not None and not waiter.done():
                     waiter.set_result(data.get("payload"))
+        if not conn.done.is_set():  # (kill_socket sets it first: that is the server's doing)
+            self.closed_by_client += 1
         conn.done.set()  # the client closed it (a cancelled reader is a silent socket: not done)
 
     async def wait_connected(self, count: int = 1, timeout: float = 15.0) -> None:

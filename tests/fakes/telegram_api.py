@@ -228,6 +228,13 @@ class FakeBotApi:
             msg["caption"] = caption
         return self._incoming(chat_id, msg, topic, None)
 
+    def unreadable(self, chat_id: int, text: str, *, user: int | None = None) -> Json:
+        """An update python-telegram-bot cannot parse (a message without its date), carrying ``text``:
+        a newer Bot API field, or a server that answers oddly, looks like this to the library."""
+        msg: Json = {"message_id": self._next_id(chat_id), "from": self.user(user if user is not None else chat_id),
+                     "chat": self._chat_json(self.chats[chat_id]), "text": text}
+        return self.push({"message": msg})
+
     def press(self, chat_id: int, message_id: int, data: str, *, user: int | None = None) -> str:
         """A person taps a button; returns the callback query id."""
         query_id = f"q{next(self._query_ids)}"
