@@ -45,5 +45,6 @@ async def test_a_surface_failing_on_the_way_out_still_lets_every_other_stop_and_
             assert "acp-relay: stopped cleanly" in relay.stderr
             assert "went wrong" not in relay.stderr and "Traceback" not in relay.stderr
             assert slack.closed_by_client == 1, "Slack was stopped too"
+            assert "written as the relay stopped" not in relay.stderr + relay.log(), "no text logged above debug"
     finally:
         await api.close()

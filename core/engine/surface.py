@@ -251,6 +251,12 @@ class Inbound(Protocol):
         journaled; the surface then awaits the returned rest (if any) in order per conversation."""
         ...
 
+    def reject(self, surface: str, message_id: str, reason: str) -> None:
+        """An update the surface could not read even after a few tries (a poison update): stored as
+        rejected, so the surface confirms it to its platform and goes on. ``message_id`` is the
+        platform's id of the update; ``reason`` says what was wrong, never with the message's text."""
+        ...
+
     async def handle_button(self, press: ButtonPress) -> PressResult:
         """A person pressed a button: applied once; the surface answers the press with the result."""
         ...

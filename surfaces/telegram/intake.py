@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
 from core.engine.surface import DeliveryError, Inbound
 from surfaces.telegram.inbound import Incoming, fetch_image, message_in, press_in
+from surfaces.telegram.keys import SURFACE_NAME
 from surfaces.telegram.lanes import Lanes
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import IMAGE_NOT_FETCHED, press_answer
@@ -57,13 +60,22 @@ class Intake:
             return
         try:
             incoming = message_in(update, self.me)
-        except Exception:  # an update we cannot read must not block every update behind it
-            log.exception("update %s could not be read; it was skipped", update.update_id)
+        except Exception as exc:  # an update we cannot read must not block every update behind it
+            self.reject(update.update_id, update.to_dict(), exc)
             return
         if incoming is None:
             return
         async with self._order:
             await self._take_message(incoming)
+
+    def reject(self, update_id: int, data: Mapping[str, Any], exc: BaseException) -> None:
+        """Give up on an update that cannot be read: logged once (what kind of update and what was
+        wrong, never its text; the traceback at debug), stored as rejected, so it can be confirmed."""
+        kind = next((k for k in data if k != "update_id"), "nothing")
+        log.warning("skipped Telegram update %s (%s): it could not be read (%s)", update_id, kind,
+                    type(exc).__name__)
+        log.debug("update %s could not be read", update_id, exc_info=exc)
+        self.engine.reject(SURFACE_NAME, f"update:{update_id}", f"{kind}: {type(exc).__name__}")
 
     async def _take_message(self, incoming: Incoming) -> None:
         message = incoming.message

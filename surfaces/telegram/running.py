@@ -20,7 +20,7 @@ from core.engine.receiving import Receiver
 from core.engine.surface import StartupError
 from core.store import Store
 from surfaces.telegram.intake import Intake
-from surfaces.telegram.polling import ALLOWED_UPDATES, Poller
+from surfaces.telegram.polling import ALLOWED_UPDATES, Poller, Sleep
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.webhook import Webhook, webhook_path
 from surfaces.telegram.wording import COMMAND_MENU, token_refused
@@ -46,7 +46,8 @@ class TelegramRelay:
     """What ``launch`` returns (a ``Launched``)."""
 
     def __init__(self, app: Application, surface: TelegramSurface, intake: Intake,  # type: ignore[type-arg]
-                 settings: TelegramConfig, store: Store, *, webhook_secret: str | None = None) -> None:
+                 settings: TelegramConfig, store: Store, *, webhook_secret: str | None = None,
+                 sleep: Sleep = asyncio.sleep) -> None:
         self.app = app
         self.surface = surface
         self.intake = intake
@@ -58,7 +59,7 @@ class TelegramRelay:
             self.webhook = Webhook(app.bot, intake, webhook_secret, webhook_path(settings.webhook_url))
         else:
             self.poller = Poller(app.bot, store, intake, timeout_s=settings.poll_timeout_s,
-                                 token_env=settings.token_env)
+                                 token_env=settings.token_env, sleep=sleep)
         self.receiver = Receiver("telegram", self._connect)
         self._menu_set = False
 

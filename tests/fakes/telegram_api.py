@@ -89,6 +89,8 @@ class FakeBotApi:
         self.commands: list[Json] = []
         self.webhook: Json = {}
         self.answered: dict[str, str | None] = {}
+        #: getUpdates answers at once, whatever its ``timeout`` (a server that does not long-poll).
+        self.answers_at_once = False
         #: Called with each call as it arrives (``on_request``) and once answered, before the client has
         #: the answer (``on_call``): a hook may kill the client at that exact moment.
         self.on_request: list[Callable[[Call], None]] = []
@@ -395,7 +397,7 @@ class FakeBotApi:
         if offset is not None:  # confirms everything before it
             self._updates = [u for u in self._updates if u["update_id"] >= int(offset)]
         limit = int(params.get("limit") or 100)
-        if not self._updates and float(params.get("timeout") or 0) > 0:
+        if not self._updates and float(params.get("timeout") or 0) > 0 and not self.answers_at_once:
             async with self._arrived:
                 try:
                     await asyncio.wait_for(self._arrived.wait_for(lambda: bool(self._updates)),
