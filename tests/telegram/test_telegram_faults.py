@@ -62,3 +62,16 @@ async def test_a_server_that_answers_getupdates_at_once_is_polled_with_a_pause_b
     for after in empty_then_next[:-1]:
         until_next_poll = after[:next(i for i, (kind, _) in enumerate(after) if kind == "poll")]
         assert ("pause", IDLE_PAUSE_S) in until_next_poll, seen
+
+
+async def test_a_chat_held_for_a_rate_limit_is_one_info_line_with_the_chat_and_how_long(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    api.private(USER)
+    r = await tg()
+    api.fail_next("sendMessage", 429, "Too Many Requests: retry after 7", retry_after=7)
+    api.say(USER, "text the answer")
+    await until(lambda: any("⏱" in t for t in r.texts(USER)), "the answer arrives after the hold")
+    held = [rec for rec in caplog.records if rec.name == "acp_relay.engine.pacing"]
+    assert [(rec.levelno, rec.getMessage()) for rec in held] == [
+        (logging.INFO, "rate limited: nothing goes to telegram:4242 for 7 s")]
