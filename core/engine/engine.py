@@ -190,6 +190,10 @@ class Engine:
 
         return dispatch
 
+    def permits(self, surface: str, user_id: str) -> bool:
+        """``user_id`` is on ``surface``'s allow-list."""
+        return self.access.permits(surface, user_id)
+
     def reject(self, surface: str, message_id: str, reason: str) -> None:
         """An update the surface could not read, after its tries: stored as rejected, so the surface may
         confirm it to its platform and go on (the surface has logged it, without its text)."""

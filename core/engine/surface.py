@@ -251,6 +251,11 @@ class Inbound(Protocol):
         journaled; the surface then awaits the returned rest (if any) in order per conversation."""
         ...
 
+    def permits(self, surface: str, user_id: str) -> bool:
+        """May ``user_id`` talk to the agent on ``surface``? A surface asks before it downloads what a
+        message carries: a stranger's attachments cost nothing (the engine refuses the message itself)."""
+        ...
+
     def reject(self, surface: str, message_id: str, reason: str) -> None:
         """An update the surface could not read even after a few tries (a poison update): stored as
         rejected, so the surface confirms it to its platform and goes on. ``message_id`` is the

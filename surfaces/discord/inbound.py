@@ -52,6 +52,12 @@ def thread_name(text: str) -> str:
     return words if len(words) <= _THREAD_NAME_MAX else words[:_THREAD_NAME_MAX - 1] + "…"
 
 
+def _in_guild(message: discord.Message) -> bool:
+    """The message was written in a server, loaded or not: one whose GUILD_CREATE has not come yet
+    leaves ``message.guild`` None, but its channel still carries the server's id (never a DM)."""
+    return message.guild is not None or getattr(message.channel, "guild_id", None) is not None
+
+
 class Router:
     """Decides where each message belongs and hands it to the engine."""
 
@@ -120,7 +126,7 @@ class Router:
 
     async def _route(self, message: discord.Message) -> None:
         channel_id = message.channel.id
-        place = self.where(message.channel, channel_id, in_guild=message.guild is not None)
+        place = self.where(message.channel, channel_id, in_guild=_in_guild(message))
         if place is None:
             return  # a channel that is not allowed: nothing at all
         kind, parent = place
@@ -162,9 +168,11 @@ class Router:
 
     async def _hand(self, message: discord.Message, text: str, conversation_channel: int) -> None:
         reply_to = message.reference.message_id if message.reference is not None else None
-        inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), str(message.author.id), text,
-                                 str(message.id), display_name=message.author.display_name,
-                                 attachments=await self._images(message),
+        user_id = str(message.author.id)
+        # A stranger is refused by the engine; what they attached is never downloaded.
+        images = await self._images(message) if self.engine.permits(SURFACE_NAME, user_id) else ()
+        inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), user_id, text,
+                                 str(message.id), display_name=message.author.display_name, attachments=images,
                                  reply_to=str(reply_to) if reply_to is not None else None)
         await self.engine.handle_message(inbound)
 

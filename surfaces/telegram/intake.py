@@ -80,7 +80,7 @@ class Intake:
     async def _take_message(self, incoming: Incoming) -> None:
         message = incoming.message
         lost_image = False
-        if incoming.image_file_id is not None:
+        if incoming.image_file_id is not None and self.engine.permits(message.surface, message.user_id):
             try:
                 image = await fetch_image(self.bot, incoming)
             except (TelegramError, RuntimeError) as exc:

@@ -72,6 +72,7 @@ class FakeDiscord:
         self.calls: list[tuple[str, str, Json]] = []  # (method, path, body)
         self.commands: dict[str, list[Json]] = {}  # "global" or guild id -> synced commands
         self.attachments: dict[str, bytes] = {}
+        self.downloads = 0  # attachment downloads served by the CDN
         self.identifies = 0
         self.resumes = 0
         self.intents: int | None = None
@@ -149,6 +150,13 @@ class FakeDiscord:
                             mentions=[self.bot] if mention else [])
         await self.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
+
+    def unloaded_guild(self, guild_id: int = 700_000_000_000_000_099) -> int:
+        """A text channel of another server the bot is in, whose GUILD_CREATE has not come yet (a
+        server that is still unavailable, or a large bot's startup): returns the channel's id."""
+        cid = self.snowflake()
+        self.channels[cid] = Channel(cid, 0, guild_id, name="elsewhere")
+        return cid
 
     def add_message(self, channel_id: int, uid: int, content: str) -> int:
         """A message Discord has but never delivered on the gateway (sent while the bot was away)."""
@@ -252,7 +260,8 @@ class FakeDiscord:
                  "application": {"id": str(APP_ID), "flags": 0}, "private_channels": [], "relationships": []}
         await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
         self._ready.set()
-        await self.dispatch("GUILD_CREATE", guild_payload(self.guild_id, self.bot, self.channels.values()))
+        ours = [c for c in self.channels.values() if c.guild_id == self.guild_id]
+        await self.dispatch("GUILD_CREATE", guild_payload(self.guild_id, self.bot, ours))
 
     async def _resume(self, ws: web.WebSocketResponse, data: Json) -> None:
         self.resumes += 1
@@ -290,6 +299,7 @@ class FakeDiscord:
         return msg
 
     async def _cdn(self, request: web.Request) -> web.Response:
+        self.downloads += 1
         data = self.attachments.get(request.match_info["name"])
         await asyncio.sleep(self.cdn_delay_s)
         if data is None:

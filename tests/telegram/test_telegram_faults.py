@@ -75,3 +75,19 @@ async def test_a_chat_held_for_a_rate_limit_is_one_info_line_with_the_chat_and_h
     held = [rec for rec in caplog.records if rec.name == "acp_relay.engine.pacing"]
     assert [(rec.levelno, rec.getMessage()) for rec in held] == [
         (logging.INFO, "rate limited: nothing goes to telegram:4242 for 7 s")]
+
+
+async def test_a_strangers_photo_is_never_fetched(tg: TgFactory, api: FakeBotApi) -> None:
+    r = await tg()
+    stranger = api.private(999)
+    api.photo(stranger, b"\xff\xd8" + b"\0" * 4096, caption="look")
+    api.photo(stranger, b"\xff\xd8" + b"\0" * 4096)
+    await until(lambda: api.bot_messages(stranger), "the stranger is refused")
+    await r.settled()
+    (refusal,) = api.bot_messages(stranger)
+    assert "999" in refusal["text"]
+    assert api.calls("getFile") == [], "nothing of a stranger's is downloaded"
+    api.private(USER)
+    api.photo(USER, b"\xff\xd8" + b"\0" * 64, caption="text mine")
+    await until(lambda: api.bot_messages(USER), "the allowed person's photo is answered")
+    assert len(api.calls("getFile")) == 1

@@ -1,0 +1,38 @@
+"""Faults of the Discord surface, through the real discord.py against the fake Discord.
+
+Strangers cost nothing: a person not on the allow-list gets their one refusal, and nothing they
+attach is downloaded; a message from a server the bot has not loaded yet is not taken for a DM.
+"""
+
+from __future__ import annotations
+
+from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
+
+IMAGE = ("big.png", "image/png", b"\x89PNG" + b"\0" * 4096)
+
+
+async def test_a_strangers_attachments_are_never_downloaded(relay: RelayFactory) -> None:
+    r = await relay()
+    dm = r.fake.dm(MALLORY)
+    for i in range(3):
+        await r.fake.say(dm, MALLORY, f"look at this {i}", attachments=(IMAGE, IMAGE))
+    await until(lambda: r.bot_texts(dm), "the stranger is refused")
+    await r.settled()
+    assert len(r.bot_texts(dm)) == 1 and str(MALLORY) in r.bot_texts(dm)[0], "refused once, with their id"
+    assert r.fake.downloads == 0
+    assert r.prompts() == []
+    ally = r.fake.dm(ALICE)
+    await r.fake.say(ally, ALICE, "and this one", attachments=(IMAGE,))
+    await until(lambda: r.bot_texts(ally) and r.idle(), "the allowed person is answered")
+    assert r.fake.downloads == 1, "an allowed person's image is still fetched"
+
+
+async def test_a_message_from_a_server_not_loaded_yet_is_not_taken_for_a_dm(relay: RelayFactory) -> None:
+    r = await relay()
+    elsewhere = r.fake.unloaded_guild()
+    await r.fake.say(elsewhere, ALICE, "text hello from a server the bot does not serve", mention=True)
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "text later")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "a later DM is answered")
+    assert r.bot_texts(elsewhere) == [], "nothing is said in a channel that is not allowed"
+    assert r.prompts() == ["text later"]
