@@ -195,7 +195,7 @@ class Engine:
         return self.access.permits(surface, user_id)
 
     def reject(self, surface: str, message_id: str, reason: str) -> None:
-        """An update the surface could not read, after its tries: stored as rejected, so the surface may
+        """An update the surface could not read (or cannot serve): stored as rejected, so the surface may
         confirm it to its platform and go on (the surface has logged it, without its text)."""
         self.journal.reject(surface, message_id, reason)
 

@@ -52,10 +52,9 @@ class Journal:
         """Journal ``msg``; False when it was seen before (a redelivery)."""
         return self.store.record_inbound(msg.surface, msg.message_id, msg.conversation_key, _encode(msg))
 
-    def reject(self, surface: str, message_id: str, reason: str) -> bool:
-        """An update ``surface`` could not read: on record as rejected (never replayed, never
-        answered); False when it was recorded before."""
-        return self.store.reject_inbound(surface, message_id, reason)
+    def reject(self, surface: str, message_id: str, reason: str) -> None:
+        """An update ``surface`` will not have answered: on record as rejected (never replayed)."""
+        self.store.reject_inbound(surface, message_id, reason)
 
     def complete(self, msg: InboundMessage) -> None:
         """``msg`` is fully handled: it is never replayed."""

@@ -257,9 +257,10 @@ class Inbound(Protocol):
         ...
 
     def reject(self, surface: str, message_id: str, reason: str) -> None:
-        """An update the surface could not read even after a few tries (a poison update): stored as
-        rejected, so the surface confirms it to its platform and goes on. ``message_id`` is the
-        platform's id of the update; ``reason`` says what was wrong, never with the message's text."""
+        """An update the surface could not read even after a few tries (a poison update), or a message
+        it journaled and cannot serve after all: stored as rejected (completed, never replayed), so the
+        surface confirms it to its platform and goes on. ``message_id`` is the platform's id; ``reason``
+        says what was wrong, never with the message's text."""
         ...
 
     async def handle_button(self, press: ButtonPress) -> PressResult:

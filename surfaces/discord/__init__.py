@@ -60,6 +60,7 @@ class DiscordRelay:
     async def stop_receiving(self) -> None:
         """Hear nothing more: what is written from now on is fetched after the next start."""
         self.router.receiving = self.presses.receiving = False
+        self.router.release()  # live messages still waiting for a catch-up see it is over, and drop
         self.client.stopping = True
         await self.tasks.close()
         await self.receiver.stop()
@@ -162,12 +163,17 @@ async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilit
         try:
             await catch_up.run()
         finally:
+            router.release()
             caught_up.set()
 
     async def on_ready() -> None:
         tasks.spawn(catch_up_once(), name="discord-catch-up")
 
-    client.events = Events(router.on_message, on_interaction, on_ready, commands.sync)
+    def on_connect() -> None:
+        router.hold()
+        catch_up.mark()
+
+    client.events = Events(router.on_message, on_interaction, on_ready, commands.sync, on_connect)
     gateway = Gateway(client, token, settings.token_env)
     receiver = Receiver(SURFACE_NAME, gateway.connect, first_delay_s=first_reconnect_delay_s)
     receiver.start()

@@ -6,6 +6,11 @@ the meantime. So after every READY, each conversation channel the relay knows (`
 the recent ones) is read after the last message it handled, and those messages go to the engine
 as if they had just arrived: the engine de-duplicates by message id, so nothing is answered twice.
 
+"The last message it handled" is the position as it stood when the session began (``mark``, at
+discord.py's ``on_connect``): live messages of the new session (they arrive while discord.py still
+waits for its servers) wait for the catch-up (``Router.hold``), and a position they moved could
+otherwise hide what was written before them.
+
 Answering a long backlog would bury the conversation, so at most ``per_channel`` of the newest
 missed messages in a channel are handed over; when there were more, one sentence says how many
 were sent and that only the latest are answered.
@@ -42,10 +47,15 @@ class CatchUp:
         self.known = known
         self.per_channel = per_channel
         self.handed = 0  # messages handed over since start (for the log and the tests)
+        self._from = known.recent(WITHIN_S, MAX_CHANNELS)
+
+    def mark(self) -> None:
+        """A new session begins: the next ``run`` reads from the positions as they are now."""
+        self._from = self.known.recent(WITHIN_S, MAX_CHANNELS)
 
     async def run(self) -> None:
         """One pass over the recent channels; a channel that fails is logged and skipped."""
-        for channel_id, seen in self.known.recent(WITHIN_S, MAX_CHANNELS):
+        for channel_id, seen in self._from:
             if not self.router.receiving:
                 return
             try:
@@ -73,5 +83,5 @@ class CatchUp:
             if seen.kind != "channel":
                 await channel.send(wording.missed_text(len(missed), len(answered)), allowed_mentions=NO_PINGS)
         for message in answered:
-            await self.router.on_message(message)
+            await self.router.on_message(message, live=False)
             self.handed += 1

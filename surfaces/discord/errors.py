@@ -16,7 +16,7 @@ import discord
 
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, MessageTooLong, RateLimited
 
-__all__ = ["PLATFORM_ERRORS", "REFUSED_CODES", "delivery_error"]
+__all__ = ["PLATFORM_ERRORS", "REFUSED_CODES", "THREAD_EXISTS", "delivery_error"]
 
 #: Discord's JSON error codes that mean the channel will never take the message.
 REFUSED_CODES = frozenset({
@@ -27,6 +27,8 @@ REFUSED_CODES = frozenset({
     50013,  # Missing Permissions
     50083,  # the thread is archived and the bot cannot unarchive it
 })
+#: "A thread has already been created for this message."
+THREAD_EXISTS = 160004
 #: What a Discord call can raise that is the platform's doing, not ours.
 PLATFORM_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
 _INVALID_FORM = 50035

@@ -54,6 +54,8 @@ class Events:
     on_interaction: Callable[[discord.Interaction], Awaitable[None]]
     on_ready: Callable[[], Awaitable[None]]
     setup: Callable[[], Awaitable[None]]
+    #: A new session's READY arrived (called before any event of that session is handled).
+    on_connect: Callable[[], None] = lambda: None
 
 
 async def _ignore(_event: object) -> None:
@@ -88,6 +90,11 @@ class RelayClient(discord.Client):
     async def setup_hook(self) -> None:
         """After each login, before the gateway connects: sync the slash commands."""
         await self.events.setup()
+
+    async def on_connect(self) -> None:
+        """READY of a new session (not a resume), before its servers and before its first message:
+        discord.py runs this first among the events READY is followed by."""
+        self.events.on_connect()
 
     async def on_ready(self) -> None:
         """A new gateway session (the first, or one Discord made us start again)."""

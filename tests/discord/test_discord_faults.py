@@ -36,3 +36,18 @@ async def test_a_message_from_a_server_not_loaded_yet_is_not_taken_for_a_dm(rela
     await until(lambda: r.bot_texts(dm) and r.idle(), "a later DM is answered")
     assert r.bot_texts(elsewhere) == [], "nothing is said in a channel that is not allowed"
     assert r.prompts() == ["text later"]
+
+
+async def test_a_message_arriving_while_discord_py_waits_for_its_servers_does_not_skip_the_missed_one(
+        relay: RelayFactory) -> None:
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "text first")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
+    await r.stop()
+    r.fake.add_message(dm, ALICE, "text written while the relay was down")
+    r.fake.after_ready.append(lambda: r.fake.say(dm, ALICE, "text written right after the restart"))
+    await r.start()
+    await until(lambda: len(r.prompts()) == 3 and r.idle(), "both are answered")
+    assert r.prompts() == ["text first", "text written while the relay was down",
+                           "text written right after the restart"], "in the order they were written"

@@ -21,9 +21,11 @@ import itertools
 import json
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_interactions import InteractionRoutes
 from tests.fakes.discord_payloads import (
     APP_ID,
     BOT_ID,
@@ -51,7 +53,7 @@ from tests.fakes.discord_payloads import (
 
 __all__ = ["BOT_ID", "EPHEMERAL", "LOADING", "Failure", "FakeDiscord", "shown_text", "user"]
 
-class FakeDiscord:
+class FakeDiscord(InteractionRoutes):
     """The fake platform. ``await start()``, then point discord.py at ``api_base`` / ``gateway_url``."""
 
     def __init__(self, *, token: str = "fake-bot-token", guild_id: int = 700_000_000_000_000_001,
@@ -76,6 +78,14 @@ class FakeDiscord:
         self.identifies = 0
         self.resumes = 0
         self.intents: int | None = None
+        #: Called with (method, path) as a REST call arrives, and once it is answered (before the client
+        #: reads the answer): a hook may kill the client at that exact moment. An ``on_request`` hook
+        #: that returns True drops the call before Discord acts on it.
+        self.on_request: list[Callable[[str, str], bool | None]] = []
+        self.on_answered: list[Callable[[str, str], bool | None]] = []
+        #: Awaited once each, right after the next READY is sent (before the server's GUILD_CREATE):
+        #: what people write while discord.py still waits for its servers.
+        self.after_ready: list[Callable[[], Awaitable[object]]] = []
         self._failures: dict[str, deque[Failure]] = {}
         self._ids = itertools.count(1)
         self._seq = 0
@@ -260,6 +270,9 @@ class FakeDiscord:
                  "application": {"id": str(APP_ID), "flags": 0}, "private_channels": [], "relationships": []}
         await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
         self._ready.set()
+        hooks, self.after_ready = self.after_ready, []
+        for hook in hooks:
+            await hook()
         ours = [c for c in self.channels.values() if c.guild_id == self.guild_id]
         await self.dispatch("GUILD_CREATE", guild_payload(self.guild_id, self.bot, ours))
 
@@ -313,6 +326,14 @@ class FakeDiscord:
             raw = await request.read()
             body = json.loads(raw) if raw else {}
         self.calls.append((request.method, path, body))
+        if any([hook(request.method, path) for hook in list(self.on_request)]):
+            return web.Response(status=503)
+        response = await self._answer(request, path, body)
+        for hook in list(self.on_answered):
+            hook(request.method, path)
+        return response
+
+    async def _answer(self, request: web.Request, path: str, body: Json) -> web.StreamResponse:
         parts = path.strip("/").split("/")
         route = self._route_name(request.method, parts)
         failure = self._failures.get(route)
@@ -342,6 +363,8 @@ class FakeDiscord:
                 return "followup"
             return "original" if parts[-1] == "@original" else "webhook_message"
         if head == "channels":
+            if len(parts) == 2:
+                return "channel" if method == "GET" else "unknown"
             if parts[-1] == "typing":
                 return "typing"
             if parts[-1] == "threads":
@@ -435,74 +458,19 @@ class FakeDiscord:
         found = sorted((m for i, m in ch.messages.items() if i > after), key=lambda m: int(m["id"]))[:limit]
         return json_response(list(reversed(found)))  # Discord returns newest first
 
+    async def _r_channel(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
+        ch = self._channel(parts)
+        if ch is None:
+            return error_response(404, 10003, "Unknown Channel")
+        return json_response(ch.payload())
+
     async def _r_thread(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         ch, msg = self._find(parts)
         if ch is None or msg is None:
             return error_response(404, 10008, "Unknown Message")
+        if int(msg["id"]) in self.channels:
+            return error_response(400, 160004, "A thread has already been created for this message")
         thread = Channel(int(msg["id"]), 11, ch.guild_id, parent_id=ch.id, name=body["name"], owner_id=BOT_ID)
         self.channels[thread.id] = thread
         await self.dispatch("THREAD_CREATE", {**thread.payload(), "newly_created": True})
         return json_response(thread.payload(), 201)
-
-    # -- interactions -----------------------------------------------------------------------
-
-    def _by_token(self, token: str) -> Interaction | None:
-        return next((i for i in self.interactions.values() if i.token == token), None)
-
-    async def _r_callback(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
-        inter = self.interactions.get(int(parts[1]))
-        if inter is None or inter.token != parts[2]:
-            return error_response(404, 10062, "Unknown interaction")
-        if inter.callback_type is not None:
-            return error_response(400, 40060, "Interaction has already been acknowledged.")
-        inter.callback_type = kind = int(body["type"])
-        data = body.get("data") or {}
-        resource: Json = {"type": kind}
-        if kind in (4, 5):  # a message (type 5: "is thinking…" until the original is edited)
-            flags = int(data.get("flags", 0)) | (LOADING if kind == 5 else 0)
-            msg = self._message(self.channels[inter.channel_id], self.bot, data.get("content") or "",
-                                components=data.get("components"), flags=flags, webhook=True)
-            msg["interaction_metadata"] = {"id": str(inter.id), "type": 2, "user": self.users[inter.user_id]}
-            inter.original = msg
-            resource["message"] = msg
-        return json_response({"interaction": {"id": str(inter.id), "type": 2 if inter.kind == "command" else 3,
-                                      "response_message_id": inter.original["id"] if inter.original else None,
-                                      "response_message_loading": kind == 5,
-                                      "response_message_ephemeral": bool((data.get("flags") or 0) & EPHEMERAL)},
-                      "resource": resource})
-
-    async def _r_original(self, request: web.Request, parts: list[str], body: Json) -> web.StreamResponse:
-        inter = self._by_token(parts[2])
-        if inter is None or inter.original is None:
-            return error_response(404, 10008, "Unknown Message")
-        if request.method == "DELETE":
-            self.channels[inter.channel_id].messages.pop(int(inter.original["id"]), None)
-            return web.Response(status=204)
-        if request.method == "PATCH":
-            if (bad := too_long(body.get("content"))) is not None:
-                return bad
-            self._apply_edit(inter.original, body)
-        return json_response(inter.original)
-
-    async def _r_followup(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
-        inter = self._by_token(parts[2])
-        if inter is None:
-            return error_response(404, 10015, "Unknown Webhook")
-        if (bad := too_long(body.get("content"))) is not None:
-            return bad
-        msg = self._message(self.channels[inter.channel_id], self.bot, body.get("content") or "",
-                            components=body.get("components"), flags=int(body.get("flags") or 0), webhook=True)
-        inter.followups.append(int(msg["id"]))
-        return json_response(msg)
-
-    async def _r_webhook_message(self, request: web.Request, parts: list[str], body: Json) -> web.StreamResponse:
-        inter = self._by_token(parts[2])
-        mid = int(parts[4]) if parts[4].isdigit() else 0
-        if inter is None or mid not in inter.followups:
-            return error_response(404, 10008, "Unknown Message")
-        msg = self.channels[inter.channel_id].messages.get(mid)
-        if msg is None:
-            return error_response(404, 10008, "Unknown Message")
-        if request.method == "PATCH":
-            self._apply_edit(msg, body)
-        return json_response(msg)

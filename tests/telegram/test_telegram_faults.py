@@ -36,7 +36,7 @@ async def test_an_update_ptb_cannot_parse_is_skipped_once_stored_as_rejected_and
     assert len(rejected) == 1 and str(poison["update_id"]) in rejected[0].getMessage()
     loud = [r for r in caplog.records if r.levelno > logging.DEBUG and SECRET_TEXT in r.getMessage()]
     assert loud == [], "no message text is logged above debug"
-    assert r.store.reject_inbound("telegram", f"update:{poison['update_id']}", "again") is False, "stored as rejected"
+    assert not r.store.record_inbound("telegram", f"update:{poison['update_id']}", "", {}), "stored as rejected"
     assert [u.message_id for u in r.store.unfinished_inbound()] == [], "and never replayed"
 
 
