@@ -18,10 +18,10 @@ from typing import Any
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
+from core.engine.lanes import Lanes
 from core.engine.surface import DeliveryError, Inbound
 from surfaces.telegram.inbound import Incoming, fetch_image, message_in, press_in
 from surfaces.telegram.keys import SURFACE_NAME
-from surfaces.telegram.lanes import Lanes
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import IMAGE_NOT_FETCHED, press_answer
 
@@ -37,7 +37,7 @@ class Intake:
         self.engine = engine
         self.bot = bot
         self.surface = surface
-        self.lanes = Lanes()
+        self.lanes = Lanes(SURFACE_NAME)
         self.ready = asyncio.Event()
         self.me: User | None = None
         self._presses: set[asyncio.Task[None]] = set()

@@ -20,7 +20,9 @@ Behaviour modelled on Slack's documented rules and errors:
 * ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
   ``Retry-After``), checked before anything else.
 
-Socket Mode: ``push`` sends an envelope and waits for its ack; ``disconnect`` sends Slack's
+Socket Mode: ``push`` sends an envelope and waits for its ack (``send_envelope`` does not wait); an
+envelope not acknowledged is sent again on the next connection, as Slack retries an event; ``on_ack``
+hooks see each ack as it arrives. ``disconnect`` sends Slack's
 ``disconnect`` message (``refresh_requested``), ``kill_socket`` drops the connection, ``go_silent``
 keeps it open but stops reading (pings go unanswered, nothing arrives: a "connected but deaf"
 socket). HTTP mode: ``post_http`` signs and POSTs to the relay's ``/slack/events``.
@@ -35,7 +37,7 @@ import itertools
 import json
 import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +126,10 @@ class SlackFake:
         self._conn: _Conn | None = None
         self._conns: list[_Conn] = []
         self._ack_waiters: dict[str, asyncio.Future[Any]] = {}
+        #: Envelopes sent and not acknowledged: Slack sends each again on the next connection.
+        self._unacked: dict[str, tuple[str, dict[str, Any], int]] = {}  # envelope id -> (kind, payload, attempt)
+        #: Called with each envelope id as its acknowledgement arrives (a hook may kill the app then).
+        self.on_ack: list[Callable[[str], None]] = []
         self._connected = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -419,6 +425,7 @@ class SlackFake:
         await ws.send_json({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A0FAKE"},
                             "debug_info": {"host": "fake", "approximate_connection_time": 3600}})
         conn.reader = asyncio.create_task(self._read(conn))
+        await self._redeliver()
         async with self._connected:
             self.connections += 1
             self._connected.notify_all()
@@ -434,6 +441,9 @@ class SlackFake:
                 data = json.loads(msg.data)
                 eid = data.get("envelope_id")
                 self.acks[eid] = data.get("payload")
+                self._unacked.pop(eid, None)
+                for hook in list(self.on_ack):
+                    hook(eid)
                 if (waiter := self._ack_waiters.pop(eid, None)) is not None and not waiter.done():
                     waiter.set_result(data.get("payload"))
         if not conn.done.is_set():  # (kill_socket sets it first: that is the server's doing)
@@ -448,15 +458,31 @@ class SlackFake:
     async def push(self, payload: dict[str, Any], kind: str = "events_api", *, retry_attempt: int = 0,
                    timeout: float = 15.0) -> Any:
         """Send an envelope over the current socket; returns the ack's payload (None when empty)."""
+        eid = await self.send_envelope(payload, kind, retry_attempt=retry_attempt)
+        waiter = self._ack_waiters.setdefault(eid, asyncio.get_running_loop().create_future())
+        if eid in self.acks:
+            return self.acks[eid]
+        async with asyncio.timeout(timeout):
+            return await waiter
+
+    async def send_envelope(self, payload: dict[str, Any], kind: str = "events_api", *,
+                            retry_attempt: int = 0) -> str:
+        """Send an envelope without waiting for its ack; returns its id. Until it is acknowledged,
+        every new connection gets it again (``retry_attempt`` counting up), as Slack does."""
         conn = self._conn
         assert conn is not None and not conn.ws.closed, "no Socket Mode connection"
         eid = f"env-{next(self._envelopes)}"
-        waiter = self._ack_waiters[eid] = asyncio.get_running_loop().create_future()
+        self._ack_waiters[eid] = asyncio.get_running_loop().create_future()
+        self._unacked[eid] = (kind, payload, retry_attempt)
         await conn.ws.send_json({"envelope_id": eid, "type": kind, "payload": payload,
                                  "accepts_response_payload": kind != "events_api",
                                  "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else ""})
-        async with asyncio.timeout(timeout):
-            return await waiter
+        return eid
+
+    async def _redeliver(self) -> None:
+        pending, self._unacked = self._unacked, {}
+        for kind, payload, attempt in pending.values():
+            await self.send_envelope(payload, kind, retry_attempt=attempt + 1)
 
     async def disconnect(self, reason: str = "refresh_requested") -> None:
         """Slack's ``disconnect`` message: the client must open a new connection."""

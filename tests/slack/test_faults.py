@@ -1,0 +1,50 @@
+"""Faults of the Slack surface, through slack-bolt / slack-sdk against the fake Slack.
+
+* Slack's acknowledgement leaves once the message is journaled, not once it is answered: a turn
+  that takes a while does not hold it (Slack wants it within 3 seconds).
+* An event whose fields are not what Slack documents is skipped: logged once without its text,
+  stored as rejected, acknowledged; the next message is answered.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.fakes.slack_api import BOT_USER, TEAM
+
+from .conftest import CHANNEL, USER, SlackFactory, until
+
+SECRET_TEXT = "the launch code is 0000"
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_slack_is_acknowledged_once_the_message_is_stored_not_once_it_is_answered(
+        slack: SlackFactory, mode: str) -> None:
+    r = await slack(mode=mode)
+    asked = await r.mention("text slow\nsleep 1.5\ntext  done")  # returns once Slack has its acks
+    assert [u.message_id for u in r.store.unfinished_inbound()] == [f"{TEAM}:{CHANNEL}:{asked.ts}"], \
+        "journaled before the acknowledgement"
+    assert not any("done" in t for t in r.bot_texts(asked.ts)), "acknowledged before the answer"
+    await until(lambda: any("slow done" in t for t in r.bot_texts(asked.ts)), what="then answered")
+    await r.settled(asked.ts)
+
+
+async def test_an_event_slack_sends_oddly_is_skipped_once_stored_as_rejected_and_the_next_is_answered(
+        slack: SlackFactory, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    r = await slack()
+    odd = r.fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> {SECRET_TEXT}")
+    body = r.fake.event_envelope({"type": "app_mention", "user": {"id": USER}, "text": odd.text, "ts": odd.ts,
+                                  "channel": CHANNEL, "team": TEAM}, "EvODD")
+    await r.fake.push(body)  # acknowledged: Slack will not send it again
+    asked = await r.mention("text the next one")
+    await until(lambda: any("the next one" in t for t in r.bot_texts(asked.ts)), what="the next one is answered")
+    await r.settled(asked.ts)
+    assert r.bot_texts(odd.ts) == [] and r.prompts() == ["text the next one"]
+    skipped = [rec for rec in caplog.records
+               if rec.levelno >= logging.WARNING and "could not be read" in rec.getMessage()]
+    assert len(skipped) == 1 and "EvODD" in skipped[0].getMessage()
+    assert [rec for rec in caplog.records if rec.levelno > logging.DEBUG and SECRET_TEXT in rec.getMessage()] == []
+    assert not r.store.record_inbound("slack", "event:EvODD", "", {}), "stored as rejected"
