@@ -173,7 +173,8 @@ async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilit
         router.hold()
         catch_up.mark()
 
-    client.events = Events(router.on_message, on_interaction, on_ready, commands.sync, on_connect)
+    client.events = Events(router.on_message, on_interaction, on_ready, commands.sync, on_connect,
+                           router.unreadable)
     gateway = Gateway(client, token, settings.token_env)
     receiver = Receiver(SURFACE_NAME, gateway.connect, first_delay_s=first_reconnect_delay_s)
     receiver.start()

@@ -69,8 +69,7 @@ class CatchUp:
         channel = self.client.get_channel(channel_id) or self.client.get_partial_messageable(channel_id)
         if not isinstance(channel, discord.abc.Messageable):  # e.g. a forum: its posts are the threads
             return
-        history = channel.history(after=discord.Object(seen.last), oldest_first=True, limit=FETCH_LIMIT)
-        missed = [m async for m in history if self.router.is_person(m)]
+        missed = [m for m in await self._history(channel, seen.last) if self.router.is_person(m)]
         if seen.kind == "channel":  # in an allowed channel only a mention is for the bot
             missed = [m for m in missed if self.router.mentions_me(m)]
         if not missed:
@@ -85,3 +84,17 @@ class CatchUp:
         for message in answered:
             await self.router.on_message(message, live=False)
             self.handed += 1
+
+    async def _history(self, channel: discord.abc.Messageable, after: int) -> list[discord.Message]:
+        """The channel's messages after ``after``, oldest first. The page is asked for raw and each
+        message read on its own: one discord.py cannot parse is skipped (``Router.unreadable``)
+        instead of ending the catch-up of every channel after it, at every start."""
+        channel_id = getattr(channel, "id", 0)
+        page = await self.client.http.logs_from(channel_id, FETCH_LIMIT, after=after)
+        found: list[discord.Message] = []
+        for data in sorted(page, key=lambda d: int(d.get("id") or 0)):
+            try:
+                found.append(discord.Message(state=self.client._connection, channel=channel, data=data))
+            except Exception as exc:  # whatever discord.py raises for a message it does not expect
+                self.router.unreadable("MESSAGE_CREATE", str(data.get("id") or ""), type(exc).__name__)
+        return found

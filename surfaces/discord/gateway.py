@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import discord
 import yarl
@@ -33,6 +34,8 @@ log = logging.getLogger("acp_relay.discord.gateway")
 
 #: Close codes discord.py does not reconnect after; each is a configuration fact.
 FATAL_CLOSE_CODES = frozenset({4004, 4010, 4011, 4012, 4013, 4014})
+#: A session whose READY cannot be read is no session: that still ends the connection.
+_UNGUARDED = frozenset({"READY"})
 #: A 429 asking for a longer wait than this is handed to the core (which holds the channel), instead
 #: of discord.py sleeping inside the call (30 s is the least discord.py accepts).
 MAX_RATELIMIT_WAIT_S = 30.0
@@ -56,6 +59,8 @@ class Events:
     setup: Callable[[], Awaitable[None]]
     #: A new session's READY arrived (called before any event of that session is handled).
     on_connect: Callable[[], None] = lambda: None
+    #: A gateway event discord.py could not parse: (event name, its id or "", what was wrong).
+    on_unreadable: Callable[[str, str, str], None] = lambda event, ident, why: None
 
 
 async def _ignore(_event: object) -> None:
@@ -81,6 +86,27 @@ class RelayClient(discord.Client):
         self.events = events or Events(_ignore, _ignore, _nothing, _nothing)
         self.stopping = False
         self.identify_delay_s = identify_delay_s
+        self._guard_parsers()
+
+    def _guard_parsers(self) -> None:
+        """A gateway event discord.py cannot parse must not end the connection: the exception would
+        leave ``connect``, the session would resume, Discord would send the event again, and so on.
+        Each parser (the table the gateway looks events up in) skips what it cannot read instead."""
+        parsers: dict[str, Callable[[Any], None]] = self._connection.parsers
+
+        def guarded(event: str, parse: Callable[[Any], None]) -> Callable[[Any], None]:
+            def parse_or_skip(data: Any) -> None:
+                try:
+                    parse(data)
+                except Exception as exc:  # whatever the parser raises for data it does not expect
+                    ident = str(data.get("id") or "") if isinstance(data, dict) else ""
+                    log.debug("discord.py could not parse %s %s", event, ident, exc_info=True)
+                    self.events.on_unreadable(event, ident, type(exc).__name__)
+            return parse_or_skip
+
+        for event, parse in list(parsers.items()):
+            if event not in _UNGUARDED:
+                parsers[event] = guarded(event, parse)
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Discord allows one IDENTIFY per five seconds: a session started again waits that long."""

@@ -75,8 +75,10 @@ class Router:
     # -- what is ours ----------------------------------------------------------------------
 
     def is_person(self, message: discord.Message) -> bool:
-        """A person's message (not a bot's, not a system message such as "thread created")."""
-        return not message.author.bot and message.type in _PEOPLE
+        """A person's message (not a bot's, not a system message such as "thread created"; not one
+        that discord.py read without an author)."""
+        author = getattr(message, "author", None)
+        return author is not None and not author.bot and message.type in _PEOPLE
 
     def mentions_me(self, message: discord.Message) -> bool:
         """The message mentions the bot itself (not @everyone, not a role)."""
@@ -111,6 +113,13 @@ class Router:
         return None if place is None else conversation_key(channel_id)
 
     # -- messages --------------------------------------------------------------------------
+
+    def unreadable(self, event: str, ident: str, why: str) -> None:
+        """An event (a gateway one, or a message fetched by the catch-up) discord.py could not parse:
+        logged once, never its text; a message is stored as rejected (it is never asked for again)."""
+        log.warning("skipped Discord %s %s: it could not be read (%s)", event, ident or "without an id", why)
+        if event == "MESSAGE_CREATE" and ident:
+            self.engine.reject(SURFACE_NAME, ident, why)
 
     def hold(self) -> None:
         """A new gateway session began: live messages wait until ``release`` (the catch-up first hands

@@ -6,7 +6,13 @@ attach is downloaded; a message from a server the bot has not loaded yet is not 
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
+
+SECRET_TEXT = "the launch code is 0000"
 
 IMAGE = ("big.png", "image/png", b"\x89PNG" + b"\0" * 4096)
 
@@ -51,3 +57,39 @@ async def test_a_message_arriving_while_discord_py_waits_for_its_servers_does_no
     await until(lambda: len(r.prompts()) == 3 and r.idle(), "both are answered")
     assert r.prompts() == ["text first", "text written while the relay was down",
                            "text written right after the restart"], "in the order they were written"
+
+
+async def test_a_message_discord_py_cannot_parse_is_skipped_once_and_the_next_is_answered(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    poison = await r.fake.say_unreadable(dm, ALICE, SECRET_TEXT)
+    await r.fake.say(dm, ALICE, "text the next one")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "the next one is answered")
+    assert r.prompts() == ["text the next one"]
+    assert_skipped_once(caplog, poison)
+    assert not r.store.record_inbound("discord", str(poison), "", {}), "stored as rejected"
+
+
+async def test_a_missed_message_discord_py_cannot_parse_does_not_stop_the_catch_up(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "text first")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
+    await r.stop()
+    poison = await r.fake.say_unreadable(dm, ALICE, SECRET_TEXT, live=False)
+    r.fake.add_message(dm, ALICE, "text missed")
+    await r.start()
+    await until(lambda: len(r.prompts()) == 2 and r.idle(), "the missed one is answered")
+    assert r.prompts() == ["text first", "text missed"]
+    assert_skipped_once(caplog, poison)
+
+
+def assert_skipped_once(caplog: pytest.LogCaptureFixture, message_id: int) -> None:
+    skipped = [rec for rec in caplog.records
+               if rec.levelno >= logging.WARNING and "could not be read" in rec.getMessage()]
+    assert len(skipped) == 1 and str(message_id) in skipped[0].getMessage(), skipped
+    assert [rec for rec in caplog.records if rec.levelno > logging.DEBUG and SECRET_TEXT in rec.getMessage()] == []

@@ -168,6 +168,16 @@ class FakeDiscord(InteractionRoutes):
         self.channels[cid] = Channel(cid, 0, guild_id, name="elsewhere")
         return cid
 
+    async def say_unreadable(self, channel_id: int, uid: int, content: str, *, live: bool = True) -> int:
+        """A message discord.py cannot parse (its author is a name, not a user: an odd server), carrying
+        ``content``; sent on the gateway (``live``) or only kept in the channel's history."""
+        author = self.users.setdefault(uid, user(uid, f"user{uid}"))
+        msg = self._message(self.channels[channel_id], author, content)
+        msg["author"] = author["username"]
+        if live:
+            await self.dispatch("MESSAGE_CREATE", msg)
+        return int(msg["id"])
+
     def add_message(self, channel_id: int, uid: int, content: str) -> int:
         """A message Discord has but never delivered on the gateway (sent while the bot was away)."""
         author = self.users.setdefault(uid, user(uid, f"user{uid}"))
@@ -205,7 +215,7 @@ class FakeDiscord(InteractionRoutes):
         return [m["content"] for m in self.messages(channel_id)]
 
     def bot_messages(self, channel_id: int) -> list[Json]:
-        return [m for m in self.messages(channel_id) if m["author"]["id"] == str(BOT_ID)]
+        return [m for m in self.messages(channel_id) if m["author"] == self.bot]
 
     def thread_for(self, message_id: int) -> Channel | None:
         ch = self.channels.get(message_id)

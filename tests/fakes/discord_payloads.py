@@ -235,7 +235,8 @@ def transcript(channels: Iterable[Channel]) -> str:
             if m.get("message_reference"):
                 tags.append(f"reply to {m['message_reference']['message_id']}")
             labels = " ".join(f"[{label}]" for label, _ in buttons(m))
-            head = f"{m['author']['username']}" + (f" ({', '.join(tags)})" if tags else "")
+            who = m["author"]["username"] if isinstance(m["author"], dict) else f"{m['author']} (unreadable)"
+            head = who + (f" ({', '.join(tags)})" if tags else "")
             lines.append(f"-- {head}: {m['content']}" + (f"\n   {labels}" if labels else ""))
     return "\n".join(lines)
 
