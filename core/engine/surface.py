@@ -27,6 +27,7 @@ from core.engine.messages import (
 )
 
 __all__ = [
+    "AnswerUnreadable",
     "Attachment",
     "Button",
     "ButtonPress",
@@ -130,6 +131,13 @@ class NotModified(DeliveryError):
 
 class DeliveryFailed(DeliveryError):
     """Anything else that may pass (network, 5xx): retried, and kept in the ledger if it never lands."""
+
+
+class AnswerUnreadable(DeliveryError):
+    """The platform took the call, but its answer could not be read, so the message it made has no id
+    we know (a send whose answer the SDK cannot parse; ``ok`` without the message's id). It may well
+    be shown: it is never sent again as it is, and never reported as undelivered. A surface that can
+    still find the id in the answer returns it instead of raising."""
 
 
 class DeliveryRefused(DeliveryError):

@@ -17,8 +17,10 @@ from telegram.ext import Application, ApplicationBuilder
 
 from core.config import TelegramConfig
 from core.engine.receiving import Receiver
-from core.engine.surface import StartupError
+from core.engine.surface import AnswerUnreadable, DeliveryError, StartupError
 from core.store import Store
+from surfaces.telegram.answers import Answers
+from surfaces.telegram.errors import NoSuchMethod, delivery_errors
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.polling import ALLOWED_UPDATES, Poller, Sleep
 from surfaces.telegram.surface import TelegramSurface
@@ -35,7 +37,9 @@ _CONFIRM_WAIT_S = 2.0
 
 def build_application(token: str, settings: TelegramConfig) -> Application:  # type: ignore[type-arg]
     """PTB's Application for ``token``, pointed at ``api_base_url`` when one is set."""
-    builder = ApplicationBuilder().token(token).updater(None)
+    # The Answers request notes each answer, for the answers PTB cannot read (see ``answers``).
+    builder = (ApplicationBuilder().token(token).updater(None).request(Answers(connection_pool_size=256))
+               .get_updates_request(Answers(connection_pool_size=1)))
     if settings.api_base_url:
         root = settings.api_base_url.rstrip("/")
         builder = builder.base_url(f"{root}/bot").base_file_url(f"{root}/file/bot")
@@ -73,9 +77,15 @@ class TelegramRelay:
             self.intake.identify(self.app.bot.bot)
         if not self._menu_set:
             try:
-                await self.app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMAND_MENU])
+                with delivery_errors("setMyCommands"):
+                    await self.app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMAND_MENU])
                 self._menu_set = True
-            except TelegramError as exc:  # a missing menu is a nicety lost, never a reason not to serve
+            except AnswerUnreadable:
+                self._menu_set = True  # the server took it
+            except NoSuchMethod:
+                self._menu_set = True  # never asked again in this run
+                self.surface.lacks("setMyCommands", "the chat shows no command menu")
+            except DeliveryError as exc:  # a missing menu is a nicety lost, never a reason not to serve
                 log.warning("could not set the Telegram command menu: %s", exc)
 
     async def start(self) -> None:

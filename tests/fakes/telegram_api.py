@@ -91,6 +91,9 @@ class FakeBotApi:
         self.answered: dict[str, str | None] = {}
         #: getUpdates answers at once, whatever its ``timeout`` (a server that does not long-poll).
         self.answers_at_once = False
+        #: Methods this server does not have, and how it says so: "telegram" (404 "Not Found: method
+        #: not found", as the Bot API does) or "emulator" (500 {"message": "... is not supported"}).
+        self.unsupported: dict[str, str] = {}
         #: Called with each call as it arrives (``on_request``) and once answered, before the client has
         #: the answer (``on_call``): a hook may kill the client at that exact moment.
         self.on_request: list[Callable[[Call], None]] = []
@@ -101,6 +104,7 @@ class FakeBotApi:
         self._queries: set[str] = set()
         self._query_ids = itertools.count(1)
         self._failures: dict[str, deque[ApiError]] = {}
+        self._odd: dict[str, deque[str]] = {}  # method -> how its next answers are made odd
         self._arrived = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -147,11 +151,20 @@ class FakeBotApi:
             queued = self._failures.get(method)
             if queued:
                 raise queued.popleft()
+            if self.unsupported.get(method) == "emulator":
+                for hook in list(self.on_call):
+                    hook(call)
+                return web.json_response({"message": f"API method '{method}' is not supported."}, status=500)
+            if method in self.unsupported:
+                raise ApiError(404, "Not Found: method not found")
             handler = getattr(self, f"_api_{method}", None)
             if handler is None:
                 raise ApiError(404, "Not Found: method not found")
             result = call.result = await handler(call.params)
             body: Json = {"ok": True, "result": result}
+            odd = self._odd.get(method)
+            if odd:
+                return self._oddly(odd.popleft(), call, body)
         except ApiError as exc:
             call.status = exc.status
             body = {"ok": False, "error_code": exc.status, "description": exc.description}
@@ -167,7 +180,27 @@ class FakeBotApi:
             return web.Response(status=404)
         return web.Response(body=data)
 
+    def _oddly(self, how: str, call: Call, body: Json) -> web.Response:
+        """The call was carried out; its answer is one python-telegram-bot cannot read."""
+        for hook in list(self.on_call):
+            hook(call)
+        if how == "not json":
+            return web.Response(text="<html>OK</html>", content_type="text/html")
+        result = body["result"]
+        if how == "no result":
+            return web.json_response({"ok": True})
+        if isinstance(result, dict) and how == "date in ms":  # what telegram-test-api answers
+            body = {"ok": True, "result": {**result, "date": int(result.get("date", 0)) * 1000}}
+        elif isinstance(result, dict) and how == "no message_id":
+            body = {"ok": True, "result": {k: v for k, v in result.items() if k != "message_id"}}
+        return web.json_response(body)
+
     # -- test controls -------------------------------------------------------------------------
+
+    def answer_oddly(self, method: str, how: str, *, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` are carried out, and answered in a way PTB cannot
+        read: "date in ms", "no message_id", "no result" (``{"ok": true}``) or "not json"."""
+        self._odd.setdefault(method, deque()).extend([how] * times)
 
     def fail_next(self, method: str, status: int, description: str, *, times: int = 1,
                   retry_after: int | None = None) -> None:

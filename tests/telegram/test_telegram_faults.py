@@ -11,9 +11,10 @@ import logging
 
 import pytest
 
+from core.engine.wording import UNADDRESSABLE_NOTE
 from surfaces.telegram.polling import IDLE_PAUSE_S, PARSE_TRIES
 from tests.fakes.telegram_api import Call, FakeBotApi
-from tests.telegram.conftest import USER, TgFactory
+from tests.telegram.conftest import GROUP, USER, TgFactory
 from tests.waiting import until
 
 SECRET_TEXT = "the launch code is 0000"
@@ -37,7 +38,8 @@ async def test_an_update_ptb_cannot_parse_is_skipped_once_stored_as_rejected_and
     loud = [r for r in caplog.records if r.levelno > logging.DEBUG and SECRET_TEXT in r.getMessage()]
     assert loud == [], "no message text is logged above debug"
     assert not r.store.record_inbound("telegram", f"update:{poison['update_id']}", "", {}), "stored as rejected"
-    assert [u.message_id for u in r.store.unfinished_inbound()] == [], "and never replayed"
+    assert f"update:{poison['update_id']}" not in [u.message_id for u in r.store.unfinished_inbound()], \
+        "and never replayed"
 
 
 async def test_a_server_that_answers_getupdates_at_once_is_polled_with_a_pause_between_empty_polls(
@@ -91,3 +93,57 @@ async def test_a_strangers_photo_is_never_fetched(tg: TgFactory, api: FakeBotApi
     api.photo(USER, b"\xff\xd8" + b"\0" * 64, caption="text mine")
     await until(lambda: api.bot_messages(USER), "the allowed person's photo is answered")
     assert len(api.calls("getFile")) == 1
+
+
+@pytest.mark.parametrize("how", ["date in ms", "not json", "no result"])
+async def test_an_answer_ptb_cannot_read_is_never_a_failure_notice_nor_a_second_copy(
+        tg: TgFactory, api: FakeBotApi, how: str) -> None:
+    api.private(USER)
+    r = await tg()
+    api.answer_oddly("sendMessage", how, times=5)
+    api.say(USER, "text the answer\nsleep 0.2\ntext  is complete")
+    await until(lambda: any("⏱" in t for t in r.texts(USER)), "the answer")
+    await r.settled()
+    await r.restart()  # a kept ("undelivered") answer would be sent again now
+    await r.settled()
+    assert r.texts(USER) == [t for t in r.texts(USER) if "would not accept" not in t], "no failure notice"
+    assert len(r.texts(USER)) == 1 and r.texts(USER)[0].startswith("the answer is complete"), api.transcript(USER)
+    assert r.store.pending_outbound() == []
+
+
+async def test_an_answer_without_its_message_id_is_marked_before_the_reply_goes_on_below(
+        tg: TgFactory, api: FakeBotApi) -> None:
+    api.group(GROUP)
+    r = await tg()
+    api.answer_oddly("sendMessage", "no message_id")  # the first piece is shown, but it cannot be edited
+    api.say(GROUP, "@relay_bot text the beginning\nsleep 0.5\ntext  and the rest", user=USER)
+    await until(lambda: any("⏱" in t for t in r.texts(GROUP)), "the answer")
+    await r.settled()
+    texts = r.texts(GROUP)
+    assert "would not accept" not in "".join(texts) and r.store.pending_outbound() == []
+    assert texts[0].startswith("the beginning") and "⏱" not in texts[0], api.transcript(GROUP)
+    assert texts[1] == UNADDRESSABLE_NOTE, "the cut-off copy is marked"
+    assert texts[2].startswith("the beginning and the rest") and len(texts) == 3
+
+
+@pytest.mark.parametrize("says", ["telegram", "emulator"])
+async def test_methods_the_server_does_not_have_are_asked_once_and_the_replies_still_arrive(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture, says: str) -> None:
+    caplog.set_level(logging.INFO)
+    lacking = ("setMyCommands", "sendMessageDraft", "sendChatAction")
+    api.unsupported = dict.fromkeys(lacking, says)
+    api.private(USER)
+    r = await tg()
+    for n in range(3):
+        api.say(USER, f"text answer {n}\nsleep 0.3\ntext  done")
+        await until(lambda n=n: any(f"answer {n} done" in t for t in r.texts(USER)), f"answer {n}")
+        await r.settled()
+    assert [m["text"].split("\n\n")[0] for m in api.bot_messages(USER)] == [f"answer {n} done" for n in range(3)]
+    assert {m: len(api.calls(m)) for m in lacking} == dict.fromkeys(lacking, 1), "each asked once, then remembered"
+    said = [rec.getMessage() for rec in caplog.records if rec.levelno >= logging.WARNING]
+    assert sorted(line for line in said if "does not support" in line) == [
+        "the Bot API server does not support sendChatAction; no typing indicator is shown",
+        "the Bot API server does not support sendMessageDraft; replies are sent and edited instead of streamed "
+        "as drafts",
+        "the Bot API server does not support setMyCommands; the chat shows no command menu"]
+    assert len(said) == 3, said
