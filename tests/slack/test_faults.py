@@ -12,6 +12,7 @@ import logging
 
 import pytest
 
+from core.engine.wording import UNADDRESSABLE_NOTE
 from tests.fakes.slack_api import BOT_USER, TEAM
 
 from .conftest import CHANNEL, USER, SlackFactory, until
@@ -48,3 +49,33 @@ async def test_an_event_slack_sends_oddly_is_skipped_once_stored_as_rejected_and
     assert len(skipped) == 1 and "EvODD" in skipped[0].getMessage()
     assert [rec for rec in caplog.records if rec.levelno > logging.DEBUG and SECRET_TEXT in rec.getMessage()] == []
     assert not r.store.record_inbound("slack", "event:EvODD", "", {}), "stored as rejected"
+
+
+@pytest.mark.parametrize(("method", "how"), [("chat.postMessage", "no ts"), ("chat.startStream", "no ts"),
+                                           ("chat.postMessage", "not json")])
+async def test_a_post_slack_answers_without_its_ts_is_marked_never_edited_as_none(
+        slack: SlackFactory, method: str, how: str) -> None:
+    r = await slack()
+    r.fake.streaming = method == "chat.startStream"
+    r.fake.answer_oddly(method, how)
+    asked = await r.mention("text the beginning\nsleep 0.5\ntext  and the rest")
+    await until(lambda: any("⏱" in t for t in r.bot_texts(asked.ts)), what="the answer")
+    await r.settled(asked.ts)
+    targeted = [p.get("ts") for m, p in r.fake.calls if m in ("chat.update", "chat.appendStream", "chat.stopStream")]
+    assert "None" not in targeted and None not in targeted
+    texts = r.bot_texts(asked.ts)
+    assert "would not accept" not in "".join(texts) and r.store.pending_outbound() == []
+    assert texts[0].startswith("the beginning") and "⏱" not in texts[0], r.transcript(asked.ts)
+    assert texts[1] == UNADDRESSABLE_NOTE and texts[2].startswith("the beginning and the rest") and len(texts) == 3
+
+
+async def test_an_ephemeral_answer_without_its_ts_is_taken_as_shown(slack: SlackFactory) -> None:
+    r = await slack()
+    asked = await r.mention("text hello")
+    await r.settled(asked.ts)
+    r.fake.answer_oddly("chat.postEphemeral", "no ts")
+    await r.reply(asked.ts, "!help")
+    await until(lambda: r.fake.ephemerals(USER), what="the help, only for the asker")
+    await r.settled(asked.ts)
+    assert len(r.fake.ephemerals(USER)) == 1, "shown once, never sent again"
+    assert "would not accept" not in "".join(r.bot_texts(asked.ts)) and r.store.pending_outbound() == []
