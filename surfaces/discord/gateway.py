@@ -27,6 +27,7 @@ from discord.http import Route
 
 from core.engine.surface import StartupError
 from surfaces.discord import wording
+from surfaces.discord.answers import note
 
 __all__ = ["FATAL_CLOSE_CODES", "Events", "Gateway", "RelayClient", "use_endpoints"]
 
@@ -87,6 +88,7 @@ class RelayClient(discord.Client):
         self.stopping = False
         self.identify_delay_s = identify_delay_s
         self._guard_parsers()
+        self.http.request = note(self.http.request)  # type: ignore[method-assign]  # answers it cannot read
 
     def _guard_parsers(self) -> None:
         """A gateway event discord.py cannot parse must not end the connection: the exception would

@@ -10,6 +10,7 @@ import logging
 
 import pytest
 
+from core.engine.wording import UNADDRESSABLE_NOTE
 from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
 
 SECRET_TEXT = "the launch code is 0000"
@@ -93,3 +94,23 @@ def assert_skipped_once(caplog: pytest.LogCaptureFixture, message_id: int) -> No
                if rec.levelno >= logging.WARNING and "could not be read" in rec.getMessage()]
     assert len(skipped) == 1 and str(message_id) in skipped[0].getMessage(), skipped
     assert [rec for rec in caplog.records if rec.levelno > logging.DEBUG and SECRET_TEXT in rec.getMessage()] == []
+
+
+@pytest.mark.parametrize("how", ["author is a name", "not json"])
+async def test_an_answer_discord_py_cannot_read_is_never_a_failure_notice_nor_an_unmarked_copy(
+        relay: RelayFactory, how: str) -> None:
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    r.fake.answer_oddly("send", how)  # the first message of the answer: shown, its id unknown to discord.py
+    await r.fake.say(dm, ALICE, "text the beginning\nsleep 0.5\ntext  and the rest")
+    await until(lambda: any("⏱" in t for t in r.bot_texts(dm)) and r.idle(), "the answer")
+    await r.restart()  # a kept ("undelivered") answer would be sent again now
+    await r.settled()
+    texts = r.bot_texts(dm)
+    assert "would not accept" not in "".join(texts) and r.store.pending_outbound() == [], texts
+    if how == "author is a name":  # the id was still in the answer: edited as usual
+        assert len(texts) == 1 and texts[0].startswith("the beginning and the rest"), texts
+    else:
+        assert texts[0].startswith("the beginning") and "⏱" not in texts[0], texts
+        assert texts[1] == UNADDRESSABLE_NOTE and texts[2].startswith("the beginning and the rest")
+        assert len(texts) == 3

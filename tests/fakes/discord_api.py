@@ -45,6 +45,7 @@ from tests.fakes.discord_payloads import (
     json_response,
     message_payload,
     now,
+    oddly,
     shown_text,
     too_long,
     transcript,
@@ -87,6 +88,7 @@ class FakeDiscord(InteractionRoutes):
         #: what people write while discord.py still waits for its servers.
         self.after_ready: list[Callable[[], Awaitable[object]]] = []
         self._failures: dict[str, deque[Failure]] = {}
+        self._odd: dict[str, deque[str]] = {}  # route -> how its next answers are made odd
         self._ids = itertools.count(1)
         self._seq = 0
         self._events: list[Json] = []  # every dispatch, for RESUME
@@ -200,6 +202,11 @@ class FakeDiscord(InteractionRoutes):
         self._ready.clear()
         if self._socket is not None:
             await self._socket.close(code=code, message=b"fake drop")
+
+    def answer_oddly(self, route: str, how: str = "author is a name", times: int = 1) -> None:
+        """The next ``times`` calls of ``route`` are carried out and answered in a way discord.py cannot
+        read: "author is a name", "no id" or "not json"."""
+        self._odd.setdefault(route, deque()).extend([how] * times)
 
     def fail_next(self, route: str, failure: Failure, times: int = 1) -> None:
         """The next ``times`` calls of ``route`` fail: send, edit, delete, typing, thread, history,
@@ -339,6 +346,9 @@ class FakeDiscord(InteractionRoutes):
         if any([hook(request.method, path) for hook in list(self.on_request)]):
             return web.Response(status=503)
         response = await self._answer(request, path, body)
+        odd = self._odd.get(self._route_name(request.method, path.strip("/").split("/")))
+        if odd and response.status == 200 and isinstance(response, web.Response) and response.body:
+            response = oddly(odd.popleft(), response)
         for hook in list(self.on_answered):
             hook(request.method, path)
         return response
