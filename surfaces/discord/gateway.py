@@ -25,9 +25,11 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from core.engine.receiving import ReconnectLater
 from core.engine.surface import StartupError
 from surfaces.discord import wording
 from surfaces.discord.answers import note
+from surfaces.discord.errors import retry_after
 
 __all__ = ["FATAL_CLOSE_CODES", "Events", "Gateway", "RelayClient", "use_endpoints"]
 
@@ -158,13 +160,28 @@ class Gateway:
         self._token_env = token_env
         self._logged_in = False
 
+    async def _forget_login(self) -> None:
+        """A login that failed half-way: close the HTTP session it opened (the next login opens its own;
+        discord.py would leave each one open, "Unclosed client session") and the connector with it."""
+        try:
+            await self.client.http.close()
+        finally:
+            self.client.http.connector = discord.utils.MISSING
+
     async def connect(self) -> None:
         """Runs while connected; ``StartupError`` for what no reconnect can fix."""
         if not self._logged_in:
             try:
                 await self.client.login(self._token)
-            except discord.LoginFailure as exc:
-                raise StartupError(wording.close_code_text(4004, self._token_env)) from exc
+            except BaseException as exc:
+                await self._forget_login()
+                if isinstance(exc, discord.LoginFailure):
+                    raise StartupError(wording.close_code_text(4004, self._token_env)) from exc
+                if isinstance(exc, discord.RateLimited):
+                    raise ReconnectLater(exc.retry_after, "Discord rate limited the login") from exc
+                if isinstance(exc, discord.HTTPException) and exc.status == 429:
+                    raise ReconnectLater(retry_after(exc), "Discord rate limited the login") from exc
+                raise
             self._logged_in = True
         try:
             await self.client.connect(reconnect=True)

@@ -6,12 +6,15 @@ attach is downloaded; a message from a server the bot has not loaded yet is not 
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
 
 import pytest
 
 from core.engine.wording import UNADDRESSABLE_NOTE
 from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
+from tests.fakes.discord_api import Failure, FakeDiscord
 
 SECRET_TEXT = "the launch code is 0000"
 
@@ -114,3 +117,27 @@ async def test_an_answer_discord_py_cannot_read_is_never_a_failure_notice_nor_an
         assert texts[0].startswith("the beginning") and "⏱" not in texts[0], texts
         assert texts[1] == UNADDRESSABLE_NOTE and texts[2].startswith("the beginning and the rest")
         assert len(texts) == 3
+
+
+async def test_failed_logins_close_what_they_opened_and_wait_what_discord_asked(
+        relay: RelayFactory, fake_discord: FakeDiscord) -> None:
+    unclosed: list[str] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, context: unclosed.append(context["message"]))
+    waits: list[float] = []
+
+    async def wait(seconds: float) -> None:
+        waits.append(seconds)
+        await asyncio.sleep(0.01)
+
+    fake = fake_discord
+    fake.fail_next("application", Failure(429, retry_after=59.0, via=True))  # discord.py: RateLimited(59)
+    fake.fail_next("application", Failure(400, 50035, "Invalid Form Body"))
+    r = await relay(reconnect_sleep=wait)
+    assert len(fake.calls_to("GET", "/oauth2/applications/@me")) == 3, "two failed logins, then one that worked"
+    assert len(waits) == 2 and waits[0] >= 59.0, f"the wait Discord asked for: {waits}"
+    dm = fake.dm(ALICE)
+    await fake.say(dm, ALICE, "text hello")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "it answers")
+    gc.collect()
+    await asyncio.sleep(0)
+    assert [m for m in unclosed if "Unclosed" in m] == [], unclosed
