@@ -29,6 +29,7 @@ class Answer:
 
     returned: bool = False
     data: Any = None
+    path: str = ""  # the route that answered (``/users/@me``)
 
     def message_id(self) -> str | None:
         """The id of the message the answer describes, when it still has one."""
@@ -55,6 +56,7 @@ def note(request: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]
         answer = _LISTENING.get()
         if answer is not None:
             answer.returned, answer.data = True, data
+            answer.path = str(getattr(args[0], "path", "")) if args else ""
         return data
 
     return noted

@@ -28,7 +28,7 @@ from discord.http import Route
 from core.engine.receiving import ReconnectLater
 from core.engine.surface import StartupError
 from surfaces.discord import wording
-from surfaces.discord.answers import note
+from surfaces.discord.answers import listen, note
 from surfaces.discord.errors import retry_after
 
 __all__ = ["FATAL_CLOSE_CODES", "Events", "Gateway", "RelayClient", "use_endpoints"]
@@ -172,9 +172,13 @@ class Gateway:
         """Runs while connected; ``StartupError`` for what no reconnect can fix."""
         if not self._logged_in:
             try:
-                await self.client.login(self._token)
+                with listen() as answer:
+                    await self.client.login(self._token)
             except BaseException as exc:
                 await self._forget_login()
+                if answer.returned and isinstance(exc, Exception) and not isinstance(exc, discord.DiscordException):
+                    # Discord answered 2xx and discord.py could not read it: no retry reads it better
+                    raise StartupError(wording.unreadable_answer(Route.BASE, answer.path, type(exc).__name__)) from exc
                 if isinstance(exc, discord.LoginFailure):
                     raise StartupError(wording.close_code_text(4004, self._token_env)) from exc
                 if isinstance(exc, discord.RateLimited):

@@ -27,7 +27,7 @@ from surfaces.telegram.polling import Sleep
 from surfaces.telegram.running import TelegramRelay, build_application
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.webhook import check_secret
-from surfaces.telegram.wording import missing_secret, missing_token, missing_webhook_url
+from surfaces.telegram.wording import missing_secret, missing_token, missing_webhook_url, unreadable_answer
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
@@ -122,4 +122,6 @@ async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
     except (TelegramError, TimeoutError, OSError) as exc:
         reason = redact(str(exc)) or type(exc).__name__
         return [(False, f"${env} present; Telegram did not answer getMe ({reason})")]
+    except Exception as exc:  # an answer PTB cannot read
+        return [(False, f"${env} present; {unreadable_answer(root, 'getMe', type(exc).__name__)}")]
     return [(True, f"${env} present; getMe: @{username}")]

@@ -18,19 +18,22 @@ from telegram.ext import Application, ApplicationBuilder
 from core.config import TelegramConfig
 from core.engine.receiving import Receiver
 from core.engine.surface import AnswerUnreadable, DeliveryError, StartupError
+from core.redact import redact
 from core.store import Store
-from surfaces.telegram.answers import Answers
+from surfaces.telegram.answers import Answers, listen
 from surfaces.telegram.errors import NoSuchMethod, delivery_errors
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.polling import ALLOWED_UPDATES, Poller, Sleep
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.webhook import Webhook, webhook_path
-from surfaces.telegram.wording import COMMAND_MENU, token_refused
+from surfaces.telegram.wording import COMMAND_MENU, token_refused, unreachable, unreadable_answer
 
 __all__ = ["TelegramRelay", "build_application"]
 
 log = logging.getLogger("acp_relay.telegram")
 
+#: Where the Bot API is when ``api_base_url`` is not set.
+DEFAULT_SERVER = "https://api.telegram.org"
 #: Telegram's answer to the last ``getUpdates`` before shutting down is not worth a long wait.
 _CONFIRM_WAIT_S = 2.0
 
@@ -67,12 +70,26 @@ class TelegramRelay:
         self.receiver = Receiver("telegram", self._connect)
         self._menu_set = False
 
+    @property
+    def server(self) -> str:
+        """The Bot API server's root, for the operator."""
+        return (self.settings.api_base_url or DEFAULT_SERVER).rstrip("/")
+
     async def hello(self) -> None:
-        """getMe (the first time it answers) and the command menu."""
+        """getMe (the first time it answers) and the command menu. ``StartupError`` for a token the
+        server refuses or an answer PTB cannot read (no retry reads it better); ``ConnectionError``
+        naming the server when it cannot be reached (the receiver tries again)."""
         try:
-            await self.app.initialize()
+            with listen() as answer:
+                await self.app.initialize()
         except InvalidToken:  # PTB's message quotes the token: it never goes further
             raise StartupError(token_refused(self.settings.token_env)) from None
+        except Exception as exc:
+            if answer.reached:
+                raise StartupError(unreadable_answer(self.server, "getMe", type(exc).__name__)) from exc
+            if isinstance(exc, TelegramError):
+                raise ConnectionError(unreachable(self.server, redact(str(exc)) or type(exc).__name__)) from exc
+            raise
         if self.intake.me is None:
             self.intake.identify(self.app.bot.bot)
         if not self._menu_set:
@@ -94,8 +111,8 @@ class TelegramRelay:
             await self.webhook.start(self.settings.webhook_host, self.settings.webhook_port)
         try:
             await self.hello()
-        except TelegramError as exc:  # not reachable yet: the receiver keeps trying, logging each failure
-            log.warning("Telegram is not reachable yet (%s); retrying", exc)
+        except ConnectionError as exc:  # not reachable yet: the receiver keeps trying, logging each failure
+            log.warning("%s; retrying", exc)
         self.receiver.start()
 
     async def _connect(self) -> None:
