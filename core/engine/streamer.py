@@ -442,7 +442,7 @@ class Streamer:
         except NotModified:
             pass  # the message already shows this text
         except AnswerUnreadable as exc:  # the platform took the edit; only its answer was odd
-            log.info("%s: the answer to an edit could not be read; taken as done (%s)", self.conversation_key, exc)
+            log.debug("%s: the answer to an edit could not be read; taken as done (%s)", self.conversation_key, exc)
 
     async def _call(self, op: Callable[[], Awaitable[T]], final: bool) -> T:
         if self._refused is not None:

@@ -81,6 +81,7 @@ class TelegramSurface(SurfaceDefaults):
         self._draft_ids = itertools.count(secrets.randbelow(2**30) + 1)
         #: Methods the Bot API server said it does not have (remembered for the run).
         self.unsupported: set[str] = set()
+        self._odd_answers: set[str] = set()
 
     def identify(self, username: str | None) -> None:
         """Learn the bot's @username once getMe has answered."""
@@ -125,11 +126,14 @@ class TelegramSurface(SurfaceDefaults):
                     ref.chat_id, body, entities=entities or None, message_thread_id=ref.topic_id,
                     reply_parameters=_reply(reply_to), reply_markup=_keyboard(buttons),
                     link_preview_options=_NO_PREVIEW)
-        except AnswerUnreadable:
+        except AnswerUnreadable as exc:
             found = answer.message_id()  # PTB could not read the message; its id may still be there
             if found is None:
                 raise
-            log.info("Telegram's answer to sendMessage in %s could not be read; its message_id was", conversation_key)
+            if "sendMessage" not in self._odd_answers:  # a server answers so every time: said once
+                self._odd_answers.add("sendMessage")
+                log.info("the Bot API server answers sendMessage in a way PTB cannot read (%s); the message id "
+                         "in its answer is used", exc.__cause__.__class__.__name__)
             return str(found)
         return str(sent.message_id)
 
