@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from telegram import Bot, Update
-from telegram.error import EndPointNotFound, InvalidToken, RetryAfter
+from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.warnings import PTBUserWarning
 
 from core.engine.surface import StartupError
@@ -101,6 +101,9 @@ class Poller:
             except RetryAfter as exc:  # getUpdates itself is throttled: wait as told, then go on
                 await self._sleep(retry_after_s(exc))
                 continue
+            except Conflict as exc:  # the receiver tries again after a pause, and says why each time
+                raise ConnectionError(f"another program is polling this bot with the same token (409: {exc.message}); "
+                                      "only one relay can use a bot token") from None
             if not batch:
                 await self._sleep(self.idle_pause_s)
                 continue

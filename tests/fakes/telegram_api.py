@@ -4,14 +4,18 @@ It speaks the Bot API as PTB calls it (``POST /bot<token>/<method>``, form value
 and behaves like Telegram where the relay's behaviour depends on it:
 
 * ``getUpdates`` long-polls and confirms by ``offset``: an update is dropped only when a later call
-  asks for an offset past it, so a client killed before confirming gets it again;
+  asks for an offset past it, so a client killed before confirming gets it again; a newer
+  ``getUpdates`` ends one still waiting with 409 ``Conflict`` (a second poller on the same token);
 * ``sendMessage``/``editMessageText``/``sendMessageDraft`` check what Telegram checks: an unknown
   chat (400 ``chat not found``), a chat that removed the bot (403), empty text, more than 4096 UTF-16
   units (400 ``message is too long``), entities outside the text (400 ``can't parse entities``),
   an unknown forum topic, ``callback_data`` over 64 bytes, an identical edit (400 ``message is not
   modified``), drafts outside private chats;
 * ``answerCallbackQuery`` takes each query id once;
-* one-shot failures: ``fail_next(method, status, description, retry_after=...)``.
+* one-shot failures: ``fail_next(method, status, description, retry_after=...)``; answers PTB cannot
+  read (``answer_oddly``), updates it cannot parse (``unreadable``), methods it lacks
+  (``unsupported``), a ``getMe`` of another shape (edit ``me``), a poll answered at once
+  (``answers_at_once``).
 
 ``events`` is what happened in order (every call, with its arguments); ``transcript(chat)`` is the
 chat as the person sees it, oldest first. Tests push updates with ``say``, ``photo`` and ``press``.
@@ -101,6 +105,7 @@ class FakeBotApi:
         self._ids: dict[int, itertools.count[int]] = {}
         self._updates: list[Json] = []
         self._update_ids = itertools.count(1000)
+        self._polls = 0  # getUpdates calls so far: a newer one ends the one still waiting (409)
         self._queries: set[str] = set()
         self._query_ids = itertools.count(1)
         self._failures: dict[str, deque[ApiError]] = {}
@@ -426,6 +431,14 @@ class FakeBotApi:
         if self.webhook:
             raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
                                 "use deleteWebhook to delete the webhook first")
+        # A newer getUpdates ends the one still waiting with a 409, as Telegram does (two pollers).
+        self._polls += 1
+        mine = self._polls
+        async with self._arrived:
+            self._arrived.notify_all()
+        return await self._updates_for(params, lambda: self._polls != mine)
+
+    async def _updates_for(self, params: Json, superseded: Callable[[], bool]) -> list[Json]:
         offset = params.get("offset")
         if offset is not None:  # confirms everything before it
             self._updates = [u for u in self._updates if u["update_id"] >= int(offset)]
@@ -433,10 +446,13 @@ class FakeBotApi:
         if not self._updates and float(params.get("timeout") or 0) > 0 and not self.answers_at_once:
             async with self._arrived:
                 try:
-                    await asyncio.wait_for(self._arrived.wait_for(lambda: bool(self._updates)),
+                    await asyncio.wait_for(self._arrived.wait_for(lambda: bool(self._updates) or superseded()),
                                            float(params["timeout"]))
                 except TimeoutError:
                     pass
+        if superseded():
+            raise ApiError(409, "Conflict: terminated by other getUpdates request; make sure that only one bot "
+                                "instance is running")
         return self._updates[:limit]
 
     async def _api_sendMessage(self, params: Json) -> Json:

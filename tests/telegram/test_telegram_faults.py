@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import aiohttp
 import pytest
 
 from core.engine.wording import UNADDRESSABLE_NOTE
@@ -147,3 +148,20 @@ async def test_methods_the_server_does_not_have_are_asked_once_and_the_replies_s
         "as drafts",
         "the Bot API server does not support setMyCommands; the chat shows no command menu"]
     assert len(said) == 3, said
+
+
+async def test_a_second_poller_on_the_same_token_is_named_and_the_relay_goes_on(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    api.private(USER)
+    r = await tg()
+    await until(lambda: api.calls("getUpdates"), "the relay polls")
+    url = f"{api.url}/bot{api.token}/getUpdates"
+    async with aiohttp.ClientSession() as session, session.post(url, data={"timeout": "0"}) as answer:
+        assert answer.status == 200  # another program polled with the same token
+    await until(lambda: any(c.status == 409 for c in api.calls("getUpdates")), "the relay's poll was ended")
+    api.say(USER, "text still here")
+    await until(lambda: any("still here" in t for t in r.texts(USER)), "the relay polls again and answers")
+    said = [rec.getMessage() for rec in caplog.records
+            if rec.name.startswith("acp_relay") and "409" in rec.getMessage()]
+    assert said and all("another program is polling this bot" in line for line in said), said
