@@ -10,17 +10,15 @@ oddly" (``AnswerUnreadable``, with the message id when the answer still has one)
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.engine.listening import Listener
 from core.engine.surface import AnswerUnreadable
 
 __all__ = ["Answer", "listen", "note", "unreadable"]
 
-_LISTENING: ContextVar[Answer | None] = ContextVar("discord_answer", default=None)
 
 
 @dataclass
@@ -37,15 +35,9 @@ class Answer:
         return str(ident) if isinstance(ident, str | int) and str(ident).isdigit() else None
 
 
-@contextmanager
-def listen() -> Iterator[Answer]:
-    """Note what Discord answers to the requests made inside the block (in this task)."""
-    answer = Answer()
-    token = _LISTENING.set(answer)
-    try:
-        yield answer
-    finally:
-        _LISTENING.reset(token)
+_ANSWERS: Listener[Answer] = Listener("discord_answer", Answer)
+#: ``with listen() as answer:`` notes what Discord answers to the requests made inside the block.
+listen = _ANSWERS.listen
 
 
 def note(request: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -53,7 +45,7 @@ def note(request: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]
 
     async def noted(*args: Any, **kwargs: Any) -> Any:
         data = await request(*args, **kwargs)
-        answer = _LISTENING.get()
+        answer = _ANSWERS.current()
         if answer is not None:
             answer.returned, answer.data = True, data
             answer.path = str(getattr(args[0], "path", "")) if args else ""

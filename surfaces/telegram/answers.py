@@ -12,17 +12,15 @@ words, whatever the status) from a passing failure.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from telegram.request import HTTPXRequest, RequestData
 
+from core.engine.listening import Listener
+
 __all__ = ["Answer", "Answers", "listen"]
 
-_LISTENING: ContextVar[Answer | None] = ContextVar("telegram_answer", default=None)
 #: How servers say a method does not exist (Telegram: 404 "Not Found: method not found").
 _NO_SUCH_METHOD = ("method not found", "not supported", "not implemented", "unknown method")
 
@@ -66,15 +64,9 @@ class Answer:
         return any(phrase in words.lower() for phrase in _NO_SUCH_METHOD)
 
 
-@contextmanager
-def listen() -> Iterator[Answer]:
-    """Note what the server answers to the calls made inside the block (in this task)."""
-    answer = Answer()
-    token = _LISTENING.set(answer)
-    try:
-        yield answer
-    finally:
-        _LISTENING.reset(token)
+_ANSWERS: Listener[Answer] = Listener("telegram_answer", Answer)
+#: ``with listen() as answer:`` notes what the server answers to the calls made inside the block.
+listen = _ANSWERS.listen
 
 
 class Answers(HTTPXRequest):
@@ -87,7 +79,7 @@ class Answers(HTTPXRequest):
         """The exchange, as PTB makes it; noted for a listener in this task."""
         status, body = await super().do_request(url, method, request_data, read_timeout, write_timeout,
                                                 connect_timeout, pool_timeout)
-        answer = _LISTENING.get()
+        answer = _ANSWERS.current()
         if answer is not None:
             answer.status, answer.body, answer._json = status, body, None
         return status, body
