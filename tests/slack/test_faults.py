@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 import pytest
 
@@ -79,3 +80,26 @@ async def test_an_ephemeral_answer_without_its_ts_is_taken_as_shown(slack: Slack
     await r.settled(asked.ts)
     assert len(r.fake.ephemerals(USER)) == 1, "shown once, never sent again"
     assert "would not accept" not in "".join(r.bot_texts(asked.ts)) and r.store.pending_outbound() == []
+
+
+async def test_an_event_the_store_cannot_take_is_not_acknowledged_and_slack_sends_it_again(
+        slack: SlackFactory, caplog: pytest.LogCaptureFixture) -> None:
+    r = await slack(busy_timeout_s=0.1)
+    asked = r.fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> text stored before acknowledged")
+    event = r.fake.event_envelope({"type": "app_mention", "user": USER, "text": asked.text, "ts": asked.ts,
+                                   "channel": CHANNEL, "team": TEAM})
+    blocker = sqlite3.connect(r.store.path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # another writer holds the file: journaling fails
+    try:
+        envelope = await r.fake.send_envelope(event)
+        await until(lambda: any("StoreError" in rec.getMessage() or (rec.exc_info and rec.exc_info[0].__name__ ==
+                                                                      "StoreError") for rec in caplog.records),
+                    what="the listener could not store it")
+        assert envelope not in r.fake.acks, "not acknowledged: it was not stored"
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await r.fake.kill_socket()  # Slack sends an unacknowledged event again on the next connection
+    await until(lambda: any("stored before acknowledged" in t for t in r.bot_texts(asked.ts)), what="answered")
+    await r.settled(asked.ts)
+    assert r.prompts() == ["text stored before acknowledged"]
