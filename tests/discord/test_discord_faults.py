@@ -99,7 +99,7 @@ def assert_skipped_once(caplog: pytest.LogCaptureFixture, message_id: int) -> No
     assert [rec for rec in caplog.records if rec.levelno > logging.DEBUG and SECRET_TEXT in rec.getMessage()] == []
 
 
-@pytest.mark.parametrize("how", ["author is a name", "not json"])
+@pytest.mark.parametrize("how", ["author is a name", "no id", "not json"])
 async def test_an_answer_discord_py_cannot_read_is_never_a_failure_notice_nor_an_unmarked_copy(
         relay: RelayFactory, how: str) -> None:
     r = await relay()
