@@ -13,14 +13,16 @@ people's texts and all, at CRITICAL each time. An update that cannot be read is 
 next few polls, then logged once (its id and what was wrong, never its text), stored as rejected,
 confirmed, and the updates behind it go on.
 
-A poll that comes back empty is followed by a short pause, so a server that answers at once (it
-ignores ``timeout``) is not asked hundreds of times a second.
+A poll that comes back empty before its ``timeout`` (the server does not long-poll) is followed by
+a short pause, so such a server is not asked hundreds of times a second; Telegram itself answers an
+empty poll only at the timeout, so nothing waits there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -94,6 +96,7 @@ class Poller:
         """Fetch, take in, store the offset; again."""
         offset = self.offset()
         while True:
+            began = time.monotonic()
             try:
                 batch = await self._fetch(offset, self.timeout_s)
             except (InvalidToken, EndPointNotFound):  # a 404: PTB names it so for a raw call once getMe worked
@@ -105,7 +108,8 @@ class Poller:
                 raise ConnectionError(f"another program is polling this bot with the same token (409: {exc.message}); "
                                       "only one relay can use a bot token") from None
             if not batch:
-                await self._sleep(self.idle_pause_s)
+                if time.monotonic() - began < self.timeout_s:  # came back early: it did not long-poll
+                    await self._sleep(self.idle_pause_s)
                 continue
             for data in batch:
                 update_id = data.get("update_id") if isinstance(data, dict) else None
