@@ -14,7 +14,7 @@ import logging
 import signal
 import sys
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Literal
 
 from core.acp.pool import RuntimePool
 from core.agents import choose_agent, gate_problems
@@ -86,10 +86,10 @@ async def _serve(config: RelayConfig, stop: asyncio.Event) -> int:
             except StartupError as exc:
                 _say(f"{surface}: {exc}")
                 return 2
-            stack.push_async_callback(running.close)
+            stack.push_async_callback(_each, "close", {surface: running})
             launched[surface] = running
         stack.push_async_callback(engine.close)
-        stack.push_async_callback(_stop_receiving, launched)
+        stack.push_async_callback(_each, "stop_receiving", launched)
         await engine.start()
         failed = await _until_stopped(stop, launched)
         if failed is not None:
@@ -116,6 +116,11 @@ async def _until_stopped(stop: asyncio.Event, launched: dict[str, Launched]) -> 
     return None
 
 
-async def _stop_receiving(launched: dict[str, Launched]) -> None:
-    for surface in launched.values():
-        await surface.stop_receiving()
+async def _each(step: Literal["stop_receiving", "close"], launched: dict[str, Launched]) -> None:
+    """One step of the shutdown for every surface: one that raises is logged (with its traceback,
+    once) and the others still take the step; the run itself did not fail, so the exit stays 0."""
+    for name, surface in launched.items():
+        try:
+            await getattr(surface, step)()
+        except Exception:
+            log.exception("%s: %s failed while shutting down", name, step.replace("_", " "))

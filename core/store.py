@@ -222,6 +222,18 @@ class Store:
         )
         return cur.rowcount == 1
 
+    def reject_inbound(self, surface: str, message_id: str, reason: str) -> None:
+        """Record an update that will not be answered (it could not be read, or its place could not be
+        made) as handled at once: never replayed, and a redelivery of it is recognised. One already
+        journaled is completed. ``reason`` must hold no message text."""
+        now = time.time()
+        self._run(
+            "INSERT INTO inbound (surface, message_id, conversation_key, payload, received_at, completed_at,"
+            " progress) VALUES (?, ?, '', ?, ?, ?, 'rejected') ON CONFLICT (surface, message_id) DO UPDATE"
+            " SET completed_at = excluded.completed_at, progress = 'rejected' WHERE inbound.completed_at IS NULL",
+            (surface, message_id, json.dumps({"rejected": reason}), now, now),
+        )
+
     def complete_inbound(self, surface: str, message_id: str) -> None:
         """Mark a journaled message as fully handled, so it is not replayed after a restart."""
         sql = "UPDATE inbound SET completed_at = ? WHERE surface = ? AND message_id = ?"

@@ -195,6 +195,15 @@ class Engine:
 
         return dispatch
 
+    def permits(self, surface: str, user_id: str) -> bool:
+        """``user_id`` is on ``surface``'s allow-list."""
+        return self.access.permits(surface, user_id)
+
+    def reject(self, surface: str, message_id: str, reason: str) -> None:
+        """An update the surface could not read (or cannot serve): stored as rejected, so the surface may
+        confirm it to its platform and go on (the surface has logged it, without its text)."""
+        self.journal.reject(surface, message_id, reason)
+
     async def _dispatch(self, conv: Conversation, msg: InboundMessage, *, replay: bool = False) -> None:
         reply = parse_approval_reply(msg.text)
         if reply is not None:  # an answer to an approval, never a prompt (even when it came too late)

@@ -52,6 +52,10 @@ class Journal:
         """Journal ``msg``; False when it was seen before (a redelivery)."""
         return self.store.record_inbound(msg.surface, msg.message_id, msg.conversation_key, _encode(msg))
 
+    def reject(self, surface: str, message_id: str, reason: str) -> None:
+        """An update ``surface`` will not have answered: on record as rejected (never replayed)."""
+        self.store.reject_inbound(surface, message_id, reason)
+
     def complete(self, msg: InboundMessage) -> None:
         """``msg`` is fully handled: it is never replayed."""
         self.store.complete_inbound(msg.surface, msg.message_id)

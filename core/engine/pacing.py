@@ -13,12 +13,15 @@ held back for a slot its chat does not need).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from core.engine.surface import RateLimit
 
 __all__ = ["Pacer"]
+
+log = logging.getLogger("acp_relay.engine.pacing")
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -62,6 +65,7 @@ class Pacer:
         """The platform said 429 in this chat: nothing goes there for ``seconds``."""
         until = self._clock() + max(0.0, seconds)
         self._held[key] = max(self._held.get(key, until), until)
+        log.info("rate limited: nothing goes to %s for %.0f s", key, seconds)
 
     def _forget_idle(self, now: float) -> None:
         for key in [k for k, t in self._tat.items() if t < now - _FORGET_AFTER_S]:

@@ -17,11 +17,19 @@ from collections.abc import Awaitable, Callable
 from core.engine.surface import StartupError
 from core.redact import redact
 
-__all__ = ["Receiver"]
+__all__ = ["Receiver", "ReconnectLater"]
 
 log = logging.getLogger("acp_relay.engine.receiving")
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+class ReconnectLater(Exception):
+    """The platform asked to wait ``retry_after_s`` before the next attempt (a 429 at login)."""
+
+    def __init__(self, retry_after_s: float, message: str = "") -> None:
+        super().__init__(message or f"asked to wait {retry_after_s:.0f} s")
+        self.retry_after_s = retry_after_s
 
 
 class Receiver:
@@ -71,9 +79,13 @@ class Receiver:
             except Exception as exc:  # whatever ended it, the surface must not stay deaf
                 why = redact(f"{type(exc).__name__}: {exc}".rstrip(": "))
                 log.debug("%s receive loop ended", self.surface, exc_info=True)
+                asked = exc.retry_after_s if isinstance(exc, ReconnectLater) else 0.0
+            else:
+                asked = 0.0
             if self._clock() - began >= self._healthy_after_s:
                 delay = self._first_delay_s
             self.reconnects += 1
-            log.warning("%s stopped receiving (%s); reconnecting in %.0f s", self.surface, why, delay)
-            await self._sleep(delay)
+            wait = max(delay, asked)  # never sooner than the platform asked
+            log.warning("%s stopped receiving (%s); reconnecting in %.0f s", self.surface, why, wait)
+            await self._sleep(wait)
             delay = min(delay * 2, self._max_delay_s)

@@ -13,7 +13,10 @@ are while the answer grows below them.
 Where the conversation can stream natively (``Capabilities.can_stream_natively``), the piece being
 written is a native stream (a Telegram draft, a Slack stream) instead of a message edited again and
 again; a stream that is complete is ended, and becomes an ordinary message. A failing stream call
-falls back to send + edit for the rest of the reply. A message (or stream) older than
+falls back to send + edit for the rest of the reply. A send whose answer could not be read
+(``AnswerUnreadable``: the message may be shown, its id is unknown) counts as shown; when that piece
+must change, a note below it says so and the piece is sent again in full, never an unmarked second
+copy. A message (or stream) older than
 ``rollover_after_s`` is left as it is: ``rollover_due`` tells the reply's owner to start a new part,
 so the reply continues in a new message.
 
@@ -40,6 +43,7 @@ from core.engine.pacing import Pacer
 from core.engine.splitter import plain_text, split_rendered
 from core.engine.streamed import Deferred, LiveStream, Sent, Thread
 from core.engine.surface import (
+    AnswerUnreadable,
     Button,
     DeliveryError,
     DeliveryFailed,
@@ -105,8 +109,8 @@ class Streamer:
 
     @property
     def message_ids(self) -> list[str]:
-        """Ids of the messages the reply occupies so far, in order."""
-        return [s.message_id for t in self._threads for s in t.sent]
+        """Ids of the messages the reply occupies so far, in order (those whose id is unknown left out)."""
+        return [s.message_id for t in self._threads for s in t.sent if s.message_id]
 
     async def start(self) -> None:
         """Start the flusher (not needed, and not started, when the surface cannot edit)."""
@@ -340,24 +344,53 @@ class Streamer:
             if i < len(thread.sent):
                 have = thread.sent[i]
                 if (have.text, have.plain, have.buttons) != (piece, plain, btns):
+                    if not have.message_id:  # shown, but its id is unknown: a marked copy below it
+                        await self._send_piece(thread, i, piece, btns, final, note=True)
+                        continue
                     await self._edit(have.message_id, piece, btns, plain, final)
                     thread.sent[i] = Sent(have.message_id, piece, plain, btns, have.at)
                 continue
-            if i == 0 and thread.origin is not None:
-                op = partial(self.surface.reply, thread.origin, piece, buttons=btns, plain=plain,
-                             private=thread.private)
-            else:
-                op = partial(self.surface.send, key, piece, buttons=btns, plain=plain,
-                             reply_to=thread.reply_to if i == 0 else None)
-            mid = await self._call(op, final)
-            thread.sent.append(Sent(mid, piece, plain, btns, self._clock()))
+            await self._send_piece(thread, i, piece, btns, final)
         while len(thread.sent) > len(pieces):  # the reply got shorter (an echo was removed)
             extra = thread.sent[-1]
-            if self.capabilities.can_delete:
-                await self._call(partial(self.surface.delete, key, extra.message_id), final)
+            if not extra.message_id:
+                pass  # a message whose id is unknown cannot be changed
+            elif self.capabilities.can_delete:
+                try:
+                    await self._call(partial(self.surface.delete, key, extra.message_id), final)
+                except AnswerUnreadable:
+                    pass  # taken: the platform deleted it, whatever its answer said
             else:
                 await self._edit(extra.message_id, wording.MERGED_ABOVE, (), True, final)
             thread.sent.pop()
+
+    async def _send_piece(self, thread: Thread, i: int, piece: str, buttons: tuple[Button, ...], final: bool,
+                          *, note: bool = False) -> None:
+        """Post piece ``i`` as a new message (``note``: below the note that the earlier one showing it
+        cannot be updated). A send whose answer cannot be read is taken as shown, its id unknown."""
+        key, plain = self.conversation_key, thread.plain
+        if note:
+            try:
+                await self._call(partial(self.surface.send, key, wording.UNADDRESSABLE_NOTE, plain=True), final)
+            except AnswerUnreadable:
+                pass  # (the note itself needs no id)
+        if i == 0 and thread.origin is not None and not note:
+            op = partial(self.surface.reply, thread.origin, piece, buttons=buttons, plain=plain,
+                         private=thread.private)
+        else:
+            op = partial(self.surface.send, key, piece, buttons=buttons, plain=plain,
+                         reply_to=thread.reply_to if i == 0 and not note else None)
+        try:
+            mid = await self._call(op, final)
+        except AnswerUnreadable as exc:
+            log.warning("%s: the platform took a message but its answer could not be read; it is taken as "
+                        "shown (%s)", key, exc)
+            mid = ""
+        sent = Sent(mid, piece, plain, buttons, self._clock())
+        if i < len(thread.sent):
+            thread.sent[i] = sent
+        else:
+            thread.sent.append(sent)
 
     async def _stream_piece(self, thread: Thread, piece: str, final: bool) -> None:
         stream = thread.stream
@@ -372,6 +405,13 @@ class Streamer:
             log.info("native streaming in %s failed, sending and editing instead: %r", self.conversation_key, exc)
             self._native = False
             await self._end_stream(thread, None, final)
+            return
+        except AnswerUnreadable as exc:  # a stream may be showing the piece, with no id to end it by
+            log.warning("%s: a native stream started but its answer could not be read; sending and editing "
+                        "instead (%s)", self.conversation_key, exc)
+            self._native = False
+            if stream is None:
+                thread.sent.append(Sent("", piece, thread.plain, (), self._clock()))
             return
         if stream is None:
             thread.stream = LiveStream(stream_id, piece, self._clock())
@@ -401,6 +441,8 @@ class Streamer:
                                      buttons=buttons, plain=plain), final)
         except NotModified:
             pass  # the message already shows this text
+        except AnswerUnreadable as exc:  # the platform took the edit; only its answer was odd
+            log.debug("%s: the answer to an edit could not be read; taken as done (%s)", self.conversation_key, exc)
 
     async def _call(self, op: Callable[[], Awaitable[T]], final: bool) -> T:
         if self._refused is not None:

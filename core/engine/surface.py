@@ -27,6 +27,7 @@ from core.engine.messages import (
 )
 
 __all__ = [
+    "AnswerUnreadable",
     "Attachment",
     "Button",
     "ButtonPress",
@@ -130,6 +131,13 @@ class NotModified(DeliveryError):
 
 class DeliveryFailed(DeliveryError):
     """Anything else that may pass (network, 5xx): retried, and kept in the ledger if it never lands."""
+
+
+class AnswerUnreadable(DeliveryError):
+    """The platform took the call, but its answer could not be read, so the message it made has no id
+    we know (a send whose answer the SDK cannot parse; ``ok`` without the message's id). It may well
+    be shown: it is never sent again as it is, and never reported as undelivered. A surface that can
+    still find the id in the answer returns it instead of raising."""
 
 
 class DeliveryRefused(DeliveryError):
@@ -249,6 +257,18 @@ class Inbound(Protocol):
         """``handle_message`` in two halves, for a surface that confirms a message to its platform
         only once it is stored (Telegram's update offset): when this returns, ``message`` is
         journaled; the surface then awaits the returned rest (if any) in order per conversation."""
+        ...
+
+    def permits(self, surface: str, user_id: str) -> bool:
+        """May ``user_id`` talk to the agent on ``surface``? A surface asks before it downloads what a
+        message carries: a stranger's attachments cost nothing (the engine refuses the message itself)."""
+        ...
+
+    def reject(self, surface: str, message_id: str, reason: str) -> None:
+        """An update the surface could not read even after a few tries (a poison update), or a message
+        it journaled and cannot serve after all: stored as rejected (completed, never replayed), so the
+        surface confirms it to its platform and goes on. ``message_id`` is the platform's id; ``reason``
+        says what was wrong, never with the message's text."""
         ...
 
     async def handle_button(self, press: ButtonPress) -> PressResult:

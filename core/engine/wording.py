@@ -34,6 +34,7 @@ __all__ = [
     "STOPPED",
     "TOOL_DENIED",
     "TOOL_GLYPHS",
+    "UNADDRESSABLE_NOTE",
     "agent_retrying",
     "agent_silent",
     "allow_session_label",
@@ -76,6 +77,10 @@ PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finis
 EMPTY_ANSWER = "The agent finished without writing a reply."
 #: Left in a message that an answer no longer needs (the surface cannot delete it).
 MERGED_ABOVE = "(continued in the message above)"
+#: Posted below a message the platform showed without telling us its id (its answer could not be
+#: read): it cannot be updated, so the reply goes on in full below this line, never unmarked.
+UNADDRESSABLE_NOTE = ("(The chat platform's answer to the message above could not be read, so it cannot be "
+                      "updated: the reply continues in full below.)")
 
 ALLOW_ONCE_LABEL = "Allow once"
 DENY_LABEL = "Deny"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -60,6 +61,7 @@ class DiscordRelay:
     async def stop_receiving(self) -> None:
         """Hear nothing more: what is written from now on is fetched after the next start."""
         self.router.receiving = self.presses.receiving = False
+        self.router.release()  # live messages still waiting for a catch-up see it is over, and drop
         self.client.stopping = True
         await self.tasks.close()
         await self.receiver.stop()
@@ -124,7 +126,8 @@ async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
 
 async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilities = CAPABILITIES,
                  guild_ready_timeout: float = 2.0, first_reconnect_delay_s: float = 1.0,
-                 identify_delay_s: float = 5.0, startup_wait_s: float = STARTUP_WAIT_S) -> DiscordRelay:
+                 identify_delay_s: float = 5.0, startup_wait_s: float = STARTUP_WAIT_S,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> DiscordRelay:
     """Connect to Discord and attach the surface to ``engine``.
 
     Waits (up to ``startup_wait_s``) for the first gateway session and for what was written while the
@@ -162,14 +165,20 @@ async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilit
         try:
             await catch_up.run()
         finally:
+            router.release()
             caught_up.set()
 
     async def on_ready() -> None:
         tasks.spawn(catch_up_once(), name="discord-catch-up")
 
-    client.events = Events(router.on_message, on_interaction, on_ready, commands.sync)
+    def on_connect() -> None:
+        router.hold()
+        catch_up.mark()
+
+    client.events = Events(router.on_message, on_interaction, on_ready, commands.sync, on_connect,
+                           router.unreadable)
     gateway = Gateway(client, token, settings.token_env)
-    receiver = Receiver(SURFACE_NAME, gateway.connect, first_delay_s=first_reconnect_delay_s)
+    receiver = Receiver(SURFACE_NAME, gateway.connect, first_delay_s=first_reconnect_delay_s, sleep=sleep)
     receiver.start()
     running = DiscordRelay(client, surface, router, presses, commands, catch_up, receiver, tasks)
     ready = asyncio.create_task(caught_up.wait(), name="discord-caught-up")

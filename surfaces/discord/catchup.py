@@ -6,6 +6,11 @@ the meantime. So after every READY, each conversation channel the relay knows (`
 the recent ones) is read after the last message it handled, and those messages go to the engine
 as if they had just arrived: the engine de-duplicates by message id, so nothing is answered twice.
 
+"The last message it handled" is the position as it stood when the session began (``mark``, at
+discord.py's ``on_connect``): live messages of the new session (they arrive while discord.py still
+waits for its servers) wait for the catch-up (``Router.hold``), and a position they moved could
+otherwise hide what was written before them.
+
 Answering a long backlog would bury the conversation, so at most ``per_channel`` of the newest
 missed messages in a channel are handed over; when there were more, one sentence says how many
 were sent and that only the latest are answered.
@@ -42,10 +47,15 @@ class CatchUp:
         self.known = known
         self.per_channel = per_channel
         self.handed = 0  # messages handed over since start (for the log and the tests)
+        self._from = known.recent(WITHIN_S, MAX_CHANNELS)
+
+    def mark(self) -> None:
+        """A new session begins: the next ``run`` reads from the positions as they are now."""
+        self._from = self.known.recent(WITHIN_S, MAX_CHANNELS)
 
     async def run(self) -> None:
         """One pass over the recent channels; a channel that fails is logged and skipped."""
-        for channel_id, seen in self.known.recent(WITHIN_S, MAX_CHANNELS):
+        for channel_id, seen in self._from:
             if not self.router.receiving:
                 return
             try:
@@ -59,8 +69,7 @@ class CatchUp:
         channel = self.client.get_channel(channel_id) or self.client.get_partial_messageable(channel_id)
         if not isinstance(channel, discord.abc.Messageable):  # e.g. a forum: its posts are the threads
             return
-        history = channel.history(after=discord.Object(seen.last), oldest_first=True, limit=FETCH_LIMIT)
-        missed = [m async for m in history if self.router.is_person(m)]
+        missed = [m for m in await self._history(channel, seen.last) if self.router.is_person(m)]
         if seen.kind == "channel":  # in an allowed channel only a mention is for the bot
             missed = [m for m in missed if self.router.mentions_me(m)]
         if not missed:
@@ -73,5 +82,19 @@ class CatchUp:
             if seen.kind != "channel":
                 await channel.send(wording.missed_text(len(missed), len(answered)), allowed_mentions=NO_PINGS)
         for message in answered:
-            await self.router.on_message(message)
+            await self.router.on_message(message, live=False)
             self.handed += 1
+
+    async def _history(self, channel: discord.abc.Messageable, after: int) -> list[discord.Message]:
+        """The channel's messages after ``after``, oldest first. The page is asked for raw and each
+        message read on its own: one discord.py cannot parse is skipped (``Router.unreadable``)
+        instead of ending the catch-up of every channel after it, at every start."""
+        channel_id = getattr(channel, "id", 0)
+        page = await self.client.http.logs_from(channel_id, FETCH_LIMIT, after=after)
+        found: list[discord.Message] = []
+        for data in sorted(page, key=lambda d: int(d.get("id") or 0)):
+            try:
+                found.append(discord.Message(state=self.client._connection, channel=channel, data=data))
+            except Exception as exc:  # whatever discord.py raises for a message it does not expect
+                self.router.unreadable("MESSAGE_CREATE", str(data.get("id") or ""), type(exc).__name__)
+        return found

@@ -16,7 +16,7 @@ import discord
 
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, MessageTooLong, RateLimited
 
-__all__ = ["PLATFORM_ERRORS", "REFUSED_CODES", "delivery_error"]
+__all__ = ["PLATFORM_ERRORS", "REFUSED_CODES", "THREAD_EXISTS", "delivery_error", "retry_after"]
 
 #: Discord's JSON error codes that mean the channel will never take the message.
 REFUSED_CODES = frozenset({
@@ -27,13 +27,16 @@ REFUSED_CODES = frozenset({
     50013,  # Missing Permissions
     50083,  # the thread is archived and the bot cannot unarchive it
 })
+#: "A thread has already been created for this message."
+THREAD_EXISTS = 160004
 #: What a Discord call can raise that is the platform's doing, not ours.
 PLATFORM_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
 _INVALID_FORM = 50035
 _DEFAULT_RETRY_S = 1.0
 
 
-def _retry_after(exc: discord.HTTPException) -> float:
+def retry_after(exc: discord.HTTPException) -> float:
+    """Seconds a 429 asks to wait (its headers), 1 s when it does not say."""
     headers = getattr(exc.response, "headers", None) or {}
     for name in ("Retry-After", "X-RateLimit-Reset-After"):
         try:
@@ -50,7 +53,7 @@ def delivery_error(exc: BaseException) -> DeliveryError:
     if isinstance(exc, discord.HTTPException):
         where = f"Discord {exc.status} (code {exc.code})"
         if exc.status == 429:
-            return RateLimited(_retry_after(exc), where)
+            return RateLimited(retry_after(exc), where)
         if exc.code in REFUSED_CODES or exc.status == 403:
             return DeliveryRefused(f"{where}: {exc.text}")
         if exc.code == _INVALID_FORM and "content" in exc.text and "length" in exc.text:

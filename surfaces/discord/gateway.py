@@ -18,14 +18,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from core.engine.receiving import ReconnectLater
 from core.engine.surface import StartupError
 from surfaces.discord import wording
+from surfaces.discord.answers import listen, note
+from surfaces.discord.errors import retry_after
 
 __all__ = ["FATAL_CLOSE_CODES", "Events", "Gateway", "RelayClient", "use_endpoints"]
 
@@ -33,6 +37,8 @@ log = logging.getLogger("acp_relay.discord.gateway")
 
 #: Close codes discord.py does not reconnect after; each is a configuration fact.
 FATAL_CLOSE_CODES = frozenset({4004, 4010, 4011, 4012, 4013, 4014})
+#: A session whose READY cannot be read is no session: that still ends the connection.
+_UNGUARDED = frozenset({"READY"})
 #: A 429 asking for a longer wait than this is handed to the core (which holds the channel), instead
 #: of discord.py sleeping inside the call (30 s is the least discord.py accepts).
 MAX_RATELIMIT_WAIT_S = 30.0
@@ -54,6 +60,10 @@ class Events:
     on_interaction: Callable[[discord.Interaction], Awaitable[None]]
     on_ready: Callable[[], Awaitable[None]]
     setup: Callable[[], Awaitable[None]]
+    #: A new session's READY arrived (called before any event of that session is handled).
+    on_connect: Callable[[], None] = lambda: None
+    #: A gateway event discord.py could not parse: (event name, its id or "", what was wrong).
+    on_unreadable: Callable[[str, str, str], None] = lambda event, ident, why: None
 
 
 async def _ignore(_event: object) -> None:
@@ -79,6 +89,28 @@ class RelayClient(discord.Client):
         self.events = events or Events(_ignore, _ignore, _nothing, _nothing)
         self.stopping = False
         self.identify_delay_s = identify_delay_s
+        self._guard_parsers()
+        self.http.request = note(self.http.request)  # type: ignore[method-assign]  # answers it cannot read
+
+    def _guard_parsers(self) -> None:
+        """A gateway event discord.py cannot parse must not end the connection: the exception would
+        leave ``connect``, the session would resume, Discord would send the event again, and so on.
+        Each parser (the table the gateway looks events up in) skips what it cannot read instead."""
+        parsers: dict[str, Callable[[Any], None]] = self._connection.parsers
+
+        def guarded(event: str, parse: Callable[[Any], None]) -> Callable[[Any], None]:
+            def parse_or_skip(data: Any) -> None:
+                try:
+                    parse(data)
+                except Exception as exc:  # whatever the parser raises for data it does not expect
+                    ident = str(data.get("id") or "") if isinstance(data, dict) else ""
+                    log.debug("discord.py could not parse %s %s", event, ident, exc_info=True)
+                    self.events.on_unreadable(event, ident, type(exc).__name__)
+            return parse_or_skip
+
+        for event, parse in list(parsers.items()):
+            if event not in _UNGUARDED:
+                parsers[event] = guarded(event, parse)
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Discord allows one IDENTIFY per five seconds: a session started again waits that long."""
@@ -88,6 +120,11 @@ class RelayClient(discord.Client):
     async def setup_hook(self) -> None:
         """After each login, before the gateway connects: sync the slash commands."""
         await self.events.setup()
+
+    async def on_connect(self) -> None:
+        """READY of a new session (not a resume), before its servers and before its first message:
+        discord.py runs this first among the events READY is followed by."""
+        self.events.on_connect()
 
     async def on_ready(self) -> None:
         """A new gateway session (the first, or one Discord made us start again)."""
@@ -123,13 +160,32 @@ class Gateway:
         self._token_env = token_env
         self._logged_in = False
 
+    async def _forget_login(self) -> None:
+        """A login that failed half-way: close the HTTP session it opened (the next login opens its own;
+        discord.py would leave each one open, "Unclosed client session") and the connector with it."""
+        try:
+            await self.client.http.close()
+        finally:
+            self.client.http.connector = discord.utils.MISSING
+
     async def connect(self) -> None:
         """Runs while connected; ``StartupError`` for what no reconnect can fix."""
         if not self._logged_in:
             try:
-                await self.client.login(self._token)
-            except discord.LoginFailure as exc:
-                raise StartupError(wording.close_code_text(4004, self._token_env)) from exc
+                with listen() as answer:
+                    await self.client.login(self._token)
+            except BaseException as exc:
+                await self._forget_login()
+                if answer.returned and isinstance(exc, Exception) and not isinstance(exc, discord.DiscordException):
+                    # Discord answered 2xx and discord.py could not read it: no retry reads it better
+                    raise StartupError(wording.unreadable_answer(Route.BASE, answer.path, type(exc).__name__)) from exc
+                if isinstance(exc, discord.LoginFailure):
+                    raise StartupError(wording.close_code_text(4004, self._token_env)) from exc
+                if isinstance(exc, discord.RateLimited):
+                    raise ReconnectLater(exc.retry_after, "Discord rate limited the login") from exc
+                if isinstance(exc, discord.HTTPException) and exc.status == 429:
+                    raise ReconnectLater(retry_after(exc), "Discord rate limited the login") from exc
+                raise
             self._logged_in = True
         try:
             await self.client.connect(reconnect=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Literal
 
 import discord
@@ -26,7 +26,7 @@ from core.engine.router import route
 from core.engine.surface import Attachment, Inbound, InboundMessage
 from surfaces.discord import wording
 from surfaces.discord.channels import Kind, KnownChannels
-from surfaces.discord.errors import PLATFORM_ERRORS
+from surfaces.discord.errors import PLATFORM_ERRORS, THREAD_EXISTS
 from surfaces.discord.interactions import NO_PINGS
 from surfaces.discord.keys import SURFACE_NAME, conversation_key
 from surfaces.discord.surface import COMMANDS
@@ -52,6 +52,12 @@ def thread_name(text: str) -> str:
     return words if len(words) <= _THREAD_NAME_MAX else words[:_THREAD_NAME_MAX - 1] + "…"
 
 
+def _in_guild(message: discord.Message) -> bool:
+    """The message was written in a server, loaded or not: one whose GUILD_CREATE has not come yet
+    leaves ``message.guild`` None, but its channel still carries the server's id (never a DM)."""
+    return message.guild is not None or getattr(message.channel, "guild_id", None) is not None
+
+
 class Router:
     """Decides where each message belongs and hands it to the engine."""
 
@@ -63,13 +69,16 @@ class Router:
         self.allowed_channels = frozenset(allowed_channel_ids)
         self.allowed_users = frozenset(str(u) for u in allowed_user_ids)
         self.receiving = True
+        self._live = asyncio.Event()  # closed until the first catch-up has handed over what was missed
         self._locks: dict[int, asyncio.Lock] = {}
 
     # -- what is ours ----------------------------------------------------------------------
 
     def is_person(self, message: discord.Message) -> bool:
-        """A person's message (not a bot's, not a system message such as "thread created")."""
-        return not message.author.bot and message.type in _PEOPLE
+        """A person's message (not a bot's, not a system message such as "thread created"; not one
+        that discord.py read without an author)."""
+        author = getattr(message, "author", None)
+        return author is not None and not author.bot and message.type in _PEOPLE
 
     def mentions_me(self, message: discord.Message) -> bool:
         """The message mentions the bot itself (not @everyone, not a role)."""
@@ -105,10 +114,30 @@ class Router:
 
     # -- messages --------------------------------------------------------------------------
 
-    async def on_message(self, message: discord.Message) -> None:
-        """A gateway MESSAGE_CREATE (or a message fetched after a restart)."""
+    def unreadable(self, event: str, ident: str, why: str) -> None:
+        """An event (a gateway one, or a message fetched by the catch-up) discord.py could not parse:
+        logged once, never its text; a message is stored as rejected (it is never asked for again)."""
+        log.warning("skipped Discord %s %s: it could not be read (%s)", event, ident or "without an id", why)
+        if event == "MESSAGE_CREATE" and ident:
+            self.engine.reject(SURFACE_NAME, ident, why)
+
+    def hold(self) -> None:
+        """A new gateway session began: live messages wait until ``release`` (the catch-up first hands
+        over what was written while the relay was away, so nothing is answered out of order)."""
+        self._live.clear()
+
+    def release(self) -> None:
+        """Live messages go on (the catch-up is done, or failed)."""
+        self._live.set()
+
+    async def on_message(self, message: discord.Message, *, live: bool = True) -> None:
+        """A gateway MESSAGE_CREATE (``live``), or a message the catch-up fetched after a restart."""
         if not self.receiving or not self.is_person(message):
             return
+        if live:
+            await self._live.wait()
+            if not self.receiving:
+                return
         channel_id = message.channel.id
         lock = self._locks.setdefault(channel_id, asyncio.Lock())
         try:
@@ -120,7 +149,7 @@ class Router:
 
     async def _route(self, message: discord.Message) -> None:
         channel_id = message.channel.id
-        place = self.where(message.channel, channel_id, in_guild=message.guild is not None)
+        place = self.where(message.channel, channel_id, in_guild=_in_guild(message))
         if place is None:
             return  # a channel that is not allowed: nothing at all
         kind, parent = place
@@ -136,22 +165,42 @@ class Router:
             await self._hand(message, text, channel_id)
             self.known.note(channel_id, message.id, "thread", parent)
             return
-        self.known.note(channel_id, message.id, "channel")
         if not mentioned:
+            self.known.note(channel_id, message.id, "channel")
             return
         if not text and not message.attachments:
             text = "!help"  # a bare mention asks what the bot can do
         if str(message.author.id) not in self.allowed_users or route(text, COMMANDS) is not None:
             await self._hand(message, text, channel_id)  # refused once, or a command: no thread for it
+            self.known.note(channel_id, message.id, "channel")
             return
+        await self._start_thread(message, text, channel_id)
+
+    async def _start_thread(self, message: discord.Message, text: str, channel_id: int) -> None:
+        """A mention that opens a thread, in an order a kill at any point cannot lose: the thread (whose
+        id is the mention's own, Discord's rule) is known and the mention journaled first; then the
+        thread is opened, or found when an earlier run opened it; only then does the channel's
+        position move past the mention, so a restart's catch-up finds it again until it has a thread."""
+        thread_id = message.id
+        if self.known.get(channel_id) is None:  # the channel's first message: a catch-up must read from here
+            self.known.note(channel_id, message.id - 1, "channel")
+        self.known.note(thread_id, message.id, "thread", channel_id)
+        then = await self._accept(message, text, thread_id)
         thread = await self._open_thread(message, text)
-        if thread is not None:
-            await self._hand(message, text, thread.id)
-            self.known.note(thread.id, message.id, "thread", channel_id)
+        self.known.note(channel_id, message.id, "channel")
+        if thread is None:  # the person was told why; the journaled mention is never answered
+            self.engine.reject(SURFACE_NAME, str(message.id), "no thread could be opened for it")
+            return
+        if then is not None:
+            await then()
 
     async def _open_thread(self, message: discord.Message, text: str) -> discord.Thread | None:
         try:
             return await message.create_thread(name=thread_name(text), auto_archive_duration=_THREAD_ARCHIVE_MIN)
+        except discord.HTTPException as exc:
+            if exc.code == THREAD_EXISTS:  # an earlier run opened it and was stopped before it went on
+                return await self._existing_thread(message.id)
+            log.warning("could not open a thread in channel %s: %s", message.channel.id, exc)
         except (*PLATFORM_ERRORS, ValueError) as exc:  # ValueError: the guild is not known yet
             log.warning("could not open a thread in channel %s: %s", message.channel.id, exc)
         try:
@@ -160,13 +209,33 @@ class Router:
             log.warning("could not say so in channel %s: %s", message.channel.id, exc)
         return None
 
+    async def _existing_thread(self, thread_id: int) -> discord.Thread | None:
+        found = self.client.get_channel(thread_id)
+        if isinstance(found, discord.Thread):
+            return found
+        try:
+            fetched = await self.client.fetch_channel(thread_id)
+        except PLATFORM_ERRORS as exc:
+            log.warning("the thread %s exists but could not be read: %s", thread_id, exc)
+            return None
+        return fetched if isinstance(fetched, discord.Thread) else None
+
     async def _hand(self, message: discord.Message, text: str, conversation_channel: int) -> None:
+        then = await self._accept(message, text, conversation_channel)
+        if then is not None:
+            await then()
+
+    async def _accept(self, message: discord.Message, text: str,
+                      conversation_channel: int) -> Callable[[], Awaitable[None]] | None:
+        """Journal the message (``Engine.accept``); returns the rest of its handling."""
         reply_to = message.reference.message_id if message.reference is not None else None
-        inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), str(message.author.id), text,
-                                 str(message.id), display_name=message.author.display_name,
-                                 attachments=await self._images(message),
+        user_id = str(message.author.id)
+        # A stranger is refused by the engine; what they attached is never downloaded.
+        images = await self._images(message) if self.engine.permits(SURFACE_NAME, user_id) else ()
+        inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), user_id, text,
+                                 str(message.id), display_name=message.author.display_name, attachments=images,
                                  reply_to=str(reply_to) if reply_to is not None else None)
-        await self.engine.handle_message(inbound)
+        return self.engine.accept(inbound)
 
     async def _images(self, message: discord.Message) -> tuple[Attachment, ...]:
         images: list[Attachment] = []

@@ -10,21 +10,25 @@ characters; the core splits longer answers without breaking code fences.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
 import discord
 
 from core.engine.surface import (
+    AnswerUnreadable,
     Button,
     Capabilities,
+    DeliveryError,
     DeliveryFailed,
     InboundMessage,
     MessageTooLong,
     RateLimit,
     SurfaceDefaults,
 )
+from surfaces.discord.answers import Answer, listen, unreadable
 from surfaces.discord.errors import PLATFORM_ERRORS, delivery_error
 from surfaces.discord.interactions import NO_PINGS, Interactions
 from surfaces.discord.keys import SURFACE_NAME, channel_of
@@ -49,6 +53,29 @@ COMMANDS: Mapping[str, str] = MappingProxyType({
     "!stop": "stop", "/status": "status", "!status": "status", "/model": "model", "!model": "model",
     "/help": "help", "!help": "help",
 })
+
+
+@contextmanager
+def translated(what: str) -> Iterator[Answer]:
+    """discord.py's failures inside the block as the core's delivery errors; an exception after Discord
+    answered 2xx is ``AnswerUnreadable`` (the call was carried out). Yields that answer."""
+    with listen() as answer:
+        try:
+            yield answer
+        except PLATFORM_ERRORS as exc:
+            raise delivery_error(exc) from exc
+        except Exception as exc:
+            if not answer.returned:
+                raise  # not Discord's doing (a bug): it goes on as it is
+            raise unreadable(what, exc) from exc
+
+
+def _found(answer: Answer) -> str:
+    """The id of a message whose answer discord.py could not read, if the answer still has it."""
+    found = answer.message_id()
+    if found is None:
+        raise unreadable("a message", ValueError("no id"))
+    return found
 
 
 def _message_id(message_id: str) -> int:
@@ -100,9 +127,10 @@ class DiscordSurface(SurfaceDefaults):
         if reference is not None:
             kwargs["reference"] = reference
         try:
-            message = await channel.send(**kwargs)
-        except PLATFORM_ERRORS as exc:
-            raise delivery_error(exc) from exc
+            with translated("a message") as answer:
+                message = await channel.send(**kwargs)
+        except AnswerUnreadable:
+            return _found(answer)
         return str(message.id)
 
     async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
@@ -115,9 +143,10 @@ class DiscordSurface(SurfaceDefaults):
                                    reply_to=message.message_id)
         content = self._content(text, plain)
         try:
-            message_id = await live.answer(content, build_view(buttons) if buttons else None, private)
-        except PLATFORM_ERRORS as exc:
-            raise delivery_error(exc) from exc
+            with translated("an interaction's answer") as answer:
+                message_id = await live.answer(content, build_view(buttons) if buttons else None, private)
+        except AnswerUnreadable:
+            message_id = _found(answer)
         self.interactions.made(message_id, live)
         return message_id
 
@@ -127,31 +156,27 @@ class DiscordSurface(SurfaceDefaults):
         content = self._content(text, plain)
         view = build_view(buttons) if buttons else None
         maker = self.interactions.maker(message_id)
-        try:
+        with translated("an edit"):
             if maker is not None:
                 await maker.edit(message_id, content, view)
             else:
                 target = self._channel(conversation_key).get_partial_message(_message_id(message_id))
                 await target.edit(content=content, view=view, allowed_mentions=NO_PINGS)
-        except PLATFORM_ERRORS as exc:
-            raise delivery_error(exc) from exc
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """Remove a message (an answer that got shorter); one already gone is fine."""
         target = self._channel(conversation_key).get_partial_message(_message_id(message_id))
         try:
-            await target.delete()
-        except discord.NotFound:
-            return
-        except PLATFORM_ERRORS as exc:
-            raise delivery_error(exc) from exc
+            with translated("a deletion"):
+                await target.delete()
+        except DeliveryError as exc:
+            if not isinstance(exc.__cause__, discord.NotFound):
+                raise  # (one already gone is fine)
 
     async def typing(self, conversation_key: str, active: bool) -> None:
         """Show "is typing…" (about ten seconds; the core refreshes it). Discord has no way to clear it
         early: the next message does."""
         if not active:
             return
-        try:
+        with translated("the typing indicator"):
             await self._channel(conversation_key).typing()
-        except PLATFORM_ERRORS as exc:
-            raise delivery_error(exc) from exc

@@ -17,6 +17,7 @@ __all__ = [
     "close_code_text",
     "missed_text",
     "no_token_text",
+    "unreadable_answer",
 ]
 
 #: A slash command in a channel the relay does not serve (an ephemeral answer; the channel sees nothing).
@@ -63,3 +64,9 @@ def missed_text(missed: int, answered: int) -> str:
     """Messages were sent here while the relay was offline, more than it answers afterwards."""
     return (f"While the bot was offline, {missed} messages were sent here; only the latest {answered} "
             "are answered now. Send the others again if you still need them.")
+
+
+def unreadable_answer(server: str, path: str, what: str) -> str:
+    """At start: the server answered the login with something discord.py cannot read."""
+    return (f"the server at {server} answered {path or 'the login'} with something discord.py cannot read ({what}); "
+            "check surfaces.discord.api_base_url")

@@ -72,9 +72,10 @@ def web_client(settings: SlackConfig, token: str, session: aiohttp.ClientSession
 class SlackRelay:
     """A running Slack surface (what ``launch`` returns)."""
 
-    def __init__(self, surface: SlackSurface, session: aiohttp.ClientSession, *,
+    def __init__(self, surface: SlackSurface, session: aiohttp.ClientSession, listeners: Listeners, *,
                  socket: SocketReceiver | None = None, http: HttpReceiver | None = None) -> None:
         self.surface = surface
+        self.listeners = listeners
         self.socket = socket
         self.http = http
         self._session = session
@@ -99,8 +100,9 @@ class SlackRelay:
         return done.pop().result()
 
     async def close(self) -> None:
-        """Stop receiving (if not yet) and close the Web API connections."""
+        """Stop receiving (if not yet), end the lanes, and close the Web API connections."""
         await self.stop_receiving()
+        await self.listeners.close()
         await self._session.close()
 
 
@@ -135,19 +137,23 @@ async def launch(engine: Engine, config: RelayConfig, *, timings: Timings | None
         client = web_client(settings, tokens.bot, session)
         await _identity(client, settings)
         surface = SlackSurface(client, timings=timings, token_env=settings.bot_token_env)
+        # process_before_response: Slack is acknowledged when a listener returns, i.e. once the message
+        # is journaled (see ``listeners``), never before.
         app = AsyncApp(client=client, signing_secret=tokens.signing_secret or "unused-in-socket-mode",
-                       request_verification_enabled=False, logger=logging.getLogger("acp_relay.slack.bolt"))
-        Listeners(engine, surface, Threads(engine.store), settings.allowed_user_ids).register(app)
+                       request_verification_enabled=False, process_before_response=True,
+                       logger=logging.getLogger("acp_relay.slack.bolt"))
+        listeners = Listeners(engine, surface, Threads(engine.store), settings.allowed_user_ids)
+        listeners.register(app)
         engine.attach(surface, settings.allowed_user_ids)
         if settings.mode == "socket":
             assert tokens.app is not None  # read_tokens checked it
             socket = SocketReceiver(app, client, tokens.app, timings=timings, token_env=settings.app_token_env)
             socket.start()
-            return SlackRelay(surface, session, socket=socket)
+            return SlackRelay(surface, session, listeners, socket=socket)
         assert tokens.signing_secret is not None
         http = HttpReceiver(app, tokens.signing_secret, settings.http_port)
         await http.start()
-        return SlackRelay(surface, session, http=http)
+        return SlackRelay(surface, session, listeners, http=http)
     except BaseException:
         await session.close()
         raise

@@ -1,19 +1,22 @@
 """Slack's failures as the core's delivery errors, raised ``from`` the SDK's error.
 
 Slack answers most refusals with HTTP 200 and ``{"ok": false, "error": "<code>"}``; a 429 carries
-``Retry-After`` (after slack-sdk's own ``AsyncRateLimitErrorRetryHandler`` has retried once).
+``Retry-After`` (after slack-sdk's own ``AsyncRateLimitErrorRetryHandler`` has retried once). A 2xx
+whose body is no Slack answer, and an ``ok`` answer without the message's ts, are
+``AnswerUnreadable``: the call was taken and may be shown, so it is never sent again as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from core.engine.surface import (
+    AnswerUnreadable,
     DeliveryError,
     DeliveryFailed,
     DeliveryRefused,
@@ -22,7 +25,7 @@ from core.engine.surface import (
     RateLimited,
 )
 
-__all__ = ["AUTH_ERRORS", "SDK_FAILURES", "delivery_error", "error_code", "translated"]
+__all__ = ["AUTH_ERRORS", "SDK_FAILURES", "delivery_error", "error_code", "message_ts", "translated"]
 
 T = TypeVar("T")
 
@@ -66,6 +69,10 @@ def delivery_error(exc: BaseException) -> DeliveryError:
     """The core's error for a Slack (or network) failure; secrets never appear in its message."""
     code = error_code(exc)
     if isinstance(exc, SlackApiError):
+        data = exc.response.data
+        if 200 <= exc.response.status_code <= 299 and not (isinstance(data, dict) and "ok" in data):
+            # Slack took the call (2xx) but said nothing the SDK could read (not JSON): it may be done.
+            return AnswerUnreadable(f"slack: HTTP {exc.response.status_code} without a readable answer")
         if exc.response.status_code == 429 or code == "ratelimited":
             return RateLimited(_retry_after(exc), f"slack: {code or 'ratelimited'}")
         if code in _TOO_LONG:
@@ -76,6 +83,15 @@ def delivery_error(exc: BaseException) -> DeliveryError:
             return DeliveryRefused(f"slack: {code}")
         return DeliveryFailed(f"slack: {code or f'HTTP {exc.response.status_code}'}")
     return DeliveryFailed(f"slack: {type(exc).__name__}")
+
+
+def message_ts(response: Any, key: str, method: str) -> str:
+    """The message's ts in an ``ok`` answer; ``AnswerUnreadable`` when it is not there (the message
+    may well be posted, but without its ts it can never be edited, and a ts of "None" would be)."""
+    ts = response.get(key) if hasattr(response, "get") else None
+    if not isinstance(ts, str) or not ts:
+        raise AnswerUnreadable(f"slack: {method} answered ok without {key}")
+    return ts
 
 
 async def translated(call: Awaitable[T]) -> T:

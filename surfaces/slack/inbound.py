@@ -23,13 +23,26 @@ from typing import Any
 
 from surfaces.slack.keys import Thread
 
-__all__ = ["EMPTY_MENTION", "Heard", "heard", "message_id", "person_text", "strip_mention"]
+__all__ = ["EMPTY_MENTION", "Heard", "Unreadable", "heard", "message_id", "person_text", "strip_mention"]
 
 #: What a mention with nothing after it means: the command list.
 EMPTY_MENTION = "!help"
 #: Message subtypes that are a person writing (a reply also sent to the channel, a file with a comment).
 _PERSON_SUBTYPES = frozenset({"", "thread_broadcast", "file_share"})
 _ANGLE = re.compile(r"<([^<>]*)>")
+
+
+class Unreadable(ValueError):
+    """An event whose fields are not what Slack documents (its message says which, never its text)."""
+
+
+def _field(event: Mapping[str, Any], name: str) -> str:
+    value = event.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Unreadable(f"its {name} is a {type(value).__name__}, not a string")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +96,16 @@ def _mentions(text: str, bot_user_id: str) -> bool:
 
 def heard(event: Mapping[str, Any], *, team: str, bot_user_id: str, joined: Callable[[Thread], bool],
           mention_event: bool) -> Heard | None:
-    """The relay's reading of one ``message`` or ``app_mention`` event; None: not for the relay."""
-    user = str(event.get("user") or "")
-    channel = str(event.get("channel") or "")
-    ts = str(event.get("ts") or "")
-    if (not user or not channel or not ts or event.get("bot_id") or event.get("bot_profile")
-            or str(event.get("subtype") or "") not in _PERSON_SUBTYPES or user == bot_user_id):
+    """The relay's reading of one ``message`` or ``app_mention`` event; None: not for the relay.
+
+    ``Unreadable`` for an event whose fields are not the strings Slack documents."""
+    if event.get("bot_id") or event.get("bot_profile") or event.get("subtype") not in (None, *_PERSON_SUBTYPES):
+        return None  # a bot's message, an edit, a deletion, a join: never the relay's, whatever their fields
+    user, channel, ts = _field(event, "user"), _field(event, "channel"), _field(event, "ts")
+    if not user or not channel or not ts or user == bot_user_id:
         return None
-    raw = str(event.get("text") or "")
-    thread_ts = str(event.get("thread_ts") or "")
+    raw = _field(event, "text")
+    thread_ts = _field(event, "thread_ts")
     thread = Thread(team, channel, thread_ts or ts)
     if mention_event:
         pass  # a mention starts a thread, or joins the one it was written in

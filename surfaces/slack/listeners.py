@@ -6,6 +6,14 @@ allow-list and routes. Slack may deliver an interaction twice (a Socket Mode env
 an HTTP request retried); a press is applied once, so a repeat never answers "expired" for a tap
 that worked.
 
+Nothing is acknowledged before it is stored: the Bolt app runs with ``process_before_response``, so
+Slack's acknowledgement (the Socket Mode ack, the HTTP 200) goes out only when a listener returns,
+and a message listener returns once the engine has journaled the message (``Engine.accept``); the
+rest of its handling waits in its conversation's lane. A store that cannot journal makes the
+listener fail: no acknowledgement, and Slack sends the event again. An event that cannot be read is
+logged once (never its text), stored as rejected and acknowledged. Presses are handled in tasks of
+their own, so every acknowledgement leaves well within Slack's 3 seconds.
+
 ``/compact`` cannot be sent in a thread (Slack's rule), so in a channel it applies to the person's
 latest conversation there; it is acknowledged at once (Slack wants an answer within 3 seconds) with
 a line saying where the answer will appear, or how to start a conversation when there is none.
@@ -22,10 +30,12 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
+from core.engine.lanes import Lanes
 from core.engine.messages import ButtonPress, InboundMessage
 from core.engine.surface import Inbound
+from core.engine.tasks import TaskSet
 from surfaces.slack import wording
-from surfaces.slack.inbound import Heard, heard, message_id, person_text
+from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
 from surfaces.slack.keys import Thread
 from surfaces.slack.render import ACTION_PREFIX
 from surfaces.slack.surface import SURFACE_NAME, SlackSurface
@@ -69,8 +79,15 @@ class Listeners:
         self.engine = engine
         self.surface = surface
         self.threads = threads
+        self.lanes = Lanes(SURFACE_NAME)
+        self._presses = TaskSet()
         self._allowed = frozenset(allowed_user_ids)
         self._seen = _Seen()
+
+    async def close(self) -> None:
+        """Stop the lanes and the presses still being handled (their messages stay journaled)."""
+        await self.lanes.close()
+        await self._presses.close()
 
     def register(self, app: AsyncApp) -> None:
         """Attach every listener to ``app``."""
@@ -92,12 +109,21 @@ class Listeners:
     async def _message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, *,
                        mention_event: bool) -> None:
         team = _team(body, context)
-        got = heard(event, team=team, bot_user_id=str(context.bot_user_id or ""), joined=self.threads.joined,
-                    mention_event=mention_event)
+        try:
+            got = heard(event, team=team, bot_user_id=str(context.bot_user_id or ""), joined=self.threads.joined,
+                        mention_event=mention_event)
+        except Unreadable as exc:
+            event_id = str(body.get("event_id") or "")
+            log.warning("skipped Slack event %s (%s): it could not be read (%s)", event_id or "without an id",
+                        str(event.get("type") or "?"), exc)
+            if event_id:
+                self.engine.reject(SURFACE_NAME, f"event:{event_id}", str(exc))
+            return
         if got is not None:
-            await self._hand_over(got)
+            self._hand_over(got)
 
-    async def _hand_over(self, got: Heard) -> None:
+    def _hand_over(self, got: Heard) -> None:
+        """Journal the message (the listener returns, so Slack is acknowledged); the rest waits in its lane."""
         thread = got.thread
         if not thread.is_dm and got.user in self._allowed:
             # Only a person who may use the agent makes a thread the app's: replies in a thread a
@@ -105,8 +131,13 @@ class Listeners:
             self.threads.join(thread)
         self.threads.note_latest(thread, got.user)
         self.surface.heard(thread, got.user, got.ts)
-        await self.engine.handle_message(InboundMessage(
-            SURFACE_NAME, thread.key, got.user, got.text, message_id(thread.team, thread.channel, got.ts)))
+        self._accept(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
+                                    message_id(thread.team, thread.channel, got.ts)))
+
+    def _accept(self, message: InboundMessage) -> None:
+        then = self.engine.accept(message)  # journaled once this returns
+        if then is not None:
+            self.lanes.put(message.conversation_key, then)
 
     # -- the slash command -------------------------------------------------------------------
 
@@ -123,17 +154,20 @@ class Listeners:
         if thread is None:
             await ack(text=wording.COMPACT_NO_THREAD)
             return
-        await ack(text=wording.COMPACT_SENT)
+        await ack(text=wording.COMPACT_SENT)  # (sent when this returns: after the command is journaled)
         text = f"/compact {person_text(str(command.get('text') or ''))}".rstrip()
         self.surface.heard(thread, user, None)
-        await self.engine.handle_message(InboundMessage(SURFACE_NAME, thread.key, user, text,
-                                                        f"{team}:command:{trigger or channel}"))
+        self._accept(InboundMessage(SURFACE_NAME, thread.key, user, text, f"{team}:command:{trigger or channel}"))
 
     # -- buttons -----------------------------------------------------------------------------
 
     async def on_button(self, ack: Ack, body: dict[str, Any], context: AsyncBoltContext) -> None:
-        """A press on an approval or model button: applied once; a stale press answers "expired"."""
+        """A press on an approval or model button: acknowledged at once, handled in a task of its own."""
         await ack()
+        self._presses.spawn(self._press(body, context), name="slack-press")
+
+    async def _press(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
+        """Applied once; a stale press answers "expired" (only to the person who pressed)."""
         actions = body.get("actions") or [{}]
         action = actions[0]
         user = str((body.get("user") or {}).get("id", ""))

@@ -26,7 +26,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.engine.surface import DeliveryFailed, RateLimited
-from surfaces.slack.errors import SDK_FAILURES, delivery_error, error_code, translated
+from surfaces.slack.errors import SDK_FAILURES, delivery_error, error_code, message_ts, translated
 from surfaces.slack.keys import Thread
 from surfaces.slack.render import render, streamable
 
@@ -78,7 +78,7 @@ class NativeStreams:
             raise error from exc
         except SDK_FAILURES as exc:
             raise delivery_error(exc) from exc
-        ts = str(response["ts"])
+        ts = message_ts(response, "ts", "chat.startStream")
         self._live[ts] = _Live(thread, text)
         return ts
 

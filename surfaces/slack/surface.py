@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core.engine.messages import Button, InboundMessage
 from core.engine.surface import Capabilities, DeliveryError, DeliveryFailed, StartupError, SurfaceDefaults
 from surfaces.slack import render as rendering
-from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, delivery_error, error_code
+from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, delivery_error, error_code, message_ts
 from surfaces.slack.indicator import WorkingIndicator
 from surfaces.slack.keys import Thread, parse_key
 from surfaces.slack.options import Timings
@@ -141,7 +141,7 @@ class SlackSurface(SurfaceDefaults):
         response = await self._api(self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread_ts, unfurl_links=False, unfurl_media=False,
             **rendering.payload(text, buttons, plain=plain), **extra))
-        return str(response["ts"])
+        return message_ts(response, "ts", "chat.postMessage")
 
     async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
                     plain: bool = False, private: bool = False) -> str:
@@ -157,7 +157,7 @@ class SlackSurface(SurfaceDefaults):
             if error_code(exc.__cause__ or exc) != _NOT_A_MEMBER:
                 raise
             return await self.send(message.conversation_key, text, buttons=buttons, plain=plain)
-        return str(response["message_ts"])
+        return message_ts(response, "message_ts", "chat.postEphemeral")
 
     async def tell(self, thread: Thread, user: str, text: str) -> None:
         """A short ephemeral answer to ``user`` (a button press); a failure is only logged."""

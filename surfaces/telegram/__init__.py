@@ -23,10 +23,11 @@ from core.config import RelayConfig, TelegramConfig, secret
 from core.engine.surface import StartupError
 from core.redact import redact
 from surfaces.telegram.intake import Intake
+from surfaces.telegram.polling import Sleep
 from surfaces.telegram.running import TelegramRelay, build_application
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.webhook import check_secret
-from surfaces.telegram.wording import missing_secret, missing_token, missing_webhook_url
+from surfaces.telegram.wording import missing_secret, missing_token, missing_webhook_url, unreadable_answer
 
 if TYPE_CHECKING:
     from core.engine.engine import Engine
@@ -73,8 +74,8 @@ def check(config: RelayConfig) -> list[tuple[str, str]]:
     return _problems(config.surfaces.telegram)
 
 
-async def launch(engine: Engine, config: RelayConfig) -> TelegramRelay:
-    """Start the Telegram surface and attach it to ``engine``.
+async def launch(engine: Engine, config: RelayConfig, *, sleep: Sleep = asyncio.sleep) -> TelegramRelay:
+    """Start the Telegram surface and attach it to ``engine`` (``sleep``: the pauses between polls).
 
     Raises ``StartupError`` (the relay prints it as one line and exits 2) for a missing or refused
     token, a webhook without its address or secret, or a webhook address that cannot be served.
@@ -91,7 +92,7 @@ async def launch(engine: Engine, config: RelayConfig) -> TelegramRelay:
     engine.attach(surface, settings.allowed_user_ids)
     intake = Intake(engine, app.bot, surface)
     webhook_secret = secret(settings.webhook_secret_env) if settings.mode == "webhook" else None
-    relay = TelegramRelay(app, surface, intake, settings, engine.store, webhook_secret=webhook_secret)
+    relay = TelegramRelay(app, surface, intake, settings, engine.store, webhook_secret=webhook_secret, sleep=sleep)
     try:
         await relay.start()
     except StartupError:
@@ -121,4 +122,6 @@ async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
     except (TelegramError, TimeoutError, OSError) as exc:
         reason = redact(str(exc)) or type(exc).__name__
         return [(False, f"${env} present; Telegram did not answer getMe ({reason})")]
+    except Exception as exc:  # an answer PTB cannot read
+        return [(False, f"${env} present; {unreadable_answer(root, 'getMe', type(exc).__name__)}")]
     return [(True, f"${env} present; getMe: @{username}")]

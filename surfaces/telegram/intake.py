@@ -12,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
+from core.engine.lanes import Lanes
 from core.engine.surface import DeliveryError, Inbound
 from surfaces.telegram.inbound import Incoming, fetch_image, message_in, press_in
-from surfaces.telegram.lanes import Lanes
+from surfaces.telegram.keys import SURFACE_NAME
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import IMAGE_NOT_FETCHED, press_answer
 
@@ -34,7 +37,7 @@ class Intake:
         self.engine = engine
         self.bot = bot
         self.surface = surface
-        self.lanes = Lanes()
+        self.lanes = Lanes(SURFACE_NAME)
         self.ready = asyncio.Event()
         self.me: User | None = None
         self._presses: set[asyncio.Task[None]] = set()
@@ -57,18 +60,27 @@ class Intake:
             return
         try:
             incoming = message_in(update, self.me)
-        except Exception:  # an update we cannot read must not block every update behind it
-            log.exception("update %s could not be read; it was skipped", update.update_id)
+        except Exception as exc:  # an update we cannot read must not block every update behind it
+            self.reject(update.update_id, update.to_dict(), exc)
             return
         if incoming is None:
             return
         async with self._order:
             await self._take_message(incoming)
 
+    def reject(self, update_id: int, data: Mapping[str, Any], exc: BaseException) -> None:
+        """Give up on an update that cannot be read: logged once (what kind of update and what was
+        wrong, never its text; the traceback at debug), stored as rejected, so it can be confirmed."""
+        kind = next((k for k in data if k != "update_id"), "nothing")
+        log.warning("skipped Telegram update %s (%s): it could not be read (%s)", update_id, kind,
+                    type(exc).__name__)
+        log.debug("update %s could not be read", update_id, exc_info=exc)
+        self.engine.reject(SURFACE_NAME, f"update:{update_id}", f"{kind}: {type(exc).__name__}")
+
     async def _take_message(self, incoming: Incoming) -> None:
         message = incoming.message
         lost_image = False
-        if incoming.image_file_id is not None:
+        if incoming.image_file_id is not None and self.engine.permits(message.surface, message.user_id):
             try:
                 image = await fetch_image(self.bot, incoming)
             except (TelegramError, RuntimeError) as exc:

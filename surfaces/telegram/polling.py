@@ -5,15 +5,31 @@ and keeps the offset to itself, so a ``kill -9`` between the two loses the updat
 calls ``getUpdates`` itself: each update is taken in (journaled by the engine) first, then the next
 offset is written to the store, and only the next ``getUpdates`` tells Telegram. A restart polls
 from the stored offset; an update Telegram sends again is caught by the engine's de-duplication.
+
+``getUpdates`` is asked for its raw answer and each update is read on its own: PTB's
+``Bot.get_updates`` reads the whole batch at once, so one update it cannot parse (a newer Bot API
+field, an odd server) failed every poll before the offset could move, and PTB logged the batch,
+people's texts and all, at CRITICAL each time. An update that cannot be read is tried again on the
+next few polls, then logged once (its id and what was wrong, never its text), stored as rejected,
+confirmed, and the updates behind it go on.
+
+A poll that comes back empty before its ``timeout`` (the server does not long-poll) is followed by
+a short pause, so such a server is not asked hundreds of times a second; Telegram itself answers an
+empty poll only at the timeout, so nothing waits there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from telegram import Bot
-from telegram.error import InvalidToken, RetryAfter
+from telegram import Bot, Update
+from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
+from telegram.warnings import PTBUserWarning
 
 from core.engine.surface import StartupError
 from core.store import Store
@@ -22,23 +38,38 @@ from surfaces.telegram.intake import Intake
 from surfaces.telegram.keys import SURFACE_NAME
 from surfaces.telegram.wording import token_refused
 
-__all__ = ["ALLOWED_UPDATES", "Poller"]
+__all__ = ["ALLOWED_UPDATES", "IDLE_PAUSE_S", "PARSE_TRIES", "Poller", "Sleep"]
 
 log = logging.getLogger("acp_relay.telegram.polling")
 
 #: What the relay reads; everything else (edits, reactions, channel posts) Telegram keeps to itself.
 ALLOWED_UPDATES = ("message", "callback_query")
+#: The pause after a poll that brought nothing.
+IDLE_PAUSE_S = 0.5
+#: Polls that find an update unreadable before it is skipped.
+PARSE_TRIES = 3
+#: Added to the long-poll timeout for the HTTP read (Telegram answers at ``timeout`` at the latest).
+_READ_MARGIN_S = 10.0
+
+# The raw answer is asked for on purpose (see the module docstring); PTB would suggest get_updates.
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'", category=PTBUserWarning)
+
+Sleep = Callable[[float], Awaitable[None]]
 
 
 class Poller:
     """``poll`` runs until the connection fails (the ``Receiver`` reconnects) or is cancelled."""
 
-    def __init__(self, bot: Bot, store: Store, intake: Intake, *, timeout_s: int, token_env: str) -> None:
+    def __init__(self, bot: Bot, store: Store, intake: Intake, *, timeout_s: int, token_env: str,
+                 sleep: Sleep = asyncio.sleep, idle_pause_s: float = IDLE_PAUSE_S) -> None:
         self.bot = bot
         self.store = store
         self.intake = intake
         self.timeout_s = timeout_s
         self.token_env = token_env
+        self._sleep = sleep
+        self.idle_pause_s = idle_pause_s
+        self._strikes: dict[int, int] = {}  # update id -> polls that found it unreadable
 
     @property
     def _name(self) -> str:
@@ -50,25 +81,69 @@ class Poller:
         value = self.store.get_offset(SURFACE_NAME, self._name)
         return int(value) if value else None
 
+    async def _fetch(self, offset: int | None, wait_s: int, limit: int | None = None) -> list[Any]:
+        """``getUpdates``, unread. Telegram's answer is a list; anything else is treated as nothing new."""
+        result = await self.bot.do_api_request(
+            "getUpdates", api_kwargs={"offset": offset, "timeout": wait_s, "limit": limit,
+                                      "allowed_updates": list(ALLOWED_UPDATES)},
+            read_timeout=wait_s + _READ_MARGIN_S)
+        if not isinstance(result, list):
+            log.warning("Telegram answered getUpdates with something that is not a list of updates; ignored")
+            return []
+        return result
+
     async def poll(self) -> None:
         """Fetch, take in, store the offset; again."""
         offset = self.offset()
         while True:
+            began = time.monotonic()
             try:
-                updates = await self.bot.get_updates(offset=offset, timeout=self.timeout_s,
-                                                     allowed_updates=list(ALLOWED_UPDATES))
-            except InvalidToken:
+                batch = await self._fetch(offset, self.timeout_s)
+            except (InvalidToken, EndPointNotFound):  # a 404: PTB names it so for a raw call once getMe worked
                 raise StartupError(token_refused(self.token_env)) from None
             except RetryAfter as exc:  # getUpdates itself is throttled: wait as told, then go on
-                await asyncio.sleep(retry_after_s(exc))
+                await self._sleep(retry_after_s(exc))
                 continue
-            for update in updates:
-                await self.intake.take(update)
-                offset = update.update_id + 1
+            except Conflict as exc:  # the receiver tries again after a pause, and says why each time
+                raise ConnectionError(f"another program is polling this bot with the same token (409: {exc.message}); "
+                                      "only one relay can use a bot token") from None
+            if not batch:
+                if time.monotonic() - began < self.timeout_s:  # came back early: it did not long-poll
+                    await self._sleep(self.idle_pause_s)
+                continue
+            for data in batch:
+                update_id = data.get("update_id") if isinstance(data, dict) else None
+                if not isinstance(update_id, int):
+                    # Without its id it cannot be confirmed alone; the next update's offset confirms it.
+                    log.warning("Telegram sent an update without an update_id; skipped")
+                    continue
+                if offset is not None and update_id < offset:
+                    continue  # already stored (a server that ignores the offset sends it again)
+                if not await self._take(update_id, data):
+                    await self._sleep(self.idle_pause_s)
+                    break  # try it again with the next poll, before anything behind it
+                offset = update_id + 1
                 self.store.set_offset(SURFACE_NAME, self._name, str(offset))
+
+    async def _take(self, update_id: int, data: dict[str, Any]) -> bool:
+        """Read and take in one update; False: unreadable, try it again on the next poll."""
+        try:
+            update = Update.de_json(data, self.bot)
+        except Exception as exc:  # whatever PTB raises for data it does not expect
+            strikes = self._strikes[update_id] = self._strikes.get(update_id, 0) + 1
+            if strikes < PARSE_TRIES:
+                log.debug("update %s could not be read (%d of %d tries)", update_id, strikes, PARSE_TRIES,
+                          exc_info=True)
+                return False
+            del self._strikes[update_id]
+            self.intake.reject(update_id, data, exc)
+            return True
+        self._strikes.pop(update_id, None)
+        await self.intake.take(update)
+        return True
 
     async def confirm(self) -> None:
         """Tell Telegram what is stored (the next start would have; this saves it resending)."""
         offset = self.offset()
         if offset is not None:
-            await self.bot.get_updates(offset=offset, timeout=0, limit=1, allowed_updates=list(ALLOWED_UPDATES))
+            await self._fetch(offset, 0, limit=1)

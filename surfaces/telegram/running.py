@@ -17,25 +17,32 @@ from telegram.ext import Application, ApplicationBuilder
 
 from core.config import TelegramConfig
 from core.engine.receiving import Receiver
-from core.engine.surface import StartupError
+from core.engine.surface import AnswerUnreadable, DeliveryError, StartupError
+from core.redact import redact
 from core.store import Store
+from surfaces.telegram.answers import Answers, listen
+from surfaces.telegram.errors import NoSuchMethod, delivery_errors
 from surfaces.telegram.intake import Intake
-from surfaces.telegram.polling import ALLOWED_UPDATES, Poller
+from surfaces.telegram.polling import ALLOWED_UPDATES, Poller, Sleep
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.webhook import Webhook, webhook_path
-from surfaces.telegram.wording import COMMAND_MENU, token_refused
+from surfaces.telegram.wording import COMMAND_MENU, token_refused, unreachable, unreadable_answer
 
 __all__ = ["TelegramRelay", "build_application"]
 
 log = logging.getLogger("acp_relay.telegram")
 
+#: Where the Bot API is when ``api_base_url`` is not set.
+DEFAULT_SERVER = "https://api.telegram.org"
 #: Telegram's answer to the last ``getUpdates`` before shutting down is not worth a long wait.
 _CONFIRM_WAIT_S = 2.0
 
 
 def build_application(token: str, settings: TelegramConfig) -> Application:  # type: ignore[type-arg]
     """PTB's Application for ``token``, pointed at ``api_base_url`` when one is set."""
-    builder = ApplicationBuilder().token(token).updater(None)
+    # The Answers request notes each answer, for the answers PTB cannot read (see ``answers``).
+    builder = (ApplicationBuilder().token(token).updater(None).request(Answers(connection_pool_size=256))
+               .get_updates_request(Answers(connection_pool_size=1)))
     if settings.api_base_url:
         root = settings.api_base_url.rstrip("/")
         builder = builder.base_url(f"{root}/bot").base_file_url(f"{root}/file/bot")
@@ -46,7 +53,8 @@ class TelegramRelay:
     """What ``launch`` returns (a ``Launched``)."""
 
     def __init__(self, app: Application, surface: TelegramSurface, intake: Intake,  # type: ignore[type-arg]
-                 settings: TelegramConfig, store: Store, *, webhook_secret: str | None = None) -> None:
+                 settings: TelegramConfig, store: Store, *, webhook_secret: str | None = None,
+                 sleep: Sleep = asyncio.sleep) -> None:
         self.app = app
         self.surface = surface
         self.intake = intake
@@ -58,23 +66,43 @@ class TelegramRelay:
             self.webhook = Webhook(app.bot, intake, webhook_secret, webhook_path(settings.webhook_url))
         else:
             self.poller = Poller(app.bot, store, intake, timeout_s=settings.poll_timeout_s,
-                                 token_env=settings.token_env)
+                                 token_env=settings.token_env, sleep=sleep)
         self.receiver = Receiver("telegram", self._connect)
         self._menu_set = False
 
+    @property
+    def server(self) -> str:
+        """The Bot API server's root, for the operator."""
+        return (self.settings.api_base_url or DEFAULT_SERVER).rstrip("/")
+
     async def hello(self) -> None:
-        """getMe (the first time it answers) and the command menu."""
+        """getMe (the first time it answers) and the command menu. ``StartupError`` for a token the
+        server refuses or an answer PTB cannot read (no retry reads it better); ``ConnectionError``
+        naming the server when it cannot be reached (the receiver tries again)."""
         try:
-            await self.app.initialize()
+            with listen() as answer:
+                await self.app.initialize()
         except InvalidToken:  # PTB's message quotes the token: it never goes further
             raise StartupError(token_refused(self.settings.token_env)) from None
+        except Exception as exc:
+            if answer.reached:
+                raise StartupError(unreadable_answer(self.server, "getMe", type(exc).__name__)) from exc
+            if isinstance(exc, TelegramError):
+                raise ConnectionError(unreachable(self.server, redact(str(exc)) or type(exc).__name__)) from exc
+            raise
         if self.intake.me is None:
             self.intake.identify(self.app.bot.bot)
         if not self._menu_set:
             try:
-                await self.app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMAND_MENU])
+                with delivery_errors("setMyCommands"):
+                    await self.app.bot.set_my_commands([BotCommand(c, d) for c, d in COMMAND_MENU])
                 self._menu_set = True
-            except TelegramError as exc:  # a missing menu is a nicety lost, never a reason not to serve
+            except AnswerUnreadable:
+                self._menu_set = True  # the server took it
+            except NoSuchMethod:
+                self._menu_set = True  # never asked again in this run
+                self.surface.lacks("setMyCommands", "the chat shows no command menu")
+            except DeliveryError as exc:  # a missing menu is a nicety lost, never a reason not to serve
                 log.warning("could not set the Telegram command menu: %s", exc)
 
     async def start(self) -> None:
@@ -83,8 +111,8 @@ class TelegramRelay:
             await self.webhook.start(self.settings.webhook_host, self.settings.webhook_port)
         try:
             await self.hello()
-        except TelegramError as exc:  # not reachable yet: the receiver keeps trying, logging each failure
-            log.warning("Telegram is not reachable yet (%s); retrying", exc)
+        except ConnectionError as exc:  # not reachable yet: the receiver keeps trying, logging each failure
+            log.warning("%s; retrying", exc)
         self.receiver.start()
 
     async def _connect(self) -> None:

@@ -10,13 +10,16 @@ ordinary message. Every PTB error leaves as one of the core's delivery errors (`
 from __future__ import annotations
 
 import itertools
+import logging
 import secrets
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, MessageEntity, ReplyParameters
 from telegram.constants import ChatAction, KeyboardButtonStyle
 
 from core.engine.surface import (
+    AnswerUnreadable,
     Button,
     Capabilities,
     DeliveryFailed,
@@ -26,11 +29,13 @@ from core.engine.surface import (
     measure,
 )
 from surfaces.telegram import keys
-from surfaces.telegram.errors import delivery_errors
+from surfaces.telegram.errors import NoSuchMethod, delivery_errors
 from surfaces.telegram.render import render, render_text
 from surfaces.telegram.wording import COMMANDS
 
 __all__ = ["TelegramSurface"]
+
+log = logging.getLogger("acp_relay.telegram")
 
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)  # an agent's links are references, not headlines
 _STYLES = {"primary": KeyboardButtonStyle.PRIMARY, "danger": KeyboardButtonStyle.DANGER}
@@ -74,6 +79,9 @@ class TelegramSurface(SurfaceDefaults):
         #: The bot's own @username (from getMe), so ``/stop@OtherBot`` is not taken as ours.
         self.bot_usernames: Collection[str] = frozenset()
         self._draft_ids = itertools.count(secrets.randbelow(2**30) + 1)
+        #: Methods the Bot API server said it does not have (remembered for the run).
+        self.unsupported: set[str] = set()
+        self._odd_answers: set[str] = set()
 
     def identify(self, username: str | None) -> None:
         """Learn the bot's @username once getMe has answered."""
@@ -84,8 +92,13 @@ class TelegramSurface(SurfaceDefaults):
         return render_text(markdown)
 
     def capabilities_for(self, conversation_key: str) -> Capabilities:
-        """Drafts and one message a second in private chats; a group's pace elsewhere."""
-        return keys.capabilities_for(conversation_key)
+        """Drafts and one message a second in private chats; a group's pace elsewhere (no drafts, nor
+        typing, from a server that said it has none)."""
+        caps = keys.capabilities_for(conversation_key)
+        if self.unsupported:
+            caps = replace(caps, can_stream_natively=caps.can_stream_natively and "sendMessageDraft" not in
+                           self.unsupported, can_typing=caps.can_typing and "sendChatAction" not in self.unsupported)
+        return caps
 
     def rate_key(self, conversation_key: str) -> str:
         """A forum topic shares its group's pace."""
@@ -107,10 +120,21 @@ class TelegramSurface(SurfaceDefaults):
         """``sendMessage`` into the chat (the topic, in a forum); returns the message id."""
         ref = keys.parse_key(conversation_key)
         body, entities = self._body(text, plain)
-        with delivery_errors("sendMessage"):
-            sent = await self.bot.send_message(
-                ref.chat_id, body, entities=entities or None, message_thread_id=ref.topic_id,
-                reply_parameters=_reply(reply_to), reply_markup=_keyboard(buttons), link_preview_options=_NO_PREVIEW)
+        try:
+            with delivery_errors("sendMessage") as answer:
+                sent = await self.bot.send_message(
+                    ref.chat_id, body, entities=entities or None, message_thread_id=ref.topic_id,
+                    reply_parameters=_reply(reply_to), reply_markup=_keyboard(buttons),
+                    link_preview_options=_NO_PREVIEW)
+        except AnswerUnreadable as exc:
+            found = answer.message_id()  # PTB could not read the message; its id may still be there
+            if found is None:
+                raise
+            if "sendMessage" not in self._odd_answers:  # a server answers so every time: said once
+                self._odd_answers.add("sendMessage")
+                log.info("the Bot API server answers sendMessage in a way PTB cannot read (%s); the message id "
+                         "in its answer is used", exc.__cause__.__class__.__name__)
+            return str(found)
         return str(sent.message_id)
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,
@@ -131,11 +155,16 @@ class TelegramSurface(SurfaceDefaults):
 
     async def typing(self, conversation_key: str, active: bool) -> None:
         """``sendChatAction`` typing; Telegram clears it by itself (after 5 s, or at our next message)."""
-        if not active:
+        if not active or "sendChatAction" in self.unsupported:
             return
         ref = keys.parse_key(conversation_key)
-        with delivery_errors("sendChatAction"):
-            await self.bot.send_chat_action(ref.chat_id, ChatAction.TYPING, message_thread_id=ref.topic_id)
+        try:
+            with delivery_errors("sendChatAction"):
+                await self.bot.send_chat_action(ref.chat_id, ChatAction.TYPING, message_thread_id=ref.topic_id)
+        except AnswerUnreadable:
+            return  # shown (the server took it)
+        except NoSuchMethod:
+            self.lacks("sendChatAction", "no typing indicator is shown")
 
     async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
                      reply_to: str | None = None) -> str:
@@ -143,9 +172,23 @@ class TelegramSurface(SurfaceDefaults):
         ref = keys.parse_key(conversation_key)
         if not ref.private:
             raise DeliveryFailed("Telegram shows drafts in private chats only")
+        if "sendMessageDraft" in self.unsupported:
+            raise DeliveryFailed("this Bot API server has no drafts")
         draft_id = int(stream_id) if stream_id else next(self._draft_ids)
         body, entities = self._body(text, False)
-        with delivery_errors("sendMessageDraft"):
-            await self.bot.send_message_draft(ref.chat_id, draft_id, body, message_thread_id=ref.topic_id,
-                                              entities=entities or None)
+        try:
+            with delivery_errors("sendMessageDraft"):
+                await self.bot.send_message_draft(ref.chat_id, draft_id, body, message_thread_id=ref.topic_id,
+                                                  entities=entities or None)
+        except AnswerUnreadable:
+            pass  # shown: the draft's id is ours, nothing in the answer is needed
+        except NoSuchMethod:
+            self.lacks("sendMessageDraft", "replies are sent and edited instead of streamed as drafts")
+            raise
         return str(draft_id)
+
+    def lacks(self, method: str, meaning: str) -> None:
+        """The Bot API server said it has no ``method``: never asked again in this run (one log line)."""
+        if method not in self.unsupported:
+            self.unsupported.add(method)
+            log.warning("the Bot API server does not support %s; %s", method, meaning)

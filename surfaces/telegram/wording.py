@@ -19,6 +19,8 @@ __all__ = [
     "missing_webhook_url",
     "press_answer",
     "token_refused",
+    "unreachable",
+    "unreadable_answer",
     "webhook_bind_failed",
 ]
 
@@ -84,3 +86,14 @@ def webhook_bind_failed(where: str, reason: str) -> str:
     """Start-up refusal: the webhook's address cannot be served."""
     return (f"cannot serve the Telegram webhook on {where} ({reason}); change surfaces.telegram.webhook_host "
             "or surfaces.telegram.webhook_port")
+
+
+def unreadable_answer(server: str, method: str, what: str) -> str:
+    """At start: the server answered with something python-telegram-bot cannot read."""
+    return (f"the Bot API server at {server} answered {method} with something python-telegram-bot cannot read "
+            f"({what}); check surfaces.telegram.api_base_url")
+
+
+def unreachable(server: str, why: str) -> str:
+    """The server did not answer (it is retried)."""
+    return f"the Bot API server at {server} could not be reached ({why})"

@@ -36,8 +36,9 @@ async def relay(tmp_path: Path, fake_discord: FakeDiscord,
     made: list[Relay] = []
 
     async def build(*flags: str, discord: dict[str, Any] | None = None, capabilities: Any = FAST,
-                    wait_ready: bool = True, **sections: Any) -> Relay:
-        r = Relay(tmp_path, fake_discord, tuple(flags), dict(discord or {}), dict(sections), capabilities)
+                    wait_ready: bool = True, reconnect_sleep: Any = None, **sections: Any) -> Relay:
+        r = Relay(tmp_path, fake_discord, tuple(flags), dict(discord or {}), dict(sections), capabilities,
+                  reconnect_sleep)
         made.append(r)
         return await r.start(wait_ready=wait_ready)
 

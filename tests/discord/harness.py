@@ -64,6 +64,8 @@ class Relay:
     discord: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)
     capabilities: Any = FAST
+    #: The waits between reconnects (None: the surface's own, shortened by ``first_reconnect_delay_s``).
+    reconnect_sleep: Callable[[float], Awaitable[None]] | None = None
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     launched: DiscordRelay = field(init=False)
@@ -108,7 +110,8 @@ class Relay:
         try:
             self.launched = await launch(self.engine, config, capabilities=self.capabilities,
                                          guild_ready_timeout=0.05, first_reconnect_delay_s=0.05,
-                                         identify_delay_s=0.05)
+                                         identify_delay_s=0.05,
+                                         **({"sleep": self.reconnect_sleep} if self.reconnect_sleep else {}))
         except BaseException:
             self.store.close()
             raise

@@ -21,9 +21,11 @@ import itertools
 import json
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_interactions import InteractionRoutes
 from tests.fakes.discord_payloads import (
     APP_ID,
     BOT_ID,
@@ -43,6 +45,7 @@ from tests.fakes.discord_payloads import (
     json_response,
     message_payload,
     now,
+    oddly,
     shown_text,
     too_long,
     transcript,
@@ -51,7 +54,7 @@ from tests.fakes.discord_payloads import (
 
 __all__ = ["BOT_ID", "EPHEMERAL", "LOADING", "Failure", "FakeDiscord", "shown_text", "user"]
 
-class FakeDiscord:
+class FakeDiscord(InteractionRoutes):
     """The fake platform. ``await start()``, then point discord.py at ``api_base`` / ``gateway_url``."""
 
     def __init__(self, *, token: str = "fake-bot-token", guild_id: int = 700_000_000_000_000_001,
@@ -72,10 +75,20 @@ class FakeDiscord:
         self.calls: list[tuple[str, str, Json]] = []  # (method, path, body)
         self.commands: dict[str, list[Json]] = {}  # "global" or guild id -> synced commands
         self.attachments: dict[str, bytes] = {}
+        self.downloads = 0  # attachment downloads served by the CDN
         self.identifies = 0
         self.resumes = 0
         self.intents: int | None = None
+        #: Called with (method, path) as a REST call arrives, and once it is answered (before the client
+        #: reads the answer): a hook may kill the client at that exact moment. An ``on_request`` hook
+        #: that returns True drops the call before Discord acts on it.
+        self.on_request: list[Callable[[str, str], bool | None]] = []
+        self.on_answered: list[Callable[[str, str], bool | None]] = []
+        #: Awaited once each, right after the next READY is sent (before the server's GUILD_CREATE):
+        #: what people write while discord.py still waits for its servers.
+        self.after_ready: list[Callable[[], Awaitable[object]]] = []
         self._failures: dict[str, deque[Failure]] = {}
+        self._odd: dict[str, deque[str]] = {}  # route -> how its next answers are made odd
         self._ids = itertools.count(1)
         self._seq = 0
         self._events: list[Json] = []  # every dispatch, for RESUME
@@ -150,6 +163,23 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
 
+    def unloaded_guild(self, guild_id: int = 700_000_000_000_000_099) -> int:
+        """A text channel of another server the bot is in, whose GUILD_CREATE has not come yet (a
+        server that is still unavailable, or a large bot's startup): returns the channel's id."""
+        cid = self.snowflake()
+        self.channels[cid] = Channel(cid, 0, guild_id, name="elsewhere")
+        return cid
+
+    async def say_unreadable(self, channel_id: int, uid: int, content: str, *, live: bool = True) -> int:
+        """A message discord.py cannot parse (its author is a name, not a user: an odd server), carrying
+        ``content``; sent on the gateway (``live``) or only kept in the channel's history."""
+        author = self.users.setdefault(uid, user(uid, f"user{uid}"))
+        msg = self._message(self.channels[channel_id], author, content)
+        msg["author"] = author["username"]
+        if live:
+            await self.dispatch("MESSAGE_CREATE", msg)
+        return int(msg["id"])
+
     def add_message(self, channel_id: int, uid: int, content: str) -> int:
         """A message Discord has but never delivered on the gateway (sent while the bot was away)."""
         author = self.users.setdefault(uid, user(uid, f"user{uid}"))
@@ -173,6 +203,11 @@ class FakeDiscord:
         if self._socket is not None:
             await self._socket.close(code=code, message=b"fake drop")
 
+    def answer_oddly(self, route: str, how: str = "author is a name", times: int = 1) -> None:
+        """The next ``times`` calls of ``route`` are carried out and answered in a way discord.py cannot
+        read: "author is a name", "no id" or "not json"."""
+        self._odd.setdefault(route, deque()).extend([how] * times)
+
     def fail_next(self, route: str, failure: Failure, times: int = 1) -> None:
         """The next ``times`` calls of ``route`` fail: send, edit, delete, typing, thread, history,
         callback, original, followup, me, sync."""
@@ -187,7 +222,7 @@ class FakeDiscord:
         return [m["content"] for m in self.messages(channel_id)]
 
     def bot_messages(self, channel_id: int) -> list[Json]:
-        return [m for m in self.messages(channel_id) if m["author"]["id"] == str(BOT_ID)]
+        return [m for m in self.messages(channel_id) if m["author"] == self.bot]
 
     def thread_for(self, message_id: int) -> Channel | None:
         ch = self.channels.get(message_id)
@@ -252,7 +287,11 @@ class FakeDiscord:
                  "application": {"id": str(APP_ID), "flags": 0}, "private_channels": [], "relationships": []}
         await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
         self._ready.set()
-        await self.dispatch("GUILD_CREATE", guild_payload(self.guild_id, self.bot, self.channels.values()))
+        hooks, self.after_ready = self.after_ready, []
+        for hook in hooks:
+            await hook()
+        ours = [c for c in self.channels.values() if c.guild_id == self.guild_id]
+        await self.dispatch("GUILD_CREATE", guild_payload(self.guild_id, self.bot, ours))
 
     async def _resume(self, ws: web.WebSocketResponse, data: Json) -> None:
         self.resumes += 1
@@ -290,6 +329,7 @@ class FakeDiscord:
         return msg
 
     async def _cdn(self, request: web.Request) -> web.Response:
+        self.downloads += 1
         data = self.attachments.get(request.match_info["name"])
         await asyncio.sleep(self.cdn_delay_s)
         if data is None:
@@ -303,6 +343,17 @@ class FakeDiscord:
             raw = await request.read()
             body = json.loads(raw) if raw else {}
         self.calls.append((request.method, path, body))
+        if any([hook(request.method, path) for hook in list(self.on_request)]):
+            return web.Response(status=503)
+        response = await self._answer(request, path, body)
+        odd = self._odd.get(self._route_name(request.method, path.strip("/").split("/")))
+        if odd and response.status == 200 and isinstance(response, web.Response) and response.body:
+            response = oddly(odd.popleft(), response)
+        for hook in list(self.on_answered):
+            hook(request.method, path)
+        return response
+
+    async def _answer(self, request: web.Request, path: str, body: Json) -> web.StreamResponse:
         parts = path.strip("/").split("/")
         route = self._route_name(request.method, parts)
         failure = self._failures.get(route)
@@ -332,6 +383,8 @@ class FakeDiscord:
                 return "followup"
             return "original" if parts[-1] == "@original" else "webhook_message"
         if head == "channels":
+            if len(parts) == 2:
+                return "channel" if method == "GET" else "unknown"
             if parts[-1] == "typing":
                 return "typing"
             if parts[-1] == "threads":
@@ -425,74 +478,19 @@ class FakeDiscord:
         found = sorted((m for i, m in ch.messages.items() if i > after), key=lambda m: int(m["id"]))[:limit]
         return json_response(list(reversed(found)))  # Discord returns newest first
 
+    async def _r_channel(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
+        ch = self._channel(parts)
+        if ch is None:
+            return error_response(404, 10003, "Unknown Channel")
+        return json_response(ch.payload())
+
     async def _r_thread(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         ch, msg = self._find(parts)
         if ch is None or msg is None:
             return error_response(404, 10008, "Unknown Message")
+        if int(msg["id"]) in self.channels:
+            return error_response(400, 160004, "A thread has already been created for this message")
         thread = Channel(int(msg["id"]), 11, ch.guild_id, parent_id=ch.id, name=body["name"], owner_id=BOT_ID)
         self.channels[thread.id] = thread
         await self.dispatch("THREAD_CREATE", {**thread.payload(), "newly_created": True})
         return json_response(thread.payload(), 201)
-
-    # -- interactions -----------------------------------------------------------------------
-
-    def _by_token(self, token: str) -> Interaction | None:
-        return next((i for i in self.interactions.values() if i.token == token), None)
-
-    async def _r_callback(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
-        inter = self.interactions.get(int(parts[1]))
-        if inter is None or inter.token != parts[2]:
-            return error_response(404, 10062, "Unknown interaction")
-        if inter.callback_type is not None:
-            return error_response(400, 40060, "Interaction has already been acknowledged.")
-        inter.callback_type = kind = int(body["type"])
-        data = body.get("data") or {}
-        resource: Json = {"type": kind}
-        if kind in (4, 5):  # a message (type 5: "is thinking…" until the original is edited)
-            flags = int(data.get("flags", 0)) | (LOADING if kind == 5 else 0)
-            msg = self._message(self.channels[inter.channel_id], self.bot, data.get("content") or "",
-                                components=data.get("components"), flags=flags, webhook=True)
-            msg["interaction_metadata"] = {"id": str(inter.id), "type": 2, "user": self.users[inter.user_id]}
-            inter.original = msg
-            resource["message"] = msg
-        return json_response({"interaction": {"id": str(inter.id), "type": 2 if inter.kind == "command" else 3,
-                                      "response_message_id": inter.original["id"] if inter.original else None,
-                                      "response_message_loading": kind == 5,
-                                      "response_message_ephemeral": bool((data.get("flags") or 0) & EPHEMERAL)},
-                      "resource": resource})
-
-    async def _r_original(self, request: web.Request, parts: list[str], body: Json) -> web.StreamResponse:
-        inter = self._by_token(parts[2])
-        if inter is None or inter.original is None:
-            return error_response(404, 10008, "Unknown Message")
-        if request.method == "DELETE":
-            self.channels[inter.channel_id].messages.pop(int(inter.original["id"]), None)
-            return web.Response(status=204)
-        if request.method == "PATCH":
-            if (bad := too_long(body.get("content"))) is not None:
-                return bad
-            self._apply_edit(inter.original, body)
-        return json_response(inter.original)
-
-    async def _r_followup(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
-        inter = self._by_token(parts[2])
-        if inter is None:
-            return error_response(404, 10015, "Unknown Webhook")
-        if (bad := too_long(body.get("content"))) is not None:
-            return bad
-        msg = self._message(self.channels[inter.channel_id], self.bot, body.get("content") or "",
-                            components=body.get("components"), flags=int(body.get("flags") or 0), webhook=True)
-        inter.followups.append(int(msg["id"]))
-        return json_response(msg)
-
-    async def _r_webhook_message(self, request: web.Request, parts: list[str], body: Json) -> web.StreamResponse:
-        inter = self._by_token(parts[2])
-        mid = int(parts[4]) if parts[4].isdigit() else 0
-        if inter is None or mid not in inter.followups:
-            return error_response(404, 10008, "Unknown Message")
-        msg = self.channels[inter.channel_id].messages.get(mid)
-        if msg is None:
-            return error_response(404, 10008, "Unknown Message")
-        if request.method == "PATCH":
-            self._apply_edit(msg, body)
-        return json_response(msg)

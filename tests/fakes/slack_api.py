@@ -20,15 +20,12 @@ Behaviour modelled on Slack's documented rules and errors:
 * ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
   ``Retry-After``), checked before anything else.
 
-Socket Mode: ``push`` sends an envelope and waits for its ack; ``disconnect`` sends Slack's
-``disconnect`` message (``refresh_requested``), ``kill_socket`` drops the connection, ``go_silent``
-keeps it open but stops reading (pings go unanswered, nothing arrives: a "connected but deaf"
+Socket Mode is in ``slack_socket`` (a mixin: envelopes, acks, redelivery, a dropped or silent
 socket). HTTP mode: ``post_http`` signs and POSTs to the relay's ``/slack/events``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import itertools
@@ -41,6 +38,8 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+from tests.fakes.slack_socket import SocketMode
 
 __all__ = ["APP_TOKEN", "BOT_ID", "BOT_TOKEN", "BOT_USER", "SIGNING_SECRET", "TEAM", "SlackFake", "SlackMessage"]
 
@@ -89,43 +88,30 @@ class SlackMessage:
         return [e for b in self.blocks if b.get("type") == "actions" for e in b.get("elements", [])]
 
 
-@dataclass
-class _Conn:
-    ws: web.WebSocketResponse
-    request: web.Request
-    reader: asyncio.Task[None] | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-
-
 class _Failure(Exception):
     def __init__(self, error: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
         super().__init__(error)
         self.error, self.status, self.headers = error, status, headers or {}
 
 
-class SlackFake:
+class SlackFake(SocketMode):
     """``async with SlackFake() as slack:``; ``slack.api_url`` is the Web API base."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Params]] = []
         self.messages: list[SlackMessage] = []
         self.statuses: list[tuple[str, str, str]] = []  # (channel, thread_ts, status)
-        self.acks: dict[str, Any] = {}
         self.removed: set[str] = set()
         self.streaming = True
         self.assistant_status = True
         self.stream_expiry_s = 300.0
-        self.connections = 0
         self.http_target: str | None = None
         self._failures: dict[str, list[_Failure]] = {}
+        self._odd: dict[str, list[str]] = {}  # method -> how its next answers are made odd
         self._ts = itertools.count(1)
-        self._envelopes = itertools.count(1)
-        self._conn: _Conn | None = None
-        self._conns: list[_Conn] = []
-        self._ack_waiters: dict[str, asyncio.Future[Any]] = {}
-        self._connected = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
+        SocketMode.__init__(self)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -188,7 +174,17 @@ class SlackFake:
             body = json.dumps({"ok": False, "error": failure.error})
             return web.Response(status=failure.status, body=body, headers={**failure.headers,
                                                                           "Content-Type": "application/json"})
+        if odd := self._odd.get(method):
+            how = odd.pop(0)
+            if how == "not json":
+                return web.Response(text="<html>ok</html>", content_type="text/html")
+            result = {k: v for k, v in result.items() if k not in ("ts", "message_ts")}  # "no ts"
         return web.json_response({"ok": True, **result})
+
+    def answer_oddly(self, method: str, how: str = "no ts", *, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` are carried out and answered oddly: "no ts" (``ok``
+        without the message's ``ts``/``message_ts``) or "not json"."""
+        self._odd.setdefault(method, []).extend([how] * times)
 
     def _m_auth_test(self, p: Params) -> Params:
         return {"url": "https://fake.slack.com/", "team": "Fake", "user": "relay", "team_id": TEAM,
@@ -406,73 +402,6 @@ class SlackFake:
         if status := self.status_of(channel, thread_ts):
             lines.append(f"--- (status: relay {status})")
         return "\n".join(lines)
-
-    # -- Socket Mode -------------------------------------------------------------------------
-
-    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(autoping=True)
-        await ws.prepare(request)
-        conn = _Conn(ws, request)
-        self._conn = conn
-        self._conns.append(conn)
-        await ws.send_json({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A0FAKE"},
-                            "debug_info": {"host": "fake", "approximate_connection_time": 3600}})
-        conn.reader = asyncio.create_task(self._read(conn))
-        async with self._connected:
-            self.connections += 1
-            self._connected.notify_all()
-        await conn.done.wait()
-        conn.reader.cancel()
-        if not ws.closed:
-            await ws.close()
-        return ws
-
-    async def _read(self, conn: _Conn) -> None:
-        async for msg in conn.ws:  # reading also answers the SDK's pings (autoping)
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                data = json.loads(msg.data)
-                eid = data.get("envelope_id")
-                self.acks[eid] = data.get("payload")
-                if (waiter := self._ack_waiters.pop(eid, None)) is not None and not waiter.done():
-                    waiter.set_result(data.get("payload"))
-        conn.done.set()  # the client closed it (a cancelled reader is a silent socket: not done)
-
-    async def wait_connected(self, count: int = 1, timeout: float = 15.0) -> None:
-        """Wait until ``count`` Socket Mode connections have been opened in all."""
-        async with asyncio.timeout(timeout), self._connected:
-            await self._connected.wait_for(lambda: self.connections >= count)
-
-    async def push(self, payload: dict[str, Any], kind: str = "events_api", *, retry_attempt: int = 0,
-                   timeout: float = 15.0) -> Any:
-        """Send an envelope over the current socket; returns the ack's payload (None when empty)."""
-        conn = self._conn
-        assert conn is not None and not conn.ws.closed, "no Socket Mode connection"
-        eid = f"env-{next(self._envelopes)}"
-        waiter = self._ack_waiters[eid] = asyncio.get_running_loop().create_future()
-        await conn.ws.send_json({"envelope_id": eid, "type": kind, "payload": payload,
-                                 "accepts_response_payload": kind != "events_api",
-                                 "retry_attempt": retry_attempt, "retry_reason": "timeout" if retry_attempt else ""})
-        async with asyncio.timeout(timeout):
-            return await waiter
-
-    async def disconnect(self, reason: str = "refresh_requested") -> None:
-        """Slack's ``disconnect`` message: the client must open a new connection."""
-        assert self._conn is not None
-        await self._conn.ws.send_json({"type": "disconnect", "reason": reason,
-                                       "debug_info": {"host": "fake"}})
-
-    async def kill_socket(self) -> None:
-        """The connection drops (no close handshake)."""
-        assert self._conn is not None
-        conn = self._conn
-        if conn.request.transport is not None:
-            conn.request.transport.abort()
-        conn.done.set()
-
-    def go_silent(self) -> None:
-        """The connection stays open but nothing is read or sent any more (pings go unanswered)."""
-        assert self._conn is not None and self._conn.reader is not None
-        self._conn.reader.cancel()
 
     # -- HTTP mode ---------------------------------------------------------------------------
 

@@ -4,14 +4,18 @@ It speaks the Bot API as PTB calls it (``POST /bot<token>/<method>``, form value
 and behaves like Telegram where the relay's behaviour depends on it:
 
 * ``getUpdates`` long-polls and confirms by ``offset``: an update is dropped only when a later call
-  asks for an offset past it, so a client killed before confirming gets it again;
+  asks for an offset past it, so a client killed before confirming gets it again; a newer
+  ``getUpdates`` ends one still waiting with 409 ``Conflict`` (a second poller on the same token);
 * ``sendMessage``/``editMessageText``/``sendMessageDraft`` check what Telegram checks: an unknown
   chat (400 ``chat not found``), a chat that removed the bot (403), empty text, more than 4096 UTF-16
   units (400 ``message is too long``), entities outside the text (400 ``can't parse entities``),
   an unknown forum topic, ``callback_data`` over 64 bytes, an identical edit (400 ``message is not
   modified``), drafts outside private chats;
 * ``answerCallbackQuery`` takes each query id once;
-* one-shot failures: ``fail_next(method, status, description, retry_after=...)``.
+* one-shot failures: ``fail_next(method, status, description, retry_after=...)``; answers PTB cannot
+  read (``answer_oddly``), updates it cannot parse (``unreadable``), methods it lacks
+  (``unsupported``), a ``getMe`` of another shape (edit ``me``), a poll answered at once
+  (``answers_at_once``).
 
 ``events`` is what happened in order (every call, with its arguments); ``transcript(chat)`` is the
 chat as the person sees it, oldest first. Tests push updates with ``say``, ``photo`` and ``press``.
@@ -31,27 +35,11 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.telegram_methods import BOT_ID, ApiError, Json, MessageMethods, _Chat, utf16_len
+
 __all__ = ["BOT_ID", "TOKEN", "Call", "FakeBotApi", "utf16_len"]
 
-BOT_ID = 7000000001
 TOKEN = f"{BOT_ID}:AAHfakeTokenForTests0123456789abcdef"  # the real shape: the redactor knows it
-_MAX_TEXT = 4096
-_ENTITY_TYPES = {"mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
-                 "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
-                 "code", "pre", "text_link", "text_mention", "custom_emoji"}
-
-Json = dict[str, Any]
-
-
-def utf16_len(text: str) -> int:
-    """Length as Telegram counts it."""
-    return len(text.encode("utf-16-le")) // 2
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, description: str, **parameters: Any) -> None:
-        super().__init__(description)
-        self.status, self.description, self.parameters = status, description, parameters
 
 
 @dataclass
@@ -65,17 +53,7 @@ class Call:
     result: Any = None
 
 
-@dataclass
-class _Chat:
-    id: int
-    type: str  # private, group, supergroup
-    title: str = ""
-    is_forum: bool = False
-    topics: set[int] = field(default_factory=set)
-    removed: bool = False  # the bot was kicked / blocked
-
-
-class FakeBotApi:
+class FakeBotApi(MessageMethods):
     """The server and its state. ``url`` is the Bot API root for ``api_base_url``."""
 
     def __init__(self, *, token: str = TOKEN, username: str = "relay_bot") -> None:
@@ -89,6 +67,11 @@ class FakeBotApi:
         self.commands: list[Json] = []
         self.webhook: Json = {}
         self.answered: dict[str, str | None] = {}
+        #: getUpdates answers at once, whatever its ``timeout`` (a server that does not long-poll).
+        self.answers_at_once = False
+        #: Methods this server does not have, and how it says so: "telegram" (404 "Not Found: method
+        #: not found", as the Bot API does) or "emulator" (500 {"message": "... is not supported"}).
+        self.unsupported: dict[str, str] = {}
         #: Called with each call as it arrives (``on_request``) and once answered, before the client has
         #: the answer (``on_call``): a hook may kill the client at that exact moment.
         self.on_request: list[Callable[[Call], None]] = []
@@ -96,9 +79,11 @@ class FakeBotApi:
         self._ids: dict[int, itertools.count[int]] = {}
         self._updates: list[Json] = []
         self._update_ids = itertools.count(1000)
+        self._polls = 0  # getUpdates calls so far: a newer one ends the one still waiting (409)
         self._queries: set[str] = set()
         self._query_ids = itertools.count(1)
         self._failures: dict[str, deque[ApiError]] = {}
+        self._odd: dict[str, deque[str]] = {}  # method -> how its next answers are made odd
         self._arrived = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -145,11 +130,20 @@ class FakeBotApi:
             queued = self._failures.get(method)
             if queued:
                 raise queued.popleft()
+            if self.unsupported.get(method) == "emulator":
+                for hook in list(self.on_call):
+                    hook(call)
+                return web.json_response({"message": f"API method '{method}' is not supported."}, status=500)
+            if method in self.unsupported:
+                raise ApiError(404, "Not Found: method not found")
             handler = getattr(self, f"_api_{method}", None)
             if handler is None:
                 raise ApiError(404, "Not Found: method not found")
             result = call.result = await handler(call.params)
             body: Json = {"ok": True, "result": result}
+            odd = self._odd.get(method)
+            if odd:
+                return self._oddly(odd.popleft(), call, body)
         except ApiError as exc:
             call.status = exc.status
             body = {"ok": False, "error_code": exc.status, "description": exc.description}
@@ -165,7 +159,27 @@ class FakeBotApi:
             return web.Response(status=404)
         return web.Response(body=data)
 
+    def _oddly(self, how: str, call: Call, body: Json) -> web.Response:
+        """The call was carried out; its answer is one python-telegram-bot cannot read."""
+        for hook in list(self.on_call):
+            hook(call)
+        if how == "not json":
+            return web.Response(text="<html>OK</html>", content_type="text/html")
+        result = body["result"]
+        if how == "no result":
+            return web.json_response({"ok": True})
+        if isinstance(result, dict) and how == "date in ms":  # what telegram-test-api answers
+            body = {"ok": True, "result": {**result, "date": int(result.get("date", 0)) * 1000}}
+        elif isinstance(result, dict) and how == "no message_id":
+            body = {"ok": True, "result": {k: v for k, v in result.items() if k != "message_id"}}
+        return web.json_response(body)
+
     # -- test controls -------------------------------------------------------------------------
+
+    def answer_oddly(self, method: str, how: str, *, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` are carried out, and answered in a way PTB cannot
+        read: "date in ms", "no message_id", "no result" (``{"ok": true}``) or "not json"."""
+        self._odd.setdefault(method, deque()).extend([how] * times)
 
     def fail_next(self, method: str, status: int, description: str, *, times: int = 1,
                   retry_after: int | None = None) -> None:
@@ -227,6 +241,13 @@ class FakeBotApi:
         if caption:
             msg["caption"] = caption
         return self._incoming(chat_id, msg, topic, None)
+
+    def unreadable(self, chat_id: int, text: str, *, user: int | None = None) -> Json:
+        """An update python-telegram-bot cannot parse (a message without its date), carrying ``text``:
+        a newer Bot API field, or a server that answers oddly, looks like this to the library."""
+        msg: Json = {"message_id": self._next_id(chat_id), "from": self.user(user if user is not None else chat_id),
+                     "chat": self._chat_json(self.chats[chat_id]), "text": text}
+        return self.push({"message": msg})
 
     def press(self, chat_id: int, message_id: int, data: str, *, user: int | None = None) -> str:
         """A person taps a button; returns the callback query id."""
@@ -324,47 +345,6 @@ class FakeBotApi:
         self.push({"message": stored})
         return stored
 
-    def _chat(self, params: Json) -> _Chat:
-        chat = self.chats.get(int(params.get("chat_id", 0)))
-        if chat is None:
-            raise ApiError(400, "Bad Request: chat not found")
-        if chat.removed:
-            raise ApiError(403, "Forbidden: bot was blocked by the user" if chat.type == "private"
-                           else "Forbidden: bot was kicked from the group chat")
-        return chat
-
-    def _check_text(self, params: Json) -> tuple[str, list[Json]]:
-        text = str(params.get("text", ""))
-        if not text.strip():
-            raise ApiError(400, "Bad Request: message text is empty")
-        if utf16_len(text) > _MAX_TEXT:
-            raise ApiError(400, "Bad Request: message is too long")
-        entities = list(params.get("entities") or [])
-        size = utf16_len(text)
-        for e in entities:
-            offset, length = int(e.get("offset", -1)), int(e.get("length", 0))
-            if e.get("type") not in _ENTITY_TYPES or offset < 0 or length <= 0 or offset + length > size:
-                raise ApiError(400, f"Bad Request: can't parse entities: bad entity {e!r}")
-        return text, entities
-
-    def _check_markup(self, params: Json) -> Json | None:
-        markup = params.get("reply_markup")
-        if not markup:
-            return None
-        for row in markup.get("inline_keyboard", []):
-            for button in row:
-                if len(str(button.get("callback_data", "")).encode()) > 64:
-                    raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
-        return dict(markup)
-
-    def _thread(self, chat: _Chat, params: Json) -> int | None:
-        topic = params.get("message_thread_id")
-        if topic is None:
-            return None
-        if chat.is_forum and int(topic) not in chat.topics:
-            raise ApiError(400, "Bad Request: message thread not found")
-        return int(topic) if chat.is_forum or chat.type == "private" else None
-
     async def _api_getMe(self, params: Json) -> Json:
         return self.me
 
@@ -384,82 +364,26 @@ class FakeBotApi:
         if self.webhook:
             raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
                                 "use deleteWebhook to delete the webhook first")
+        # A newer getUpdates ends the one still waiting with a 409, as Telegram does (two pollers).
+        self._polls += 1
+        mine = self._polls
+        async with self._arrived:
+            self._arrived.notify_all()
+        return await self._updates_for(params, lambda: self._polls != mine)
+
+    async def _updates_for(self, params: Json, superseded: Callable[[], bool]) -> list[Json]:
         offset = params.get("offset")
         if offset is not None:  # confirms everything before it
             self._updates = [u for u in self._updates if u["update_id"] >= int(offset)]
         limit = int(params.get("limit") or 100)
-        if not self._updates and float(params.get("timeout") or 0) > 0:
+        if not self._updates and float(params.get("timeout") or 0) > 0 and not self.answers_at_once:
             async with self._arrived:
                 try:
-                    await asyncio.wait_for(self._arrived.wait_for(lambda: bool(self._updates)),
+                    await asyncio.wait_for(self._arrived.wait_for(lambda: bool(self._updates) or superseded()),
                                            float(params["timeout"]))
                 except TimeoutError:
                     pass
+        if superseded():
+            raise ApiError(409, "Conflict: terminated by other getUpdates request; make sure that only one bot "
+                                "instance is running")
         return self._updates[:limit]
-
-    async def _api_sendMessage(self, params: Json) -> Json:
-        chat = self._chat(params)
-        text, entities = self._check_text(params)
-        msg: Json = {"from": self.me, "text": text}
-        if entities:
-            msg["entities"] = entities
-        markup = self._check_markup(params)
-        if markup:
-            msg["reply_markup"] = markup
-        topic = self._thread(chat, params)
-        if topic is not None:
-            msg.update(message_thread_id=topic, is_topic_message=True)
-        replied = (params.get("reply_parameters") or {}).get("message_id")
-        if replied is not None and (chat.id, int(replied)) in self.messages:
-            msg["reply_to_message"] = self.messages[(chat.id, int(replied))]
-        return self._store(chat.id, msg)
-
-    async def _api_editMessageText(self, params: Json) -> Json:
-        chat = self._chat(params)
-        msg = self.messages.get((chat.id, int(params.get("message_id", 0))))
-        if msg is None or msg["from"]["id"] != BOT_ID:
-            raise ApiError(400, "Bad Request: message to edit not found")
-        text, entities = self._check_text(params)
-        markup = self._check_markup(params)
-        if (text, entities, markup) == (msg.get("text"), msg.get("entities", []), msg.get("reply_markup")):
-            raise ApiError(400, "Bad Request: message is not modified: specified new message content and "
-                                "reply markup are exactly the same as a current content and reply markup "
-                                "of the message")
-        msg.update(text=text, entities=entities, _edits=msg.get("_edits", 0) + 1)
-        msg.pop("reply_markup", None)  # no markup in an edit removes the keyboard
-        if markup:
-            msg["reply_markup"] = markup
-        return msg
-
-    async def _api_deleteMessage(self, params: Json) -> bool:
-        chat = self._chat(params)
-        if self.messages.pop((chat.id, int(params.get("message_id", 0))), None) is None:
-            raise ApiError(400, "Bad Request: message to delete not found")
-        return True
-
-    async def _api_sendMessageDraft(self, params: Json) -> bool:
-        chat = self._chat(params)
-        if chat.type != "private":
-            raise ApiError(400, "Bad Request: TEXTDRAFT_PEER_INVALID")
-        if not int(params.get("draft_id", 0)):
-            raise ApiError(400, "Bad Request: draft_id must be non-zero")
-        self._check_text(params)
-        return True
-
-    async def _api_sendChatAction(self, params: Json) -> bool:
-        self._thread(self._chat(params), params)
-        return True
-
-    async def _api_answerCallbackQuery(self, params: Json) -> bool:
-        query_id = str(params.get("callback_query_id"))
-        if query_id not in self._queries or query_id in self.answered:
-            raise ApiError(400, "Bad Request: query is too old and response timeout expired or query ID is invalid")
-        self.answered[query_id] = params.get("text")
-        return True
-
-    async def _api_getFile(self, params: Json) -> Json:
-        file_id = str(params.get("file_id"))
-        path = f"photos/{file_id}.jpg"
-        if path not in self.files:
-            raise ApiError(400, "Bad Request: invalid file_id")
-        return {"file_id": file_id, "file_unique_id": "u", "file_size": len(self.files[path]), "file_path": path}

@@ -51,6 +51,7 @@ class SlackRelayUnderTest:
     timings: Timings = FAST
     flags: tuple[str, ...] = ()
     allowed: tuple[str, ...] = (USER,)
+    busy_timeout_s: float = 5.0
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     running: SlackRelay = field(init=False)
@@ -72,7 +73,7 @@ class SlackRelayUnderTest:
 
     async def start(self) -> SlackRelayUnderTest:
         config = self.config()
-        self.store = Store.open(config.store.path)
+        self.store = Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
         self.engine = build_engine(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
         self.running = await launch(self.engine, config, timings=self.timings)
         if self.running.http is not None:

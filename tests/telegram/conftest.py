@@ -57,6 +57,8 @@ class TgRelay:
     sections: dict[str, Any] = field(default_factory=dict)
     sleeps: list[float] = field(default_factory=list)
     busy_timeout_s: float = 5.0
+    #: The pauses between polls (None: the surface's own ``asyncio.sleep``).
+    poll_sleep: Callable[[float], Awaitable[None]] | None = None
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     launched: TelegramRelay = field(init=False)
@@ -88,7 +90,10 @@ class TgRelay:
         config = self.config()
         self.store = Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
         self.engine = build_engine(config, self.store, sleep=self.sleep, cancel_wait_s=5.0)
-        self.launched = await launch(self.engine, config)
+        if self.poll_sleep is None:
+            self.launched = await launch(self.engine, config)
+        else:
+            self.launched = await launch(self.engine, config, sleep=self.poll_sleep)
         await self.engine.start()
         self.running = True
         return self
@@ -144,10 +149,12 @@ async def tg(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[TgFactory]:
     made: list[TgRelay] = []
 
     async def build(*flags: str, telegram: dict[str, Any] | None = None, busy_timeout_s: float = 5.0,
-                    start: bool = True, **sections: Any) -> TgRelay:
+                    start: bool = True, poll_sleep: Callable[[float], Awaitable[None]] | None = None,
+                    **sections: Any) -> TgRelay:
         base = tmp_path / f"relay{len(made)}"
         base.mkdir()
-        relay = TgRelay(api, base, tuple(flags), dict(telegram or {}), dict(sections), busy_timeout_s=busy_timeout_s)
+        relay = TgRelay(api, base, tuple(flags), dict(telegram or {}), dict(sections), busy_timeout_s=busy_timeout_s,
+                        poll_sleep=poll_sleep)
         made.append(relay)
         return await relay.start() if start else relay
 

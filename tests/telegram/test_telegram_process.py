@@ -10,76 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.telegram_api import TOKEN, Call, FakeBotApi
+from tests.process import HANG_GUARD_S, Spawn, relay_processes
+from tests.process import write_config as write_process_config
 from tests.telegram.conftest import USER, until
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = Path(sys.executable).with_name("acp-relay")
-HANG_GUARD_S = 30.0
-
-
-def relay_env(tmp: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_", "XDG_", "TELEGRAM_"))}
-    env.update(HOME=str(tmp), XDG_STATE_HOME=str(tmp / "state"), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
-               TELEGRAM_BOT_TOKEN=TOKEN)
-    env.update(extra)
-    return env
+__all__ = ["relay_processes"]
 
 
 def write_config(tmp: Path, api: FakeBotApi, **telegram: Any) -> Path:
-    args = [str(FAKE_AGENT_PATH), "--record", str(tmp / "record.jsonl"), "--state-dir", str(tmp / "agent-state")]
-    config = {"agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(tmp)}},
-              "store": {"path": str(tmp / "relay.db")},
-              "surfaces": {"dashboard": {"enabled": False},
-                           "telegram": {"enabled": True, "allowed_user_ids": [USER], "api_base_url": api.url,
-                                        "poll_timeout_s": 1, **telegram}}}
-    path = tmp / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
-
-
-class Relay:
-    """One ``acp-relay`` process."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-
-    async def exit_code(self) -> int:
-        async with asyncio.timeout(HANG_GUARD_S):
-            return await self.proc.wait()
-
-    async def stderr(self) -> str:
-        assert self.proc.stderr is not None
-        return (await self.proc.stderr.read()).decode()
-
-
-@pytest.fixture
-async def start(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Relay] = []
-
-    async def run(config: Path, *args: str, command: str = "run", **extra: str) -> Relay:
-        proc = await asyncio.create_subprocess_exec(
-            str(CLI), command, "--config", str(config), *args, env=relay_env(tmp_path, **extra), cwd=tmp_path,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        relay = Relay(proc)
-        started.append(relay)
-        return relay
-
-    yield run
-    for relay in started:
-        if relay.proc.returncode is None:
-            relay.proc.kill()
-            await relay.proc.wait()
+    return write_process_config(tmp, {"telegram": {"enabled": True, "allowed_user_ids": [USER],
+                                                   "api_base_url": api.url, "poll_timeout_s": 1, **telegram}})
 
 
 def answers(api: FakeBotApi) -> list[str]:
@@ -93,16 +41,16 @@ def prompts(tmp: Path) -> list[str]:
             for f in frames if f.get("method") == "session/prompt"]
 
 
-async def test_a_turn_through_acp_relay_run_and_a_clean_stop(api: FakeBotApi, start: Any, tmp_path: Path) -> None:
+async def test_a_turn_through_acp_relay_run_and_a_clean_stop(api: FakeBotApi, relay_processes: Spawn,
+                                                             tmp_path: Path) -> None:
     api.private(USER)
-    relay = await start(write_config(tmp_path, api))
+    relay = await relay_processes(write_config(tmp_path, api), TELEGRAM_BOT_TOKEN=TOKEN)
     api.say(USER, "text hello from **run**\nsleep 0.2\ntext  done")
     await until(lambda: answers(api), "the answer", timeout=HANG_GUARD_S)
     assert api.calls("sendMessageDraft")
     assert answers(api)[0].startswith("hello from run done")
-    relay.proc.send_signal(signal.SIGTERM)
-    assert await relay.exit_code() == 0
-    stderr = await relay.stderr()
+    assert await relay.stop() == 0
+    stderr = relay.stderr
     assert "stopped cleanly" in stderr and TOKEN not in stderr and "Traceback" not in stderr
     last = api.calls("getUpdates")[-1]
     assert last.params.get("timeout") == 0 and not api.pending_updates, "the last update was confirmed on the way out"
@@ -130,11 +78,11 @@ MOMENTS: dict[str, tuple[str, Callable[[Call, str], bool]]] = {
 
 
 @pytest.mark.parametrize("moment", list(MOMENTS))
-async def test_kill_9_at_any_moment_loses_nothing_and_answers_once(api: FakeBotApi, start: Any, tmp_path: Path,
-                                                                  moment: str) -> None:
+async def test_kill_9_at_any_moment_loses_nothing_and_answers_once(api: FakeBotApi, relay_processes: Spawn,
+                                                                  tmp_path: Path, moment: str) -> None:
     api.private(USER)
     config = write_config(tmp_path, api)
-    first = await start(config)
+    first = await relay_processes(config, TELEGRAM_BOT_TOKEN=TOKEN)
     await until(lambda: api.calls("getUpdates"), "relay 1 polls", timeout=HANG_GUARD_S)
     text = "text the answer\nsleep 0.5\ntext  survives"
     killed = asyncio.Event()
@@ -143,7 +91,7 @@ async def test_kill_9_at_any_moment_loses_nothing_and_answers_once(api: FakeBotA
 
     def hook(call: Call) -> None:
         if not killed.is_set() and matches(call, text):
-            first.proc.send_signal(signal.SIGKILL)
+            first.kill()
             killed.set()
 
     hooks = api.on_request if when == "arrives" else api.on_call
@@ -151,51 +99,51 @@ async def test_kill_9_at_any_moment_loses_nothing_and_answers_once(api: FakeBotA
     api.say(USER, text)
     async with asyncio.timeout(HANG_GUARD_S):
         await killed.wait()
-    assert await first.exit_code() == -signal.SIGKILL
+    assert await first.exited() == -signal.SIGKILL
     hooks.remove(hook)
     assert not answers(api), "relay 1 was killed before it could answer"
-    second = await start(config)
+    second = await relay_processes(config, TELEGRAM_BOT_TOKEN=TOKEN)
     await until(lambda: answers(api), "relay 2 answers", timeout=HANG_GUARD_S)
     await until(lambda: not api.pending_updates, "everything is confirmed", timeout=HANG_GUARD_S)
     await asyncio.sleep(1.5)  # a duplicate would be on its way by now: a poll cycle and a turn
-    second.proc.send_signal(signal.SIGTERM)
-    assert await second.exit_code() == 0
+    assert await second.stop() == 0
     assert len(answers(api)) == 1, api.transcript(USER)
     assert answers(api)[0].startswith("the answer survives")
     assert text in prompts(tmp_path)
 
 
-async def test_an_invalid_token_is_one_sentence_and_exit_2(api: FakeBotApi, start: Any, tmp_path: Path) -> None:
+async def test_an_invalid_token_is_one_sentence_and_exit_2(api: FakeBotApi, relay_processes: Spawn,
+                                                           tmp_path: Path) -> None:
     wrong = "7000000001:AAHthisTokenIsNotTheOneTelegramKnows00"
-    relay = await start(write_config(tmp_path, api), TELEGRAM_BOT_TOKEN=wrong)
-    assert await relay.exit_code() == 2
-    stderr = await relay.stderr()
+    relay = await relay_processes(write_config(tmp_path, api), TELEGRAM_BOT_TOKEN=wrong)
+    assert await relay.exited() == 2
+    stderr = relay.stderr
     assert ("acp-relay: telegram: Telegram refused the bot token in TELEGRAM_BOT_TOKEN; copy it again from "
             "@BotFather (surfaces.telegram.token_env)\n") in stderr
     assert wrong not in stderr and "Traceback" not in stderr
     assert [c.method for c in api.events] == ["getMe"], "asked once, never again"
 
 
-async def test_doctor_checks_the_token_with_getme_and_prints_the_username(api: FakeBotApi, start: Any,
+async def test_doctor_checks_the_token_with_getme_and_prints_the_username(api: FakeBotApi, relay_processes: Spawn,
                                                                           tmp_path: Path) -> None:
     config = write_config(tmp_path, api)
-    relay = await start(config, command="doctor")
-    assert await relay.exit_code() == 0
-    assert relay.proc.stdout is not None
-    out = (await relay.proc.stdout.read()).decode()
+    relay = await relay_processes(config, "doctor", TELEGRAM_BOT_TOKEN=TOKEN)
+    assert await relay.exited() == 0
+    out = relay.stdout
     assert "surface telegram: $TELEGRAM_BOT_TOKEN present; getMe: @relay_bot" in out
     assert TOKEN not in out
-    bad = await start(config, command="doctor", TELEGRAM_BOT_TOKEN="7000000001:AAHthisTokenIsNotTheOneTelegramKnows00")
-    assert await bad.exit_code() == 1
-    assert bad.proc.stdout is not None
-    assert "Telegram refused it" in (await bad.proc.stdout.read()).decode()
+    wrong = "7000000001:AAHthisTokenIsNotTheOneTelegramKnows00"
+    bad = await relay_processes(config, "doctor", TELEGRAM_BOT_TOKEN=wrong)
+    assert await bad.exited() == 1
+    assert "Telegram refused it" in bad.stdout
 
 
-async def test_check_config_refuses_webhook_mode_without_its_url_and_secret(api: FakeBotApi, start: Any,
+async def test_check_config_refuses_webhook_mode_without_its_url_and_secret(api: FakeBotApi, relay_processes: Spawn,
                                                                             tmp_path: Path) -> None:
-    relay = await start(write_config(tmp_path, api, mode="webhook"), command="check-config")
-    assert await relay.exit_code() == 2
-    stderr = await relay.stderr()
+    relay = await relay_processes(write_config(tmp_path, api, mode="webhook"), "check-config",
+                                  TELEGRAM_BOT_TOKEN=TOKEN)
+    assert await relay.exited() == 2
+    stderr = relay.stderr
     assert "surfaces.telegram.webhook_url: webhook mode needs the public HTTPS address" in stderr
     assert "surfaces.telegram.webhook_secret_env: webhook mode needs a secret in the environment variable " \
            "TELEGRAM_WEBHOOK_SECRET" in stderr

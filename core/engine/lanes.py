@@ -1,10 +1,11 @@
 """One ordered lane of work per conversation; conversations run alongside each other.
 
-What the engine hands back from ``accept`` (a dispatch, a refusal to send) may take a while: a
-``/model`` starts the agent, a ``/stop`` waits until the turn has really ended, a notice waits for
-the chat's pace. The receive loop must not wait for that (Telegram's other chats would wait with
-it), yet one conversation's messages must be handled in the order they came. So each
-conversation gets a lane: its jobs run one after another in a task the lane owns.
+For a surface that confirms a message to its platform once it is journaled (``Inbound.accept``):
+what the engine hands back (a dispatch, a refusal to send) may take a while: a ``/model`` starts
+the agent, a ``/stop`` waits until the turn has really ended, a notice waits for the chat's pace.
+The confirmation must not wait for that (Telegram's other chats would wait with it; Slack wants
+its acknowledgement within 3 seconds), yet one conversation's messages must be handled in the order
+they came. So each conversation gets a lane: its jobs run one after another in a task the lane owns.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 __all__ = ["Lanes"]
 
-log = logging.getLogger("acp_relay.telegram.lanes")
+log = logging.getLogger("acp_relay.engine.lanes")
 
 Job = Callable[[], Awaitable[None]]
 
@@ -24,7 +25,8 @@ Job = Callable[[], Awaitable[None]]
 class Lanes:
     """``put(key, job)`` runs ``job`` after every job put earlier under ``key``."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name  # the surface, for task names
         self._queues: dict[str, deque[Job]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._closed = False
@@ -35,7 +37,7 @@ class Lanes:
             return
         self._queues.setdefault(key, deque()).append(job)
         if key not in self._tasks:
-            self._tasks[key] = asyncio.create_task(self._drain(key), name=f"telegram-lane:{key}")
+            self._tasks[key] = asyncio.create_task(self._drain(key), name=f"{self.name}-lane:{key}")
 
     async def _drain(self, key: str) -> None:
         queue = self._queues[key]
