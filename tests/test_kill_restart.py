@@ -36,13 +36,33 @@ from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.surface import Capabilities, InboundMessage
 from core.store import Store
-from tests.fakes.memory_surface import MemorySurface
+from tests.fakes.memory_surface import MemorySurface, StoredMessage
 
 config_path, out_path, *messages = [a for a in sys.argv[1:] if a != "--until-idle"]
 
 
 class FileSurface(MemorySurface):
-    """Every send and edit is also appended to a JSON-lines file (what the person sees)."""
+    """Every send and edit is also appended to a JSON-lines file (what the person sees). Like a
+    platform, it still has the messages an earlier relay posted (read back from that file)."""
+
+    def load(self):
+        if not os.path.exists(out_path):
+            return
+        with open(out_path, encoding="utf-8") as f:
+            for line in f:
+                entry = json.loads(line)
+                if entry["method"] == "send":
+                    self.messages[entry["id"]] = StoredMessage(entry["id"], "memory:c1", entry["text"],
+                                                               self.render(entry["text"]), reply_to=entry["reply_to"])
+                elif entry["method"] == "edit" and entry["id"] in self.messages:
+                    self.messages[entry["id"]].text = entry["text"]
+                    self.messages[entry["id"]].rendered = self.render(entry["text"])
+                elif entry["method"] == "delete":
+                    self.messages.pop(entry["id"], None)
+
+    async def delete(self, key, message_id):
+        await super().delete(key, message_id)
+        self.log(method="delete", id=message_id)
 
     def log(self, **entry):
         with open(out_path, "a", encoding="utf-8") as f:
@@ -65,6 +85,7 @@ async def main():
     engine = build_engine(cfg, store, cancel_wait_s=5.0)
     surface = FileSurface(capabilities=Capabilities(max_message_length=4096, edit_interval_s=0.05))
     surface._ids = itertools.count(os.getpid() * 1000)  # platform message ids never repeat
+    surface.load()
     engine.attach(surface, ["u1"])
     await engine.start()
     for raw in messages:
@@ -115,6 +136,8 @@ def shown(out: Path) -> dict[str, dict[str, Any]]:
             state[entry["id"]] = dict(entry)
         elif entry["method"] == "edit":
             state[entry["id"]].update(text=entry["text"], buttons=entry["buttons"])
+        elif entry["method"] == "delete":
+            del state[entry["id"]]
     return state
 
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from core.engine import wording
 from core.engine.messages import Button, InboundMessage
 from core.engine.pacing import Pacer
+from core.engine.streamed import ReplyLog
 from core.engine.streamer import Reply, Streamer
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, Surface
 from core.engine.tasks import TaskSet
@@ -50,11 +51,13 @@ class Outbox:
         self._parked: set[int] = set()  # ledger ids left for the next start
         self._redelivery: asyncio.Task[None] | None = None
 
-    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None) -> Streamer:
-        """A streamer for one reply in ``key``, paced with everything else in that chat."""
+    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None,
+                 log: ReplyLog | None = None) -> Streamer:
+        """A streamer for one reply in ``key``, paced with everything else in that chat; ``log`` notes
+        the messages the reply occupies (so a restart continues it in them)."""
         own = surface.capabilities_for(key).edit_interval_s
         return Streamer(surface, key, interval_s=self.default_interval_s if own is None else own,
-                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer)
+                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer, log=log)
 
     async def say(self, surface: Surface, key: str, markdown: str, *, buttons: tuple[Button, ...] = ()) -> str | None:
         """A standalone notice; returns its message id, or None when it could not be delivered."""

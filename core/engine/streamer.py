@@ -17,6 +17,11 @@ falls back to send + edit for the rest of the reply. A message (or stream) older
 ``rollover_after_s`` is left as it is: ``rollover_due`` tells the reply's owner to start a new part,
 so the reply continues in a new message.
 
+With a ``ReplyLog``, every message (and native stream) the reply occupies is noted the moment it is
+created or removed. ``resume`` takes such a log from a relay that was killed mid-reply: the reply is
+then written into those messages (they are edited, and the ones it no longer needs are removed once
+it is complete) instead of below them as a second copy.
+
 Every call goes through the chat's ``Pacer`` slot. Delivery rules: ``RateLimited`` -> the chat is
 held for ``retry_after`` then the call is made again (while streaming, the next flush carries the
 newer state); ``MarkupRejected`` -> resend as plain text; ``MessageTooLong`` -> re-split with a
@@ -38,7 +43,7 @@ from core.engine import wording
 from core.engine.messages import InboundMessage
 from core.engine.pacing import Pacer
 from core.engine.splitter import plain_text, split_rendered
-from core.engine.streamed import Deferred, LiveStream, Sent, Thread
+from core.engine.streamed import Deferred, LiveStream, Posted, ReplyLog, Sent, Thread
 from core.engine.surface import (
     Button,
     DeliveryError,
@@ -78,7 +83,8 @@ class Streamer:
 
     def __init__(self, surface: Surface, conversation_key: str, *, interval_s: float | None = None,
                  reply_to: str | None = None, sleep: Sleep = asyncio.sleep, max_attempts: int = 5,
-                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic,
+                 log: ReplyLog | None = None) -> None:
         caps = surface.capabilities_for(conversation_key)
         self.surface = surface
         self.conversation_key = conversation_key
@@ -102,6 +108,7 @@ class Streamer:
         self._task: asyncio.Task[None] | None = None
         self._finished = False
         self._refused: DeliveryRefused | None = None
+        self._log = log
 
     @property
     def message_ids(self) -> list[str]:
@@ -180,6 +187,78 @@ class Streamer:
         thread = Thread(sent=[Sent(message_id, None)] if can_edit else [])
         await self._deliver_thread(thread, markdown, buttons)
         return thread.sent[-1].message_id
+
+    async def resume(self, previous: Sequence[Posted]) -> None:
+        """Continue a reply that a killed relay had begun in ``previous`` (its ``ReplyLog``).
+
+        The reply is written into those messages. A native stream this process cannot continue is
+        ended showing ``wording.INTERRUPTED_RESUMING`` and then edited like a message; a preview (a
+        Telegram draft) leaves nothing to continue. Where messages cannot be edited they are deleted
+        before the reply is posted again, or, where that is impossible too, the last one is answered
+        with ``INTERRUPTED_RESUMING``: never a silent second copy.
+        """
+        if not previous or self._threads:
+            return
+        try:
+            if self.capabilities.can_edit:
+                await self._adopt(sorted(previous, key=lambda e: (e.part, e.piece)))
+            else:
+                await self._retire(previous)
+        except DeliveryRefused as exc:  # ``finish`` raises it again; the outbox says what happens then
+            log.warning("%s will not take messages in %s: %r", self.surface.name, self.conversation_key, exc)
+
+    async def _adopt(self, previous: list[Posted]) -> None:
+        for entry in previous:
+            while len(self._threads) <= entry.part:
+                self._threads.append(self._reply_thread())
+            thread = self._threads[entry.part]
+            mid: str | None = entry.message_id
+            text: str | None = None
+            if entry.kind == "stream":
+                mid, text = await self._end_foreign_stream(entry.message_id), wording.INTERRUPTED_RESUMING
+            if mid is None or len(thread.sent) != entry.piece:
+                self._removed(thread, entry.piece)
+            if mid is not None:
+                thread.sent.append(Sent(mid, text, at=self._clock(), resumed=True))
+                if len(thread.sent) - 1 != entry.piece or mid != entry.message_id or entry.kind == "stream":
+                    self._posted(thread, len(thread.sent) - 1, mid)
+
+    async def _end_foreign_stream(self, stream_id: str) -> str | None:
+        """End a stream a killed relay started; the id of the message now showing it, if any."""
+        try:
+            return await self._call(partial(self.surface.end_stream, self.conversation_key, stream_id,
+                                            wording.INTERRUPTED_RESUMING), True)
+        except DeliveryRefused:
+            raise
+        except DeliveryError as exc:  # still streaming, perhaps: edits will say; never a silent copy
+            log.info("ending an interrupted stream in %s failed: %r", self.conversation_key, exc)
+            return stream_id
+
+    async def _retire(self, previous: Sequence[Posted]) -> None:
+        """No edits here: remove the cut-off reply, or mark it, before the reply is posted again."""
+        shown = [e for e in previous if e.kind == "message"]
+        if shown and self.capabilities.can_delete:
+            for entry in shown:
+                try:
+                    await self._call(partial(self.surface.delete, self.conversation_key, entry.message_id), True)
+                except DeliveryFailed as exc:
+                    log.info("removing an interrupted reply's message in %s failed: %r", self.conversation_key, exc)
+        elif shown:
+            await self._deliver_thread(Thread(reply_to=shown[-1].message_id), wording.INTERRUPTED_RESUMING, ())
+        if self._log is not None:
+            for entry in previous:
+                self._log.removed(entry.part, entry.piece)
+
+    def _reply_thread(self) -> Thread:
+        return Thread(reply_to=None if self._threads else self._reply_to, part=len(self._threads))
+
+    def _posted(self, thread: Thread, piece: int, message_id: str, kind: str = "message") -> None:
+        if self._log is not None and thread.part is not None:
+            self._log.posted(Posted(thread.part, piece, message_id, "stream" if kind == "stream" else "message"))
+
+    def _removed(self, thread: Thread, piece: int) -> None:
+        if self._log is not None and thread.part is not None:
+            self._log.removed(thread.part, piece)
 
     def undelivered(self, reply: Reply) -> str:
         """What of ``reply`` the platform does not show yet: in each part, the pieces from the first
@@ -261,19 +340,23 @@ class Streamer:
     async def _sync(self, parts: list[str], buttons: tuple[Button, ...], *, final: bool,
                     settle: bool = False) -> None:
         while len(self._threads) < len(parts):
-            self._threads.append(Thread(reply_to=None if self._threads else self._reply_to))
+            self._threads.append(self._reply_thread())
         last = len(parts) - 1
+        tidy = final or settle  # resumed messages the reply does not need go now: nothing may stay above
         for i, markdown in enumerate(parts):
             live = self._native and not final and i == last and not settle
             await self._sync_thread(self._threads[i], markdown, buttons if i == last else (), final=final,
-                                    live=live, may_be_empty=i < last)
+                                    live=live, may_be_empty=i < last, tidy=tidy)
+        if tidy:
+            for thread in self._threads[len(parts):]:  # parts of the interrupted reply this one never reached
+                await self._trim(thread, 0, final, tidy=True)
 
     async def _sync_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
-                           final: bool, live: bool = False, may_be_empty: bool = False) -> None:
+                           final: bool, live: bool = False, may_be_empty: bool = False, tidy: bool = True) -> None:
         while True:
             try:
                 await self._sync_once(thread, markdown, buttons, final=final, live=live,
-                                      may_be_empty=may_be_empty)
+                                      may_be_empty=may_be_empty, tidy=tidy)
                 return
             except MarkupRejected as exc:
                 if thread.plain:
@@ -314,26 +397,27 @@ class Streamer:
         return split_rendered(markdown, self.surface.render, self._limit, unit)
 
     async def _sync_once(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
-                         final: bool, live: bool, may_be_empty: bool) -> None:
+                         final: bool, live: bool, may_be_empty: bool, tidy: bool) -> None:
         pieces = self._pieces(markdown, thread.plain, final)
         if not pieces:
             if not final or may_be_empty:
                 await self._end_stream(thread, None, final)
+                await self._trim(thread, 0, final, tidy)
                 return  # an empty part shows nothing (the last one always has its footer)
             pieces = [wording.EMPTY_ANSWER]
-        if live and thread.stream is None and len(pieces) == len(thread.sent):
+        if live and thread.stream is None and len(pieces) <= len(thread.sent):
             live = False  # the piece being written is already an ordinary message: keep editing it
         ordinary = pieces[:-1] if live else pieces
         if thread.stream is not None and (not live or len(thread.sent) < len(ordinary)):
             # The streamed piece is complete (or streaming ends here): it becomes an ordinary message.
             at = len(thread.sent)
             await self._end_stream(thread, pieces[at] if at < len(pieces) else None, final)
-        await self._sync_ordinary(thread, ordinary, buttons, final)
+        await self._sync_ordinary(thread, ordinary, buttons, final, tidy)
         if live:
             await self._stream_piece(thread, pieces[-1], final)
 
     async def _sync_ordinary(self, thread: Thread, pieces: list[str], buttons: tuple[Button, ...],
-                             final: bool) -> None:
+                             final: bool, tidy: bool = True) -> None:
         key, plain = self.conversation_key, thread.plain
         for i, piece in enumerate(pieces):
             btns = buttons if i == len(pieces) - 1 else ()
@@ -343,6 +427,7 @@ class Streamer:
                     await self._edit(have.message_id, piece, btns, plain, final)
                     thread.sent[i] = Sent(have.message_id, piece, plain, btns, have.at)
                 continue
+            await self._clear_below(thread, final)
             if i == 0 and thread.origin is not None:
                 op = partial(self.surface.reply, thread.origin, piece, buttons=btns, plain=plain,
                              private=thread.private)
@@ -351,13 +436,29 @@ class Streamer:
                              reply_to=thread.reply_to if i == 0 else None)
             mid = await self._call(op, final)
             thread.sent.append(Sent(mid, piece, plain, btns, self._clock()))
-        while len(thread.sent) > len(pieces):  # the reply got shorter (an echo was removed)
+            self._posted(thread, i, mid)
+        await self._trim(thread, len(pieces), final, tidy)
+
+    async def _clear_below(self, thread: Thread, final: bool) -> None:
+        """A part grows past the messages it had before a restart: the interrupted later parts below
+        it go (they are written again below it), so the reply keeps its order."""
+        if thread.part is None:
+            return
+        for later in self._threads[thread.part + 1:]:
+            if later.sent and all(s.resumed for s in later.sent):  # never what this run wrote there
+                await self._trim(later, 0, final, tidy=True)
+
+    async def _trim(self, thread: Thread, keep: int, final: bool, tidy: bool) -> None:
+        """Remove the messages past the first ``keep``: the reply got shorter (an echo was removed), or
+        it is complete (``tidy``) and needs fewer of the messages a killed relay had posted."""
+        while len(thread.sent) > keep and (tidy or not thread.sent[-1].resumed):
             extra = thread.sent[-1]
             if self.capabilities.can_delete:
-                await self._call(partial(self.surface.delete, key, extra.message_id), final)
+                await self._call(partial(self.surface.delete, self.conversation_key, extra.message_id), final)
             else:
                 await self._edit(extra.message_id, wording.MERGED_ABOVE, (), True, final)
             thread.sent.pop()
+            self._removed(thread, len(thread.sent))
 
     async def _stream_piece(self, thread: Thread, piece: str, final: bool) -> None:
         stream = thread.stream
@@ -375,6 +476,7 @@ class Streamer:
             return
         if stream is None:
             thread.stream = LiveStream(stream_id, piece, self._clock())
+            self._posted(thread, len(thread.sent), stream_id, "stream")
         else:
             stream.text = piece
 
@@ -393,6 +495,9 @@ class Streamer:
             mid = None
         if mid is not None:
             thread.sent.append(Sent(mid, text, False, (), stream.started_at))
+            self._posted(thread, len(thread.sent) - 1, mid)
+        else:
+            self._removed(thread, len(thread.sent))  # a preview: the piece is posted as a message, if at all
 
     async def _edit(self, message_id: str, text: str, buttons: tuple[Button, ...], plain: bool,
                     final: bool) -> None:

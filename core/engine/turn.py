@@ -101,8 +101,12 @@ class TurnRunner:
     async def run(self, conv: ConversationView, item: QueueItem) -> None:
         """Answer ``item`` in ``conv``: stream the reply, and deliver its final state whatever happens."""
         doc = Document()
-        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id)
+        journal = self.deps.journal
+        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id,
+                                             log=journal.reply_log(item.message))
         async with streamer:
+            if item.replay:  # a restart: the answer goes on in the messages the person already sees
+                await streamer.resume(journal.reply_messages(item.message))
             await _Turn(self.deps, conv, item, doc, streamer).run()
 
 
@@ -120,6 +124,8 @@ class _Turn:
         self.lost_once = False
         self.compaction_failed = False
         self.last_failure: AcpError | AcpRuntimeError | None = None  # what the ladder is retrying
+        self.interrupted = False  # the relay is shutting down: the message stays unfinished
+        self.tools_noted: set[str] = set()  # tool calls the journal knows may have run
 
     # -- the error funnel ------------------------------------------------------------------
 
@@ -133,6 +139,8 @@ class _Turn:
                 doc.finish(time.monotonic() - self.started, conv.context_pct)
                 await typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
                 await self.deps.outbox.deliver(self.streamer, doc.parts())
+                if not self.interrupted:  # answered the moment it is shown; a crash now repeats nothing
+                    self.deps.journal.complete(self.msg)
 
     async def answer(self) -> None:
         """The retry ladder, and every way it can end folded into the document."""
@@ -147,6 +155,7 @@ class _Turn:
         except asyncio.CancelledError:
             if not self.conv.stopping:  # the relay is shutting down: say so; a restart replays the message
                 doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
+                self.interrupted = True
                 raise
             doc.apply(TurnEnded(STOP_REASON_CANCELLED))
         except (AcpError, AcpRuntimeError) as exc:
@@ -225,7 +234,7 @@ class _Turn:
             if event.text:
                 seen.text.append(event.text)
         elif isinstance(event, ToolCall) and (event.ran or (event.started and self._gate_allows_all())):
-            self._tool_may_run()
+            self._tool_may_run(event)
         elif isinstance(event, CompactionStatus) and event.status == "failed":
             self.compaction_failed = True
         elif isinstance(event, KiroMetadata) and event.context_pct is not None:
@@ -255,12 +264,13 @@ class _Turn:
             self.on_event(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
             return "cancelled"
         if kind.startswith("allow"):
-            self._tool_may_run()
+            self._tool_may_run(request.tool_call)
         return kind
 
-    def _tool_may_run(self) -> None:
-        if not self.seen.tool_ran:  # a replay after a restart must not run it twice
-            self.deps.journal.tool_may_run(self.msg)
+    def _tool_may_run(self, call: ToolCall) -> None:
+        if call.tool_call_id not in self.tools_noted:  # a restart must not run it twice without asking
+            self.tools_noted.add(call.tool_call_id)
+            self.deps.journal.tool_may_run(self.msg, call)
         self.seen.tool_ran = self.current.side_effects = True
 
     def _gate_allows_all(self) -> bool:
