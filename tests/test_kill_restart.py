@@ -38,7 +38,7 @@ from core.engine.surface import Capabilities, InboundMessage
 from core.store import Store
 from tests.fakes.memory_surface import MemorySurface, StoredMessage
 
-config_path, out_path, *messages = [a for a in sys.argv[1:] if a != "--until-idle"]
+config_path, out_path, *messages = [a for a in sys.argv[1:] if not a.startswith("--")]
 
 
 class FileSurface(MemorySurface):
@@ -63,6 +63,11 @@ class FileSurface(MemorySurface):
     async def delete(self, key, message_id):
         await super().delete(key, message_id)
         self.log(method="delete", id=message_id)
+
+    async def typing(self, key, active):
+        await super().typing(key, active)
+        if not active and "--slow-typing-off" in sys.argv:
+            await asyncio.sleep(3)  # a platform slow to clear the indicator (one more Slack call)
 
     def log(self, **entry):
         with open(out_path, "a", encoding="utf-8") as f:
@@ -219,3 +224,72 @@ def test_a_relay_killed_mid_turn_resumes_the_same_session_and_loses_nothing(tmp_
     m2 = [m for m in final.values() if m.get("reply_to") == "m2" and not m["text"].startswith("Queued")]
     assert any("done" in m["text"] and "permission:selected:allow-once" in m["text"] for m in m1)
     assert len(m2) == 1 and "second message" in m2[0]["text"]
+
+
+class Relays:
+    """Relay processes of one test, each killed or waited for; their agents never outlive the test."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.runner = tmp / "runner.py"
+        self.runner.write_text(RUNNER.format(root=str(ROOT)), encoding="utf-8")
+        self.out = tmp / "out.jsonl"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, n: int, *args: str, tool_gate: str = "allow") -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, str(self.runner), str(write_config(self.tmp, n, tool_gate)),
+                                 str(self.out), *args], cwd=self.tmp)
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes], n: int) -> None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=HANG_GUARD_S)
+        agent = json.loads((self.tmp / f"agent-{n}.json").read_text(encoding="utf-8"))["pid"]
+        wait_for(lambda: gone(agent), "the killed relay's agent ends")
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def prompts(self) -> list[str]:
+        frames = lines(self.tmp / "record.jsonl")
+        return ["\n".join(b["text"] for b in f["params"]["prompt"]) for f in frames
+                if f.get("method") == "session/prompt"]
+
+
+LONG = "chunks 2000\nsleep 1.5\ntext  the end"  # about 11,000 characters: three messages of 4,096
+
+
+def test_a_relay_killed_mid_answer_continues_it_in_the_same_messages(tmp_path: Path) -> None:
+    relays = Relays(tmp_path)
+    try:
+        first = relays.start(1, f"m1:{LONG}")
+        wait_for(lambda: len(shown(relays.out)) >= 3, "relay 1 streams the answer over three messages")
+        relays.kill(first, 1)
+        before = list(shown(relays.out))
+        assert relays.start(2, f"m1:{LONG}", "--until-idle").wait(timeout=HANG_GUARD_S) == 0
+    finally:
+        relays.close()
+    final = shown(relays.out)
+    assert list(final)[: len(before)] == before, "the answer goes on in the messages the person saw"
+    answer = "\n\n".join(m["text"] for m in final.values())
+    assert answer.count("w0 ") == 1 and answer.count("w1999") == 1, "one copy of the answer, not two"
+    assert answer.count("⏱") == 1 and "the end" in answer
+    assert relays.prompts() == [LONG, LONG]
+
+
+def test_a_crash_right_after_the_answer_was_shown_does_not_answer_it_again(tmp_path: Path) -> None:
+    relays = Relays(tmp_path)
+    script = "text the one answer"
+    try:
+        first = relays.start(1, f"m1:{script}", "--slow-typing-off")
+        wait_for(lambda: any("⏱" in m["text"] for m in shown(relays.out).values()), "the final answer is shown")
+        relays.kill(first, 1)  # while the working indicator is being cleared
+        assert relays.start(2, f"m1:{script}", "--until-idle").wait(timeout=HANG_GUARD_S) == 0
+    finally:
+        relays.close()
+    assert relays.prompts() == [script], "the agent was not asked again"
+    assert [m["text"].split("\n\n")[0] for m in shown(relays.out).values()] == ["the one answer"]
