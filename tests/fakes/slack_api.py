@@ -18,7 +18,7 @@ Behaviour modelled on Slack's documented rules and errors:
   (``message_not_in_streaming_state``); a streaming message cannot be updated (``streaming`` off:
   ``not_allowed`` for every stream call);
 * ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
-  ``Retry-After``), checked before anything else.
+  ``Retry-After``), checked before anything else; ``on_request`` hooks see each call as it arrives.
 
 Socket Mode: ``push`` sends an envelope and waits for its ack; ``disconnect`` sends Slack's
 ``disconnect`` message (``refresh_requested``), ``kill_socket`` drops the connection, ``go_silent``
@@ -35,7 +35,7 @@ import itertools
 import json
 import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,8 @@ class SlackFake:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Params]] = []
+        #: Called with each Web API call as it arrives, before it is answered (a hook may kill the client).
+        self.on_request: list[Callable[[str, Params], None]] = []
         self.messages: list[SlackMessage] = []
         self.statuses: list[tuple[str, str, str]] = []  # (channel, thread_ts, status)
         self.acks: dict[str, Any] = {}
@@ -174,6 +176,8 @@ class SlackFake:
                 params.update(dict(await request.post()))
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or str(params.get("token", ""))
         self.calls.append((method, params))
+        for hook in list(self.on_request):
+            hook(method, params)
         try:
             if queued := self._failures.get(method):
                 raise queued.pop(0)
