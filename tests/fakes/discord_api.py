@@ -5,7 +5,8 @@ IDENTIFY -> READY + GUILD_CREATE, RESUME -> the missed events + RESUMED, close c
 for a refused intent), and ``/api/v10/...`` the REST routes a bot uses (messages, typing, threads,
 history, interaction callbacks and followups, command sync, login). The fake keeps every channel's
 messages as a person would see them (with edits counted, buttons, ephemeral and "thinking" flags),
-logs every REST call in ``calls``, and injects one-shot errors with ``fail_next``.
+logs every REST call in ``calls`` (``on_request`` hooks see each as it arrives), and injects one-shot
+errors with ``fail_next``.
 
 Tests drive it as the people in the chat: ``say`` (a MESSAGE_CREATE), ``slash`` (an application
 command), ``press`` (a button), ``drop`` (the gateway connection closes), and read it back with
@@ -21,6 +22,7 @@ import itertools
 import json
 import time
 from collections import deque
+from collections.abc import Callable
 
 from aiohttp import WSMsgType, web
 
@@ -70,6 +72,8 @@ class FakeDiscord:
             cid: Channel(cid, 0, guild_id, name=f"general-{i}") for i, cid in enumerate(channel_ids)}
         self.interactions: dict[int, Interaction] = {}
         self.calls: list[tuple[str, str, Json]] = []  # (method, path, body)
+        #: Called with (method, path, body) as each REST call arrives, before it is answered.
+        self.on_request: list[Callable[[str, str, Json], None]] = []
         self.commands: dict[str, list[Json]] = {}  # "global" or guild id -> synced commands
         self.attachments: dict[str, bytes] = {}
         self.identifies = 0
@@ -303,6 +307,8 @@ class FakeDiscord:
             raw = await request.read()
             body = json.loads(raw) if raw else {}
         self.calls.append((request.method, path, body))
+        for hook in list(self.on_request):
+            hook(request.method, path, body)
         parts = path.strip("/").split("/")
         route = self._route_name(request.method, parts)
         failure = self._failures.get(route)
