@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.bench_reader
 	$(BIN)/python -m bench.bench_turns
 	$(BIN)/python -m bench.bench_streamer
+	$(BIN)/python -m bench.bench_huge
 	$(BIN)/python -m bench.bench_engine
 	$(BIN)/python -m bench.bench_telegram
 

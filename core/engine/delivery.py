@@ -21,6 +21,7 @@ from core.engine.streamed import ReplyLog
 from core.engine.streamer import Reply, Streamer
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, Surface
 from core.engine.tasks import TaskSet
+from core.redact import redact
 from core.store import OutboundRecord, Store
 
 __all__ = ["Outbox"]
@@ -105,6 +106,16 @@ class Outbox:
         # A short notice may get through where the answer did not.
         await self.say(surface, key, wording.delivery_failure_text())
         self.schedule_redelivery()
+
+    async def attach_rest(self, streamer: Streamer, rest: str) -> None:
+        """The rest of an answer cut at ``engine.max_answer_bytes``, as a file below it (redacted like
+        everything the relay posts); where the platform takes no files, a sentence says it was left out."""
+        data = redact(rest).encode()
+        try:
+            await streamer.send_file("answer-rest.md", data, caption=wording.answer_rest_caption(len(data)),
+                                     fallback=wording.answer_rest_dropped_text(len(data)))
+        except DeliveryError as exc:
+            log.warning("could not post the rest of a long answer in %s: %s", streamer.conversation_key, exc)
 
     def _keep_rest(self, surface: Surface, key: str, streamer: Streamer, reply: Reply,
                    row: OutboundRecord | None = None) -> None:

@@ -72,7 +72,7 @@ class Engine:
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         self.runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.outbox, self.journal,
-                                          self.prompts.ask))
+                                          self.prompts.ask, max_answer_bytes=config.engine.max_answer_bytes))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, self._run_turn, self._idle,
                                       self._forget_session, cancel_wait_s)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from core.engine.messages import Button, InboundMessage
+from core.engine.splitter import Splitter
 
 __all__ = ["Deferred", "LiveStream", "Posted", "ReplyLog", "Sent", "Thread"]
 
@@ -67,6 +68,11 @@ class Thread:
     origin: InboundMessage | None = None  # a standalone reply to this inbound message
     private: bool = False
     part: int | None = None  # its index in a reply (None: a standalone message, not logged)
+    splitter: Splitter | None = None  # cuts its text; remembers the cuts that still hold
+    split_for: tuple[bool, int] = (False, 0)  # (plain, limit) the splitter cuts for
+    #: The last text cut and its pieces: ((plain, limit), final, markdown, pieces).
+    cut: tuple[tuple[bool, int], bool, str, list[str]] | None = None
+    settled: list[str] | None = None  # the pieces it shows, exactly as they are
 
 
 class Deferred(Exception):

@@ -42,7 +42,7 @@ from typing import TypeVar
 from core.engine import wording
 from core.engine.messages import InboundMessage
 from core.engine.pacing import Pacer
-from core.engine.splitter import plain_text, split_rendered
+from core.engine.pieces import Pieces
 from core.engine.streamed import Deferred, LiveStream, Posted, ReplyLog, Sent, Thread
 from core.engine.surface import (
     Button,
@@ -55,7 +55,6 @@ from core.engine.surface import (
     RateLimited,
     Surface,
 )
-from core.redact import redact, unfinished_secret_at
 
 __all__ = ["Reply", "Streamer"]
 
@@ -69,9 +68,6 @@ Reply = str | Sequence[str]
 
 #: Consecutive 429s tolerated for one call before the delivery counts as failed.
 _MAX_RATE_LIMIT_WAITS = 20
-#: ``MessageTooLong`` shrinks the limit by this factor, down to ``_MIN_LIMIT``.
-_SHRINK = 0.8
-_MIN_LIMIT = 32
 
 
 def _as_parts(reply: Reply) -> list[str]:
@@ -97,12 +93,11 @@ class Streamer:
         self._pacer = pacer if pacer is not None else Pacer(sleep=sleep, clock=clock)
         self._rate_key = surface.rate_key(conversation_key)
         self._max_attempts = max(1, max_attempts)
-        self._limit = caps.max_message_length
+        self._pieces = Pieces(surface.render, caps.length_unit, caps.max_message_length)
         self._reply_to = reply_to
         self._threads: list[Thread] = []
         self._native = caps.can_stream_natively
         self._latest: Reply | Callable[[], Reply] = ""
-        self._redacted: dict[str, str] = {}  # paragraph -> redacted, for the streaming flushes
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -177,6 +172,18 @@ class Streamer:
         thread = Thread(origin=origin, private=private)
         await self._deliver_thread(thread, markdown, buttons)
         return thread.sent[-1].message_id
+
+    async def send_file(self, name: str, data: bytes, *, caption: str, fallback: str) -> str:
+        """Post a file below the reply (paced, 429s waited out, retried like a final state)."""
+        op = partial(self.surface.send_file, self.conversation_key, name, data, reply_to=self._reply_to,
+                     caption=self._pieces.redact(caption, True), fallback=self._pieces.redact(fallback, True))
+        posted: list[str] = []
+
+        async def once() -> None:
+            posted.append(await self._call(op, True))
+
+        await self._with_attempts(once)
+        return posted[-1]
 
     async def edit_message(self, message_id: str, markdown: str, buttons: tuple[Button, ...] = ()) -> str:
         """Replace a standalone message's content; returns the id now showing it.
@@ -266,7 +273,7 @@ class Streamer:
         missing: list[str] = []
         for i, markdown in enumerate(_as_parts(reply)):
             thread = self._threads[i] if i < len(self._threads) else Thread()
-            pieces = self._pieces(markdown, thread.plain)
+            pieces = self._pieces.of(thread, markdown)
             shown = 0
             for have, piece in zip(thread.sent, pieces, strict=False):
                 if have.text != piece:
@@ -363,42 +370,14 @@ class Streamer:
                     raise DeliveryFailed("plain text rejected") from exc
                 thread.plain = True
             except MessageTooLong as exc:
-                smaller = int(self._limit * _SHRINK)
-                if smaller < _MIN_LIMIT:
+                if not self._pieces.shrink():
                     raise DeliveryFailed("rejected as too long at every size") from exc
-                self._limit = smaller
-
-    def _redact(self, markdown: str, final: bool) -> str:
-        """Every text bound for a platform passes here: no secret reaches a chat.
-
-        While streaming only the last paragraph changes, so paragraphs are redacted once and
-        remembered (a long answer would otherwise be scanned whole on every flush); the final
-        state is scanned whole, so nothing that spans a paragraph break slips through.
-        """
-        if final:
-            return redact(markdown)
-        cut = unfinished_secret_at(markdown)  # a token still arriving: shown once it is whole (redacted)
-        if cut is not None:
-            markdown = markdown[:cut]
-        known = self._redacted
-        blocks = markdown.split("\n\n")
-        fresh = {block: known.get(block) or redact(block) for block in blocks}
-        if len(known) > 4 * len(fresh) + 64:  # parts that stopped changing keep theirs; the rest goes
-            self._redacted = fresh
-        else:
-            known.update(fresh)
-        return "\n\n".join(fresh[block] for block in blocks)
-
-    def _pieces(self, markdown: str, plain: bool, final: bool = True) -> list[str]:
-        markdown = self._redact(markdown, final)
-        unit = self.capabilities.length_unit
-        if plain:
-            return split_rendered(plain_text(markdown), lambda s: s, self._limit, unit)
-        return split_rendered(markdown, self.surface.render, self._limit, unit)
 
     async def _sync_once(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
                          final: bool, live: bool, may_be_empty: bool, tidy: bool) -> None:
-        pieces = self._pieces(markdown, thread.plain, final)
+        pieces = self._pieces.of(thread, markdown, final=final)
+        if pieces is thread.settled and not buttons:
+            return  # a part that stopped growing, shown as it is: nothing to look at
         if not pieces:
             if not final or may_be_empty:
                 await self._end_stream(thread, None, final)
@@ -415,6 +394,8 @@ class Streamer:
         await self._sync_ordinary(thread, ordinary, buttons, final, tidy)
         if live:
             await self._stream_piece(thread, pieces[-1], final)
+        elif not buttons and thread.stream is None and len(thread.sent) == len(pieces):
+            thread.settled = pieces
 
     async def _sync_ordinary(self, thread: Thread, pieces: list[str], buttons: tuple[Button, ...],
                              final: bool, tidy: bool = True) -> None:

@@ -3,7 +3,8 @@
 ``Surface`` is what the core calls on a platform adapter; ``Inbound`` is what an adapter calls on
 the core; ``Launched`` is a running surface as ``acp-relay run`` owns it. A capability a platform
 lacks has a fallback in the core (no edits: post the final text only; no buttons: numbered text
-replies such as ``approve 1``; no native streaming: send + edit), never an ``if surface == ...``.
+replies such as ``approve 1``; no native streaming: send + edit; no files: the rest of a cut answer
+is said to be left out), never an ``if surface == ...``.
 ``SurfaceDefaults`` gives an adapter those fallbacks for the optional methods.
 
 Capabilities may differ per conversation (``capabilities_for``: Telegram streams drafts in private
@@ -197,6 +198,12 @@ class Surface(Protocol):
         (a Telegram draft): the core then posts ``text`` as an ordinary message."""
         ...
 
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str,
+                        fallback: str, reply_to: str | None = None) -> str:
+        """Post ``data`` as a file called ``name`` with ``caption`` (the rest of an answer too long to
+        show); returns the message id. Where the platform takes no files, post ``fallback`` instead."""
+        ...
+
 
 class SurfaceDefaults:
     """The core's fallbacks for a surface's optional methods; adapters inherit and override."""
@@ -232,6 +239,11 @@ class SurfaceDefaults:
     async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
         """Nothing to end; the core posts ``text`` itself."""
         return None
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str,
+                        fallback: str, reply_to: str | None = None) -> str:
+        """No files here: ``fallback`` says what was left out."""
+        return await self.send(conversation_key, fallback, reply_to=reply_to)
 
 
 class Inbound(Protocol):

@@ -90,6 +90,8 @@ class TurnDeps:
     journal: Journal
     #: Ask the person about one permission request (buttons or numbered replies); returns an option kind.
     ask_approval: Callable[[ConversationView, PermissionRequest, Streamer], Awaitable[str]]
+    #: An answer is cut past this many bytes; the rest is offered as a file.
+    max_answer_bytes: int | None = None
 
 
 class TurnRunner:
@@ -100,7 +102,7 @@ class TurnRunner:
 
     async def run(self, conv: ConversationView, item: QueueItem) -> None:
         """Answer ``item`` in ``conv``: stream the reply, and deliver its final state whatever happens."""
-        doc = Document()
+        doc = Document(max_bytes=self.deps.max_answer_bytes)
         journal = self.deps.journal
         streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id,
                                              log=journal.reply_log(item.message))
@@ -141,6 +143,8 @@ class _Turn:
                 await self.deps.outbox.deliver(self.streamer, doc.parts())
                 if not self.interrupted:  # answered the moment it is shown; a crash now repeats nothing
                     self.deps.journal.complete(self.msg)
+                if doc.overflow:
+                    await self.deps.outbox.attach_rest(self.streamer, doc.overflow)
 
     async def answer(self) -> None:
         """The retry ladder, and every way it can end folded into the document."""

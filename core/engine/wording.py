@@ -40,6 +40,9 @@ __all__ = [
     "SESSION_NOT_RESUMABLE",
     "STOPPED",
     "TOOL_GLYPHS",
+    "answer_cut_text",
+    "answer_rest_caption",
+    "answer_rest_dropped_text",
     "approval_outcome_text",
     "approval_prompt_text",
     "compaction_status_text",
@@ -302,6 +305,25 @@ INTERRUPTED_BY_RESTART = "The relay restarted before this answer was finished."
 #: Ends a reply (a native stream) the relay could not continue in place after a restart.
 INTERRUPTED_RESUMING = "Interrupted by a restart; the full answer follows."
 RESEND_LABEL = "Send it again"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{max(1, round(n / 1024))} KB"
+
+
+def answer_cut_text(max_bytes: int) -> str:
+    """Ends an answer longer than ``engine.max_answer_bytes``."""
+    return f"The answer is longer than {_size(max_bytes)}, so it is cut here."
+
+
+def answer_rest_caption(size: int) -> str:
+    """Goes with the file holding the rest of a cut answer."""
+    return f"The rest of the answer ({_size(size)})."
+
+
+def answer_rest_dropped_text(size: int) -> str:
+    """Said where the rest of a cut answer cannot be posted as a file."""
+    return f"The rest of the answer ({_size(size)}) was left out: files cannot be posted here."
 LEAVE_LABEL = "Leave it"
 #: For surfaces without buttons; the words are parsed by ``resend.parse_resend_reply``.
 RESEND_NUMBERED_HINT = "Reply `1` to send it again, or `2` to leave it."
