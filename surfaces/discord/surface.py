@@ -5,11 +5,13 @@ Discord has no streaming API, so the core posts and then edits (about once a sec
 channel: Discord allows about five messages per five seconds in one channel). A message edited for
 longer than ``rollover_after_s`` is left as it is and the answer continues in a new message
 (Discord throttles edits of messages older than an hour, error 30046). Messages are at most 2,000
-characters; the core splits longer answers without breaking code fences.
+characters; the core splits longer answers without breaking code fences. The rest of an answer too
+long to show is a message with the file attached.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -96,6 +98,21 @@ class DiscordSurface(SurfaceDefaults):
         kwargs: dict[str, Any] = {"content": self._content(text, plain), "allowed_mentions": NO_PINGS}
         if buttons:
             kwargs["view"] = build_view(buttons)
+        reference = self._reference(channel.id, reply_to)
+        if reference is not None:
+            kwargs["reference"] = reference
+        try:
+            message = await channel.send(**kwargs)
+        except PLATFORM_ERRORS as exc:
+            raise delivery_error(exc) from exc
+        return str(message.id)
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
+                        reply_to: str | None = None) -> str:
+        """A message with the file attached (the rest of an answer too long to show)."""
+        channel = self._channel(conversation_key)
+        kwargs: dict[str, Any] = {"content": self._content(caption, False), "allowed_mentions": NO_PINGS,
+                                  "file": discord.File(io.BytesIO(data), filename=name)}
         reference = self._reference(channel.id, reply_to)
         if reference is not None:
             kwargs["reference"] = reference

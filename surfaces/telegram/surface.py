@@ -4,7 +4,8 @@ Text arrives as neutral Markdown and leaves as text plus entities (``render``); 
 as it is, with no entities and no escapes. Buttons are an inline keyboard whose ``callback_data``
 is the core's one-time token. In private chats a reply streams as a draft (``sendMessageDraft``):
 a draft is only a preview, so ``end_stream`` returns None and the core sends the final text as an
-ordinary message. Every PTB error leaves as one of the core's delivery errors (``errors``).
+ordinary message. The rest of an answer too long to show is a document (``sendDocument``). Every
+PTB error leaves as one of the core's delivery errors (``errors``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,16 @@ import itertools
 import secrets
 from collections.abc import Collection, Mapping
 
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, MessageEntity, ReplyParameters
-from telegram.constants import ChatAction, KeyboardButtonStyle
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    InputFile,
+    LinkPreviewOptions,
+    MessageEntity,
+    ReplyParameters,
+)
+from telegram.constants import ChatAction, KeyboardButtonStyle, MessageLimit
 
 from core.engine.surface import (
     Button,
@@ -111,6 +120,18 @@ class TelegramSurface(SurfaceDefaults):
             sent = await self.bot.send_message(
                 ref.chat_id, body, entities=entities or None, message_thread_id=ref.topic_id,
                 reply_parameters=_reply(reply_to), reply_markup=_keyboard(buttons), link_preview_options=_NO_PREVIEW)
+        return str(sent.message_id)
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
+                        reply_to: str | None = None) -> str:
+        """``sendDocument`` with the caption (the rest of an answer too long to show)."""
+        ref = keys.parse_key(conversation_key)
+        body, entities = render(caption)
+        with delivery_errors("sendDocument"):
+            sent = await self.bot.send_document(
+                ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],
+                caption_entities=entities or None, message_thread_id=ref.topic_id,
+                reply_parameters=_reply(reply_to))
         return str(sent.message_id)
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,

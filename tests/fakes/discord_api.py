@@ -5,8 +5,8 @@ IDENTIFY -> READY + GUILD_CREATE, RESUME -> the missed events + RESUMED, close c
 for a refused intent), and ``/api/v10/...`` the REST routes a bot uses (messages, typing, threads,
 history, interaction callbacks and followups, command sync, login). The fake keeps every channel's
 messages as a person would see them (with edits counted, buttons, ephemeral and "thinking" flags),
-logs every REST call in ``calls`` (``on_request`` hooks see each as it arrives), and injects one-shot
-errors with ``fail_next``.
+logs every REST call in ``calls`` (``on_request`` hooks see each as it arrives), keeps the files a
+message is sent with (``attachments``), and injects one-shot errors with ``fail_next``.
 
 Tests drive it as the people in the chat: ``say`` (a MESSAGE_CREATE), ``slash`` (an application
 command), ``press`` (a button), ``drop`` (the gateway connection closes), and read it back with
@@ -303,9 +303,18 @@ class FakeDiscord:
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
         body: Json = {}
-        if request.can_read_body:
+        uploads: list[tuple[str, bytes]] = []
+        if request.can_read_body and request.content_type.startswith("multipart/"):  # a message with files
+            for name, value in (await request.post()).items():
+                if name == "payload_json":
+                    body = json.loads(str(value))
+                elif not isinstance(value, str):
+                    uploads.append((value.filename, value.file.read()))
+        elif request.can_read_body:
             raw = await request.read()
             body = json.loads(raw) if raw else {}
+        if uploads:
+            body["_uploads"] = uploads
         self.calls.append((request.method, path, body))
         for hook in list(self.on_request):
             hook(request.method, path, body)
@@ -379,8 +388,15 @@ class FakeDiscord:
                 return error_response(400, 50035, "Invalid Form Body", errors={"message_reference": {"_errors": [
                     {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}]}})
             ref = None
+        files = []
+        for fname, data in body.get("_uploads", []):
+            key = f"{self.snowflake()}-{fname}"
+            self.attachments[key] = data
+            files.append({"id": key.split("-")[0], "filename": fname, "size": len(data),
+                          "url": f"http://127.0.0.1:{self.port}/cdn/{key}",
+                          "proxy_url": f"http://127.0.0.1:{self.port}/cdn/{key}"})
         msg = self._message(ch, self.bot, body.get("content") or "", components=body.get("components"),
-                            reference=ref)
+                            reference=ref, attachments=files)
         await self.dispatch("MESSAGE_CREATE", msg)
         return json_response(msg)
 

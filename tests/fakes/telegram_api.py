@@ -10,7 +10,8 @@ and behaves like Telegram where the relay's behaviour depends on it:
   units (400 ``message is too long``), entities outside the text (400 ``can't parse entities``),
   an unknown forum topic, ``callback_data`` over 64 bytes, an identical edit (400 ``message is not
   modified``), drafts outside private chats;
-* ``answerCallbackQuery`` takes each query id once;
+* ``answerCallbackQuery`` takes each query id once; ``sendDocument`` keeps the file (``files``) and a
+  message with its caption (at most 1024 UTF-16 units);
 * one-shot failures: ``fail_next(method, status, description, retry_after=...)``.
 
 ``events`` is what happened in order (every call, with its arguments); ``transcript(chat)`` is the
@@ -125,7 +126,8 @@ class FakeBotApi:
             return dict(await request.json())
         params: Json = {}
         for name, value in (await request.post()).items():
-            if not isinstance(value, str):
+            if not isinstance(value, str):  # an uploaded file
+                params[name] = {"filename": value.filename, "data": value.file.read()}
                 continue
             try:
                 params[name] = json.loads(value)
@@ -412,6 +414,24 @@ class FakeBotApi:
         replied = (params.get("reply_parameters") or {}).get("message_id")
         if replied is not None and (chat.id, int(replied)) in self.messages:
             msg["reply_to_message"] = self.messages[(chat.id, int(replied))]
+        return self._store(chat.id, msg)
+
+    async def _api_sendDocument(self, params: Json) -> Json:
+        chat = self._chat(params)
+        upload = params.get("document")
+        if not isinstance(upload, dict) or not upload.get("data"):
+            raise ApiError(400, "Bad Request: there is no document in the request")
+        caption = str(params.get("caption", ""))
+        if utf16_len(caption) > 1024:
+            raise ApiError(400, "Bad Request: message caption is too long")
+        file_id = f"doc{len(self.files) + 1}"
+        self.files[f"documents/{file_id}"] = upload["data"]
+        msg: Json = {"from": self.me, "caption": caption,
+                     "document": {"file_id": file_id, "file_unique_id": file_id, "file_name": upload["filename"],
+                                  "file_size": len(upload["data"])}}
+        topic = self._thread(chat, params)
+        if topic is not None:
+            msg.update(message_thread_id=topic, is_topic_message=True)
         return self._store(chat.id, msg)
 
     async def _api_editMessageText(self, params: Json) -> Json:
