@@ -22,7 +22,7 @@ created or removed. ``resume`` takes such a log from a relay that was killed mid
 then written into those messages (they are edited, and the ones it no longer needs are removed once
 it is complete) instead of below them as a second copy.
 
-Every call goes through the chat's ``Pacer`` slot. Delivery rules: ``RateLimited`` -> the chat is
+Every call goes through the chat's ``Pacer`` slot (``calls.Caller``). Delivery rules: ``RateLimited`` -> the chat is
 held for ``retry_after`` then the call is made again (while streaming, the next flush carries the
 newer state); ``MarkupRejected`` -> resend as plain text; ``MessageTooLong`` -> re-split with a
 smaller limit; ``NotModified`` -> fine; ``DeliveryFailed`` -> skipped while streaming, retried with
@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from core.engine import wording
+from core.engine.calls import Caller
 from core.engine.messages import InboundMessage
 from core.engine.pacing import Pacer
 from core.engine.pieces import Pieces
@@ -52,7 +53,6 @@ from core.engine.surface import (
     MarkupRejected,
     MessageTooLong,
     NotModified,
-    RateLimited,
     Surface,
 )
 
@@ -65,9 +65,6 @@ T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 #: One text, or the parts of a reply (each shown below the one before).
 Reply = str | Sequence[str]
-
-#: Consecutive 429s tolerated for one call before the delivery counts as failed.
-_MAX_RATE_LIMIT_WAITS = 20
 
 
 def _as_parts(reply: Reply) -> list[str]:
@@ -87,12 +84,11 @@ class Streamer:
         self.capabilities = caps
         chosen = caps.edit_interval_s if interval_s is None else interval_s
         self.interval_s = _DEFAULT_INTERVAL_S if chosen is None else chosen
-        self.calls = 0
         self._sleep = sleep
         self._clock = clock
-        self._pacer = pacer if pacer is not None else Pacer(sleep=sleep, clock=clock)
-        self._rate_key = surface.rate_key(conversation_key)
-        self._max_attempts = max(1, max_attempts)
+        self._caller = Caller(pacer if pacer is not None else Pacer(sleep=sleep, clock=clock),
+                              surface.rate_key(conversation_key), caps.rate_limit, sleep=sleep,
+                              max_attempts=max_attempts, conversation_key=conversation_key)
         self._pieces = Pieces(surface.render, caps.length_unit, caps.max_message_length)
         self._reply_to = reply_to
         self._threads: list[Thread] = []
@@ -102,8 +98,12 @@ class Streamer:
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._finished = False
-        self._refused: DeliveryRefused | None = None
         self._log = log
+
+    @property
+    def calls(self) -> int:
+        """Platform calls made so far (failed ones included)."""
+        return self._caller.count
 
     @property
     def message_ids(self) -> list[str]:
@@ -180,9 +180,9 @@ class Streamer:
         posted: list[str] = []
 
         async def once() -> None:
-            posted.append(await self._call(op, True))
+            posted.append(await self._caller.call(op, True))
 
-        await self._with_attempts(once)
+        await self._caller.attempts(once)
         return posted[-1]
 
     async def edit_message(self, message_id: str, markdown: str, buttons: tuple[Button, ...] = ()) -> str:
@@ -233,7 +233,7 @@ class Streamer:
     async def _end_foreign_stream(self, stream_id: str) -> str | None:
         """End a stream a killed relay started; the id of the message now showing it, if any."""
         try:
-            return await self._call(partial(self.surface.end_stream, self.conversation_key, stream_id,
+            return await self._caller.call(partial(self.surface.end_stream, self.conversation_key, stream_id,
                                             wording.INTERRUPTED_RESUMING), True)
         except DeliveryRefused:
             raise
@@ -247,7 +247,7 @@ class Streamer:
         if shown and self.capabilities.can_delete:
             for entry in shown:
                 try:
-                    await self._call(partial(self.surface.delete, self.conversation_key, entry.message_id), True)
+                    await self._caller.call(partial(self.surface.delete, self.conversation_key, entry.message_id), True)
                 except DeliveryFailed as exc:
                     log.info("removing an interrupted reply's message in %s failed: %r", self.conversation_key, exc)
         elif shown:
@@ -325,24 +325,10 @@ class Streamer:
     # -- delivering ------------------------------------------------------------------------
 
     async def _deliver(self, parts: list[str], buttons: tuple[Button, ...]) -> None:
-        await self._with_attempts(partial(self._sync, parts, buttons, final=True))
+        await self._caller.attempts(partial(self._sync, parts, buttons, final=True))
 
     async def _deliver_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...]) -> None:
-        await self._with_attempts(partial(self._sync_thread, thread, markdown, buttons, final=True))
-
-    async def _with_attempts(self, sync: Callable[[], Awaitable[None]]) -> None:
-        failure: DeliveryError | None = None
-        for attempt in range(self._max_attempts):
-            if attempt:
-                await self._sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
-            try:
-                await sync()
-                return
-            except DeliveryFailed as exc:
-                failure = exc
-                log.warning("delivery to %s failed (attempt %d of %d): %r", self.conversation_key,
-                            attempt + 1, self._max_attempts, exc)
-        raise DeliveryFailed(f"not delivered after {self._max_attempts} attempts") from failure
+        await self._caller.attempts(partial(self._sync_thread, thread, markdown, buttons, final=True))
 
     async def _sync(self, parts: list[str], buttons: tuple[Button, ...], *, final: bool,
                     settle: bool = False) -> None:
@@ -415,7 +401,7 @@ class Streamer:
             else:
                 op = partial(self.surface.send, key, piece, buttons=btns, plain=plain,
                              reply_to=thread.reply_to if i == 0 else None)
-            mid = await self._call(op, final)
+            mid = await self._caller.call(op, final)
             thread.sent.append(Sent(mid, piece, plain, btns, self._clock()))
             self._posted(thread, i, mid)
         await self._trim(thread, len(pieces), final, tidy)
@@ -435,7 +421,7 @@ class Streamer:
         while len(thread.sent) > keep and (tidy or not thread.sent[-1].resumed):
             extra = thread.sent[-1]
             if self.capabilities.can_delete:
-                await self._call(partial(self.surface.delete, self.conversation_key, extra.message_id), final)
+                await self._caller.call(partial(self.surface.delete, self.conversation_key, extra.message_id), final)
             else:
                 await self._edit(extra.message_id, wording.MERGED_ABOVE, (), True, final)
             thread.sent.pop()
@@ -447,7 +433,7 @@ class Streamer:
             return
         reply_to = thread.reply_to if not thread.sent else None
         try:
-            stream_id = await self._call(partial(self.surface.stream, self.conversation_key,
+            stream_id = await self._caller.call(partial(self.surface.stream, self.conversation_key,
                                                  stream.stream_id if stream else None, piece,
                                                  reply_to=reply_to), final)
         except (DeliveryFailed, MarkupRejected, MessageTooLong) as exc:
@@ -469,7 +455,7 @@ class Streamer:
             return
         text = stream.text if piece is None else piece
         try:
-            mid = await self._call(partial(self.surface.end_stream, self.conversation_key, stream.stream_id,
+            mid = await self._caller.call(partial(self.surface.end_stream, self.conversation_key, stream.stream_id,
                                            text), final)
         except DeliveryFailed as exc:  # the stream is gone; its piece is sent as an ordinary message
             log.info("ending a native stream in %s failed: %r", self.conversation_key, exc)
@@ -483,27 +469,7 @@ class Streamer:
     async def _edit(self, message_id: str, text: str, buttons: tuple[Button, ...], plain: bool,
                     final: bool) -> None:
         try:
-            await self._call(partial(self.surface.edit, self.conversation_key, message_id, text,
+            await self._caller.call(partial(self.surface.edit, self.conversation_key, message_id, text,
                                      buttons=buttons, plain=plain), final)
         except NotModified:
             pass  # the message already shows this text
-
-    async def _call(self, op: Callable[[], Awaitable[T]], final: bool) -> T:
-        if self._refused is not None:
-            raise self._refused  # the chat will never take anything: do not ask it again
-        waits = 0
-        while True:
-            await self._pacer.wait(self._rate_key, self.capabilities.rate_limit)
-            self.calls += 1
-            try:
-                return await op()
-            except DeliveryRefused as exc:
-                self._refused = exc
-                raise
-            except RateLimited as exc:
-                waits += 1
-                if waits > _MAX_RATE_LIMIT_WAITS:
-                    raise DeliveryFailed("still rate limited") from exc
-                self._pacer.hold(self._rate_key, exc.retry_after_s)
-                if not final:
-                    raise Deferred from exc
