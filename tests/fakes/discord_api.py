@@ -218,7 +218,10 @@ class FakeDiscord:
         frame = {"op": 0, "t": event, "s": self._seq, "d": data}
         self._events.append(frame)
         if self._socket is not None and self._ready.is_set():
-            await self._socket.send_str(json.dumps(frame))
+            try:
+                await self._socket.send_str(json.dumps(frame))
+            except ConnectionResetError:  # the client just went away: it resumes, or catches up, later
+                self._ready.clear()
 
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True)
