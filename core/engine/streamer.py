@@ -398,6 +398,10 @@ class Streamer:
             if i == 0 and thread.origin is not None:
                 op = partial(self.surface.reply, thread.origin, piece, buttons=btns, plain=plain,
                              private=thread.private)
+            elif thread.part is not None and self._reply_to is not None:  # a piece of an answer: posted once
+                op = partial(self.surface.send_once, key, piece, buttons=btns, plain=plain,
+                             reply_to=thread.reply_to if i == 0 else None,
+                             key=f"{key}|{self._reply_to}|{thread.part}|{i}")
             else:
                 op = partial(self.surface.send, key, piece, buttons=btns, plain=plain,
                              reply_to=thread.reply_to if i == 0 else None)

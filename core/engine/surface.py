@@ -172,6 +172,12 @@ class Surface(Protocol):
         one, only to its sender where ``private`` and the platform can. Returns the message id."""
         ...
 
+    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
+                        plain: bool = False, reply_to: str | None = None) -> str:
+        """``send`` a piece of an answer, posted at most once per ``key`` where the platform can do that
+        (a relay killed before it heard back sends it again after the restart: Discord's nonce)."""
+        ...
+
     async def edit(self, conversation_key: str, message_id: str, text: str, *,
                    buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
         """Replace a message's text and buttons (identical content raises ``NotModified``)."""
@@ -230,6 +236,11 @@ class SurfaceDefaults:
         """An ordinary message in the conversation, replying to ``message``."""
         return await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
                                reply_to=message.message_id)
+
+    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
+                        plain: bool = False, reply_to: str | None = None) -> str:
+        """The platform has no idempotency key: an ordinary ``send``."""
+        return await self.send(conversation_key, text, buttons=buttons, plain=plain, reply_to=reply_to)
 
     async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
                      reply_to: str | None = None) -> str:

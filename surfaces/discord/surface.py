@@ -11,6 +11,7 @@ long to show is a message with the file attached.
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -91,21 +92,38 @@ class DiscordSurface(SurfaceDefaults):
             return None
         return discord.MessageReference(message_id=int(reply_to), channel_id=channel_id, fail_if_not_exists=False)
 
+    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
+                        plain: bool = False, reply_to: str | None = None) -> str:
+        """``send`` with a nonce made from ``key``: discord.py asks Discord to enforce it, so a piece sent
+        again after a crash returns the message already posted instead of a second copy."""
+        nonce = hashlib.blake2b(key.encode(), digest_size=12).hexdigest()  # Discord takes 25 characters
+        content = self._content(text, plain)
+        message = await self._post(conversation_key, content, buttons, reply_to, nonce)
+        if message.content != content:  # the copy a killed relay posted: it shows what it had then
+            await self.edit(conversation_key, str(message.id), text, buttons=buttons, plain=plain)
+        return str(message.id)
+
     async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
                    plain: bool = False, reply_to: str | None = None) -> str:
         """Post a message (with buttons, as a reply where it can be); returns its id."""
+        message = await self._post(conversation_key, self._content(text, plain), buttons, reply_to)
+        return str(message.id)
+
+    async def _post(self, conversation_key: str, content: str, buttons: tuple[Button, ...], reply_to: str | None,
+                    nonce: str | None = None) -> discord.Message:
         channel = self._channel(conversation_key)
-        kwargs: dict[str, Any] = {"content": self._content(text, plain), "allowed_mentions": NO_PINGS}
+        kwargs: dict[str, Any] = {"content": content, "allowed_mentions": NO_PINGS}
+        if nonce is not None:
+            kwargs["nonce"] = nonce
         if buttons:
             kwargs["view"] = build_view(buttons)
         reference = self._reference(channel.id, reply_to)
         if reference is not None:
             kwargs["reference"] = reference
         try:
-            message = await channel.send(**kwargs)
+            return await channel.send(**kwargs)
         except PLATFORM_ERRORS as exc:
             raise delivery_error(exc) from exc
-        return str(message.id)
 
     async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
                         reply_to: str | None = None) -> str:

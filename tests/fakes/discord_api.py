@@ -6,7 +6,8 @@ for a refused intent), and ``/api/v10/...`` the REST routes a bot uses (messages
 history, interaction callbacks and followups, command sync, login). The fake keeps every channel's
 messages as a person would see them (with edits counted, buttons, ephemeral and "thinking" flags),
 logs every REST call in ``calls`` (``on_request`` hooks see each as it arrives), keeps the files a
-message is sent with (``attachments``), and injects one-shot errors with ``fail_next``.
+message is sent with (``attachments``), answers a send whose enforced nonce it saw in the last five
+minutes with the message already made, and injects one-shot errors with ``fail_next``.
 
 Tests drive it as the people in the chat: ``say`` (a MESSAGE_CREATE), ``slash`` (an application
 command), ``press`` (a button), ``drop`` (the gateway connection closes), and read it back with
@@ -80,6 +81,7 @@ class FakeDiscord:
         self.resumes = 0
         self.intents: int | None = None
         self._failures: dict[str, deque[Failure]] = {}
+        self._nonces: dict[tuple[int, str], tuple[Json, float]] = {}  # enforced nonces: the message, when
         self._ids = itertools.count(1)
         self._seq = 0
         self._events: list[Json] = []  # every dispatch, for RESUME
@@ -391,6 +393,9 @@ class FakeDiscord:
                 return error_response(400, 50035, "Invalid Form Body", errors={"message_reference": {"_errors": [
                     {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}]}})
             ref = None
+        nonce = (ch.id, str(body.get("nonce"))) if body.get("enforce_nonce") and body.get("nonce") else None
+        if nonce is not None and nonce in self._nonces and time.time() - self._nonces[nonce][1] < 300:
+            return json_response(self._nonces[nonce][0])  # Discord: the same nonce within minutes, no new message
         files = []
         for fname, data in body.get("_uploads", []):
             key = f"{self.snowflake()}-{fname}"
@@ -400,6 +405,8 @@ class FakeDiscord:
                           "proxy_url": f"http://127.0.0.1:{self.port}/cdn/{key}"})
         msg = self._message(ch, self.bot, body.get("content") or "", components=body.get("components"),
                             reference=ref, attachments=files)
+        if nonce is not None:
+            self._nonces[nonce] = (msg, time.time())
         await self.dispatch("MESSAGE_CREATE", msg)
         return json_response(msg)
 
