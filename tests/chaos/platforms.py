@@ -262,20 +262,17 @@ class SlackChaos:
 @contextlib.asynccontextmanager
 async def platform(name: str) -> AsyncIterator[TelegramChaos | DiscordChaos | SlackChaos]:
     """The fake of ``name`` started, wrapped for the harness."""
-    if name == "telegram":
-        api = await FakeBotApi().start()
-        try:
+    async with contextlib.AsyncExitStack() as stack:
+        if name == "telegram":
+            api = await FakeBotApi().start()
+            stack.push_async_callback(api.close)
             yield TelegramChaos(api)
-        finally:
-            await api.close()
-    elif name == "discord":
-        fake = await FakeDiscord().start()
-        try:
+        elif name == "discord":
+            fake = await FakeDiscord().start()
+            stack.push_async_callback(fake.close)
             yield DiscordChaos(fake)
-        finally:
-            await fake.close()
-    elif name == "slack":
-        async with SlackFake() as slack, SlackChaos(slack).delivering() as chaos:
-            yield chaos
-    else:
-        raise ValueError(f"no chaos for {name!r}")
+        elif name == "slack":
+            slack = await stack.enter_async_context(SlackFake())
+            yield await stack.enter_async_context(SlackChaos(slack).delivering())
+        else:
+            raise ValueError(f"no chaos for {name!r}")
