@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= config.example.json
 
-.PHONY: install run test lint peer bench clean
+.PHONY: install run test lint peer bench chaos clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,10 +38,16 @@ peer: $(STAMP)
 		echo "peer tier SKIPPED: node/npm not found (CI has both; install them to run it)"; \
 	fi
 
+# Kill -9 at random moments, a 429 storm, 100 messages over 5 conversations, per surface and seed:
+# prints answered once / lost / duplicated; fails unless nothing was lost or duplicated.
+chaos: $(STAMP)
+	$(BIN)/python -m tests.chaos --seeds 1,2,3
+
 bench: $(STAMP)
 	$(BIN)/python -m bench.bench_reader
 	$(BIN)/python -m bench.bench_turns
 	$(BIN)/python -m bench.bench_streamer
+	$(BIN)/python -m bench.bench_huge
 	$(BIN)/python -m bench.bench_engine
 	$(BIN)/python -m bench.bench_telegram
 	$(BIN)/python -m bench.bench_ladder

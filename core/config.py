@@ -191,10 +191,12 @@ class RetryConfig(_Model):
 
 
 class EngineConfig(_Model):
-    """Per-conversation queue bound and the streamer's minimum interval between edits."""
+    """Per-conversation queue bound, the streamer's minimum interval between edits, and the size past
+    which an answer is cut (the rest is offered as a file where the platform takes files)."""
 
     queue_limit: int = Field(default=10, ge=1)
     edit_interval_s: float = Field(default=1.0, ge=0)
+    max_answer_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
 
 
 class RelayConfig(_Model):

@@ -1,9 +1,10 @@
 """SQLite persistence behind a narrow, synchronous interface (a PostgreSQL backend could replace it).
 
 What survives a restart: conversations (ACP session, generation), the inbound journal (de-duplication
-by platform message id; replay of what a killed relay never finished), surface offsets, and the
-outbound ledger. WAL mode with ``synchronous=NORMAL``: a commit survives a relay crash and a call
-takes well under a millisecond, so async callers call directly. The schema is versioned by
+by platform message id; replay of what a killed relay never finished, with the platform messages its
+answer was shown in and the tools its turn ran), surface offsets, and the outbound ledger. WAL mode
+with ``synchronous=NORMAL``: a commit survives a relay crash and a call takes well under a
+millisecond, so async callers call directly. The schema is versioned by
 ``PRAGMA user_version`` and :data:`_MIGRATIONS`. Every sqlite failure becomes :class:`StoreError`.
 """
 
@@ -21,7 +22,15 @@ from typing import Any
 
 from core.private_files import SQLITE_COMPANIONS, private_file
 
-__all__ = ["SCHEMA_VERSION", "ConversationRecord", "InboundRecord", "OutboundRecord", "Store", "StoreError"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "ConversationRecord",
+    "InboundRecord",
+    "OutboundRecord",
+    "ReplyMessageRecord",
+    "Store",
+    "StoreError",
+]
 
 _log = logging.getLogger("acp_relay.store")
 
@@ -48,6 +57,15 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE inbound ADD COLUMN progress TEXT NOT NULL DEFAULT ''",),
     # 4: the context usage the agent last reported (a conversation evicted from memory keeps it).
     ("ALTER TABLE conversations ADD COLUMN context_pct REAL",),
+    # 5: an unfinished answer's platform messages (a restart continues in them), when its reply
+    # started, and the side-effecting tools its turn ran (a restart asks before sending it again).
+    (
+        "ALTER TABLE inbound ADD COLUMN reply_started REAL",
+        "ALTER TABLE inbound ADD COLUMN tools TEXT NOT NULL DEFAULT '[]'",
+        """CREATE TABLE reply_messages (
+            surface TEXT NOT NULL, message_id TEXT NOT NULL, part INTEGER NOT NULL, piece INTEGER NOT NULL,
+            platform_id TEXT NOT NULL, kind TEXT NOT NULL, PRIMARY KEY (surface, message_id, part, piece))""",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 # ConversationRecord order
@@ -105,6 +123,21 @@ class InboundRecord:
     payload: dict[str, Any]
     received_at: float
     progress: str = ""
+    #: When the first platform message of its answer was posted (None: nothing shown yet).
+    reply_started: float | None = None
+    #: (title, kind) of each side-effecting tool call its turn saw run, in order.
+    tools: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyMessageRecord:
+    """One platform message (or native stream, ``kind`` "stream") showing piece ``piece`` of part
+    ``part`` of an answer."""
+
+    part: int
+    piece: int
+    platform_id: str
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,23 +276,65 @@ class Store:
     def unfinished_inbound(self) -> list[InboundRecord]:
         """Messages recorded but never completed, in arrival order (to replay after a restart)."""
         _, rows = self._run(
-            "SELECT seq, surface, message_id, conversation_key, payload, received_at, progress"
-            " FROM inbound WHERE completed_at IS NULL ORDER BY seq"
+            "SELECT seq, surface, message_id, conversation_key, payload, received_at, progress, reply_started,"
+            " tools FROM inbound WHERE completed_at IS NULL ORDER BY seq"
         )
-        return [InboundRecord(seq, s, m, k, json.loads(p), t, g) for seq, s, m, k, p, t, g in rows]
+        return [InboundRecord(seq, s, m, k, json.loads(p), t, g, r, _tools(u)) for seq, s, m, k, p, t, g, r, u in rows]
 
     def set_inbound_progress(self, surface: str, message_id: str, progress: str) -> None:
         """Note how far an unfinished message got (``"tool"``: a tool may have run)."""
         self._run("UPDATE inbound SET progress = ? WHERE surface = ? AND message_id = ?",
                   (progress, surface, message_id))
 
+    def note_inbound_tool(self, surface: str, message_id: str, title: str, kind: str) -> None:
+        """A side-effecting tool (``title``, ``kind``) may have run for this message (progress "tool")."""
+        self._run("UPDATE inbound SET progress = 'tool', tools = json_insert(tools, '$[#]', json(?))"
+                  " WHERE surface = ? AND message_id = ?", (json.dumps([title, kind]), surface, message_id))
+
+    def reopen_inbound(self, surface: str, message_id: str) -> None:
+        """Handle a completed message again from the start (the person asked to send it again)."""
+        self._run("UPDATE inbound SET completed_at = NULL, progress = '', tools = '[]'"
+                  " WHERE surface = ? AND message_id = ?", (surface, message_id))
+
+    def record_reply_message(self, surface: str, message_id: str, part: int, piece: int, platform_id: str,
+                             kind: str) -> None:
+        """``platform_id`` now shows piece ``piece`` of part ``part`` of the answer to ``message_id``.
+
+        One transaction also marks the reply as started, so a restart never finds a started reply
+        without the message it started in.
+        """
+        self._transaction(
+            ("INSERT OR REPLACE INTO reply_messages (surface, message_id, part, piece, platform_id, kind)"
+             " VALUES (?, ?, ?, ?, ?, ?)", (surface, message_id, part, piece, platform_id, kind)),
+            ("UPDATE inbound SET reply_started = ? WHERE surface = ? AND message_id = ? AND reply_started IS NULL",
+             (time.time(), surface, message_id)),
+        )
+
+    def forget_reply_message(self, surface: str, message_id: str, part: int, piece: int) -> None:
+        """The answer no longer shows piece ``piece`` of part ``part`` (its message was removed)."""
+        self._run("DELETE FROM reply_messages WHERE surface = ? AND message_id = ? AND part = ? AND piece = ?",
+                  (surface, message_id, part, piece))
+
+    def reply_messages(self, surface: str, message_id: str) -> list[ReplyMessageRecord]:
+        """The platform messages showing the answer to ``message_id``, by part and piece."""
+        _, rows = self._run("SELECT part, piece, platform_id, kind FROM reply_messages"
+                            " WHERE surface = ? AND message_id = ? ORDER BY part, piece", (surface, message_id))
+        return [ReplyMessageRecord(int(a), int(b), str(c), str(d)) for a, b, c, d in rows]
+
     def prune_inbound(self, older_than_s: float) -> int:
-        """Delete messages completed more than ``older_than_s`` ago; returns how many.
+        """Delete messages completed more than ``older_than_s`` ago (and the record of their answers'
+        messages); returns how many.
 
         Their ids stop being de-duplicated, so keep the window longer than any platform redelivers.
         """
-        sql = "DELETE FROM inbound WHERE completed_at IS NOT NULL AND completed_at < ?"
-        return self._run(sql, (time.time() - older_than_s,))[0].rowcount
+        old = "completed_at IS NOT NULL AND completed_at < ?"
+        cutoff = (time.time() - older_than_s,)
+        cur, _ = self._transaction(
+            ("DELETE FROM reply_messages WHERE (surface, message_id) IN"
+             f" (SELECT surface, message_id FROM inbound WHERE {old})", cutoff),
+            (f"DELETE FROM inbound WHERE {old}", cutoff),
+        )
+        return cur.rowcount
 
     def get_offset(self, surface: str, name: str) -> str | None:
         """A surface's saved position (e.g. Telegram's update offset), or None."""
@@ -306,6 +381,23 @@ class Store:
             except sqlite3.Error as exc:
                 raise StoreError(self._path, _describe(exc)) from exc
 
+    def _transaction(self, *statements: tuple[str, tuple[Any, ...]]) -> tuple[sqlite3.Cursor, list[Any]]:
+        """Execute ``statements`` in one write transaction; returns the last one's cursor and rows."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    results = [(cur, cur.fetchall()) for cur in
+                               (self._conn.execute(sql, params) for sql, params in statements)]
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise StoreError(self._path, _describe(exc)) from exc
+        return results[-1]
+
     def _migrate(self) -> None:
         """Apply pending migrations in one write transaction (runs inside :meth:`open`)."""
         version = self._user_version()
@@ -329,6 +421,10 @@ class Store:
 
     def _user_version(self) -> int:
         return int(self._run("PRAGMA user_version")[1][0][0])
+
+
+def _tools(column: str) -> tuple[tuple[str, str], ...]:
+    return tuple((str(title), str(kind)) for title, kind in json.loads(column))
 
 
 def _describe(exc: OSError | sqlite3.Error) -> str:

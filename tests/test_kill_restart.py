@@ -36,13 +36,38 @@ from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.surface import Capabilities, InboundMessage
 from core.store import Store
-from tests.fakes.memory_surface import MemorySurface
+from tests.fakes.memory_surface import MemorySurface, StoredMessage
 
-config_path, out_path, *messages = [a for a in sys.argv[1:] if a != "--until-idle"]
+config_path, out_path, *messages = [a for a in sys.argv[1:] if not a.startswith("--")]
 
 
 class FileSurface(MemorySurface):
-    """Every send and edit is also appended to a JSON-lines file (what the person sees)."""
+    """Every send and edit is also appended to a JSON-lines file (what the person sees). Like a
+    platform, it still has the messages an earlier relay posted (read back from that file)."""
+
+    def load(self):
+        if not os.path.exists(out_path):
+            return
+        with open(out_path, encoding="utf-8") as f:
+            for line in f:
+                entry = json.loads(line)
+                if entry["method"] == "send":
+                    self.messages[entry["id"]] = StoredMessage(entry["id"], "memory:c1", entry["text"],
+                                                               self.render(entry["text"]), reply_to=entry["reply_to"])
+                elif entry["method"] == "edit" and entry["id"] in self.messages:
+                    self.messages[entry["id"]].text = entry["text"]
+                    self.messages[entry["id"]].rendered = self.render(entry["text"])
+                elif entry["method"] == "delete":
+                    self.messages.pop(entry["id"], None)
+
+    async def delete(self, key, message_id):
+        await super().delete(key, message_id)
+        self.log(method="delete", id=message_id)
+
+    async def typing(self, key, active):
+        await super().typing(key, active)
+        if not active and "--slow-typing-off" in sys.argv:
+            await asyncio.sleep(3)  # a platform slow to clear the indicator (one more Slack call)
 
     def log(self, **entry):
         with open(out_path, "a", encoding="utf-8") as f:
@@ -65,6 +90,7 @@ async def main():
     engine = build_engine(cfg, store, cancel_wait_s=5.0)
     surface = FileSurface(capabilities=Capabilities(max_message_length=4096, edit_interval_s=0.05))
     surface._ids = itertools.count(os.getpid() * 1000)  # platform message ids never repeat
+    surface.load()
     engine.attach(surface, ["u1"])
     await engine.start()
     for raw in messages:
@@ -115,6 +141,8 @@ def shown(out: Path) -> dict[str, dict[str, Any]]:
             state[entry["id"]] = dict(entry)
         elif entry["method"] == "edit":
             state[entry["id"]].update(text=entry["text"], buttons=entry["buttons"])
+        elif entry["method"] == "delete":
+            del state[entry["id"]]
     return state
 
 
@@ -196,3 +224,72 @@ def test_a_relay_killed_mid_turn_resumes_the_same_session_and_loses_nothing(tmp_
     m2 = [m for m in final.values() if m.get("reply_to") == "m2" and not m["text"].startswith("Queued")]
     assert any("done" in m["text"] and "permission:selected:allow-once" in m["text"] for m in m1)
     assert len(m2) == 1 and "second message" in m2[0]["text"]
+
+
+class Relays:
+    """Relay processes of one test, each killed or waited for; their agents never outlive the test."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.runner = tmp / "runner.py"
+        self.runner.write_text(RUNNER.format(root=str(ROOT)), encoding="utf-8")
+        self.out = tmp / "out.jsonl"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, n: int, *args: str, tool_gate: str = "allow") -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, str(self.runner), str(write_config(self.tmp, n, tool_gate)),
+                                 str(self.out), *args], cwd=self.tmp)
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes], n: int) -> None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=HANG_GUARD_S)
+        agent = json.loads((self.tmp / f"agent-{n}.json").read_text(encoding="utf-8"))["pid"]
+        wait_for(lambda: gone(agent), "the killed relay's agent ends")
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def prompts(self) -> list[str]:
+        frames = lines(self.tmp / "record.jsonl")
+        return ["\n".join(b["text"] for b in f["params"]["prompt"]) for f in frames
+                if f.get("method") == "session/prompt"]
+
+
+LONG = "chunks 2000\nsleep 1.5\ntext  the end"  # about 11,000 characters: three messages of 4,096
+
+
+def test_a_relay_killed_mid_answer_continues_it_in_the_same_messages(tmp_path: Path) -> None:
+    relays = Relays(tmp_path)
+    try:
+        first = relays.start(1, f"m1:{LONG}")
+        wait_for(lambda: len(shown(relays.out)) >= 3, "relay 1 streams the answer over three messages")
+        relays.kill(first, 1)
+        before = list(shown(relays.out))
+        assert relays.start(2, f"m1:{LONG}", "--until-idle").wait(timeout=HANG_GUARD_S) == 0
+    finally:
+        relays.close()
+    final = shown(relays.out)
+    assert list(final)[: len(before)] == before, "the answer goes on in the messages the person saw"
+    answer = "\n\n".join(m["text"] for m in final.values())
+    assert answer.count("w0 ") == 1 and answer.count("w1999") == 1, "one copy of the answer, not two"
+    assert answer.count("⏱") == 1 and "the end" in answer
+    assert relays.prompts() == [LONG, LONG]
+
+
+def test_a_crash_right_after_the_answer_was_shown_does_not_answer_it_again(tmp_path: Path) -> None:
+    relays = Relays(tmp_path)
+    script = "text the one answer"
+    try:
+        first = relays.start(1, f"m1:{script}", "--slow-typing-off")
+        wait_for(lambda: any("⏱" in m["text"] for m in shown(relays.out).values()), "the final answer is shown")
+        relays.kill(first, 1)  # while the working indicator is being cleared
+        assert relays.start(2, f"m1:{script}", "--until-idle").wait(timeout=HANG_GUARD_S) == 0
+    finally:
+        relays.close()
+    assert relays.prompts() == [script], "the agent was not asked again"
+    assert [m["text"].split("\n\n")[0] for m in shown(relays.out).values()] == ["the one answer"]

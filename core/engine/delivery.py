@@ -17,9 +17,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from core.engine import wording
 from core.engine.messages import Button, InboundMessage
 from core.engine.pacing import Pacer
+from core.engine.streamed import ReplyLog
 from core.engine.streamer import Reply, Streamer
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, Surface
 from core.engine.tasks import TaskSet
+from core.redact import redact
 from core.store import OutboundRecord, Store
 
 __all__ = ["Outbox"]
@@ -50,11 +52,13 @@ class Outbox:
         self._parked: set[int] = set()  # ledger ids left for the next start
         self._redelivery: asyncio.Task[None] | None = None
 
-    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None) -> Streamer:
-        """A streamer for one reply in ``key``, paced with everything else in that chat."""
+    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None,
+                 log: ReplyLog | None = None) -> Streamer:
+        """A streamer for one reply in ``key``, paced with everything else in that chat; ``log`` notes
+        the messages the reply occupies (so a restart continues it in them)."""
         own = surface.capabilities_for(key).edit_interval_s
         return Streamer(surface, key, interval_s=self.default_interval_s if own is None else own,
-                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer)
+                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer, log=log)
 
     async def say(self, surface: Surface, key: str, markdown: str, *, buttons: tuple[Button, ...] = ()) -> str | None:
         """A standalone notice; returns its message id, or None when it could not be delivered."""
@@ -102,6 +106,16 @@ class Outbox:
         # A short notice may get through where the answer did not.
         await self.say(surface, key, wording.delivery_failure_text())
         self.schedule_redelivery()
+
+    async def attach_rest(self, streamer: Streamer, rest: str) -> None:
+        """The rest of an answer cut at ``engine.max_answer_bytes``, as a file below it (redacted like
+        everything the relay posts); where the platform takes no files, a sentence says it was left out."""
+        data = redact(rest).encode()
+        try:
+            await streamer.send_file("answer-rest.md", data, caption=wording.answer_rest_caption(len(data)),
+                                     fallback=wording.answer_rest_dropped_text(len(data)))
+        except DeliveryError as exc:
+            log.warning("could not post the rest of a long answer in %s: %s", streamer.conversation_key, exc)
 
     def _keep_rest(self, surface: Surface, key: str, streamer: Streamer, reply: Reply,
                    row: OutboundRecord | None = None) -> None:

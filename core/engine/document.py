@@ -9,6 +9,12 @@ A reply can be in several PARTS (``parts``), each shown in its own messages belo
 to keep editing) the answer continues below instead of in a message far above. A tool line, a notice
 or the plan stays in the part where it first appeared (and is updated there); the text after a break,
 and the closing sections (partial note, stop mark, refusal card, error prose, footer), go in the last.
+
+A huge answer costs time in proportion to its length: once the last part holds ``PART_CHARS`` of
+text it is left as it is at a paragraph break (a code block cut there is reopened in the next part),
+and every part that did not change is handed out as the very same string, so whoever shows the
+reply redoes only the part still growing. Past ``max_bytes`` (UTF-8) the answer stops with a
+sentence saying so; the rest is kept (``overflow``) for the relay to offer as a file.
 """
 
 from __future__ import annotations
@@ -32,8 +38,12 @@ from core.acp.types import (
     UsageUpdate,
 )
 from core.engine import wording
+from core.engine.splitter import open_fence
 
-__all__ = ["Document"]
+__all__ = ["PART_CHARS", "Document"]
+
+#: A part whose answer text reaches this many characters is left as it is at the next good break.
+PART_CHARS = 64 * 1024
 
 #: A suffix shorter than this is not treated as an echo of the error (a word such as "Error"
 #: at the end of a real answer must survive).
@@ -52,30 +62,52 @@ class Document:
     replaces the earlier line, and an empty text removes it. Unkeyed notices are appended.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = None) -> None:
         self._notices: list[tuple[str, str, int]] = []  # (key, text, part)
         self._plan: tuple[PlanEntry, ...] = ()
         self._plan_part = 0
         self._tools: dict[str, ToolCall] = {}
         self._tool_part: dict[str, int] = {}
-        self._breaks: list[int] = []  # offsets into the text where parts 1, 2... begin
-        self._chunks: list[str] = []  # appended per chunk, joined only when read: linear, not quadratic
+        self._frozen: list[str] = []  # the answer text of each part before the last
+        self._carry: list[str] = [""]  # per part: a code block's opening line it continues
+        self._chunks: list[str] = []  # the last part's text, appended per chunk: linear, not quadratic
+        self._open_chars = 0  # characters in ``_chunks``
         self._refusal: RefusalInfo | None = None
         self._error = ""
         self._partial_note = ""
         self._stopped = False  # the stop mark comes after the partial answer it stopped
         self._context_pct: float | None = None
         self._elapsed_s: float | None = None
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._overflow: list[str] = []  # text past ``max_bytes``
+        self._built: dict[int, str] = {}  # part -> its Markdown, while nothing in it changed
 
     @property
     def text(self) -> str:
-        """The answer text streamed so far (after any echo removal)."""
+        """The answer text streamed so far (after any echo removal; without what was cut)."""
+        return "".join([*self._frozen, *self._chunks])
+
+    def _open_text(self) -> str:
         if len(self._chunks) > 1:
             self._chunks = ["".join(self._chunks)]
         return self._chunks[0] if self._chunks else ""
 
     def _set_text(self, text: str) -> None:
-        self._chunks = [text] if text else []
+        """Keep only the first ``len(text)`` characters of the answer (an echo was removed from its end)."""
+        left = len(text)
+        for i, frozen in enumerate(self._frozen):
+            self._frozen[i] = frozen[:left]
+            left = max(0, left - len(frozen))
+        tail = self._open_text()[:left]
+        self._chunks = [tail] if tail else []
+        self._open_chars = len(tail)
+        self._built.clear()
+
+    @property
+    def overflow(self) -> str:
+        """The answer text past ``max_bytes``: not shown in the reply ("" when nothing was cut)."""
+        return "".join(self._overflow)
 
     @property
     def context_pct(self) -> float | None:
@@ -85,13 +117,18 @@ class Document:
     def apply(self, event: AcpEvent) -> None:
         """Fold one event into the document. Events it does not show are ignored."""
         if isinstance(event, TextChunk):
-            self._chunks.append(event.text)
-        elif isinstance(event, ToolCall):
+            self._append(event.text)
+            return
+        if isinstance(event, ToolCall):
             self._tool_part.setdefault(event.tool_call_id, self._part)
             self._tools[event.tool_call_id] = event
-        elif isinstance(event, PlanUpdate):
+            self._built.pop(self._tool_part[event.tool_call_id], None)
+            return
+        self._built.pop(self._part, None)  # the rest is shown in the last part (or is kept in its own)
+        if isinstance(event, PlanUpdate):
             if not self._plan:
                 self._plan_part = self._part
+            self._built.pop(self._plan_part, None)
             self._plan = event.entries
         elif isinstance(event, KiroMetadata):
             if event.context_pct is not None:
@@ -114,20 +151,65 @@ class Document:
             elif event.stop_reason == STOP_REASON_CANCELLED:
                 self._stopped = True
 
+    def _append(self, text: str) -> None:
+        if self._overflow or (self._max_bytes is not None and self._bytes + len(text.encode()) > self._max_bytes):
+            self._cut(text)
+            return
+        self._bytes += len(text.encode())
+        self._chunks.append(text)
+        self._open_chars += len(text)
+        self._built.pop(self._part, None)
+        if self._open_chars >= PART_CHARS:
+            self._leave_part()
+
+    def _cut(self, text: str) -> None:
+        """The answer reached ``max_bytes``: what fits is shown, the rest kept aside."""
+        if not self._overflow and self._max_bytes is not None:
+            room = max(0, self._max_bytes - self._bytes)
+            shown = text.encode()[:room].decode(errors="ignore")
+            cut = shown.rfind("\n")  # a whole last line reads better than half a word
+            shown = shown[: cut + 1] if cut > len(shown) // 2 else shown
+            self._chunks.append(shown)
+            self._open_chars += len(shown)
+            self._bytes = self._max_bytes
+            text = text[len(shown):]
+            self._built.pop(self._part, None)
+        self._overflow.append(text)
+
+    def _leave_part(self) -> None:
+        """The last part is long enough: it ends at its last paragraph break (or line break, in a
+        code block); the text after it starts the next part."""
+        text = self._open_text()
+        cut = text.rfind("\n\n", len(text) // 2)
+        cut = cut + 2 if cut != -1 else text.rfind("\n", len(text) // 2) + 1
+        if cut <= 0:
+            if len(text) < 2 * PART_CHARS:
+                return  # no line break yet: wait for one
+            cut = len(text)
+        fence = open_fence(self._carry[-1] + text[:cut])
+        self._chunks = [text[cut:]] if cut < len(text) else []
+        self._open_chars = len(text) - cut
+        self._frozen.append(text[:cut])
+        self._carry.append(f"{fence}\n" if fence else "")
+        self._built.pop(self._part - 1, None)
+
     @property
     def _part(self) -> int:
-        return len(self._breaks)
+        return len(self._frozen)
 
     @property
     def part_count(self) -> int:
         """How many parts the reply has (see ``parts``)."""
-        return len(self._breaks) + 1
+        return len(self._frozen) + 1
 
     def break_here(self) -> None:
         """Start a new part: what comes next is shown below everything shown so far."""
-        if self._breaks and self._breaks[-1] >= len(self.text) and not self._opened_since_break():
+        if self._frozen and not self._open_chars and not self._opened_since_break():
             return  # the last part is still empty: one part is enough
-        self._breaks.append(len(self.text))
+        self._frozen.append(self._open_text())
+        self._chunks, self._open_chars = [], 0
+        self._carry.append("")
+        self._built.pop(self._part - 1, None)
 
     def _opened_since_break(self) -> bool:
         part = self._part
@@ -138,6 +220,7 @@ class Document:
         """Set (or, with empty ``text``, remove) the notice line under ``key``, keeping its place."""
         for i, (k, _, part) in enumerate(self._notices):
             if k == key:
+                self._built.pop(part, None)
                 if text:
                     self._notices[i] = (key, text, part)
                 else:
@@ -145,6 +228,7 @@ class Document:
                 return
         if text:
             self._notices.append((key, text, self._part))
+            self._built.pop(self._part, None)
 
     def has_notice(self, key: str) -> bool:
         """True while a notice is shown under ``key``."""
@@ -157,6 +241,7 @@ class Document:
         the person sees it once (as the prose), not twice.
         """
         self._error = prose.strip()
+        self._built.pop(self._part, None)
         needle = _squash(raw_message) + "\n" + _squash(prose)
         self._set_text(_strip_echo(self.text, needle))
 
@@ -167,6 +252,7 @@ class Document:
     def set_partial_note(self, note: str = wording.PARTIAL_NOTE) -> None:
         """Mark the answer as incomplete (timeout with partial output, stop mid-answer)."""
         self._partial_note = note.strip()
+        self._built.pop(self._part, None)
 
     def finish(self, elapsed_s: float, context_pct: float | None = None) -> None:
         """Close the turn: adds the footer (time taken, and context usage when known).
@@ -176,26 +262,37 @@ class Document:
         self._elapsed_s = max(0.0, elapsed_s)
         if self._context_pct is None:
             self._context_pct = context_pct
+        self._built.pop(self._part, None)
 
     def to_markdown(self) -> str:
         """The whole reply as neutral Markdown (see the module docstring for the order)."""
         return "\n\n".join(part for part in self.parts() if part)
 
     def parts(self) -> list[str]:
-        """The reply as parts, each shown below the one before (an empty part shows nothing)."""
-        text, last = self.text, len(self._breaks)
+        """The reply as parts, each shown below the one before (an empty part shows nothing). A part
+        that did not change since the last call is the same string as then."""
+        last = self._part
+        out = [self._built.get(part) or self._build(part) for part in range(last + 1)]
+        return out
+
+    def _build(self, part: int) -> str:
+        last = part == self._part
+        answer = self._open_text() if last else self._frozen[part]
+        sections = self._opening(part, self._carry[part] + answer if answer.strip() else answer)
         if last:
-            bounds = [0, *(min(b, len(text)) for b in self._breaks), len(text)]
-            out = [self._opening(part, text[bounds[part]:bounds[part + 1]]) for part in range(last + 1)]
-        else:  # the usual reply: one part, no slicing
-            out = [self._opening(0, text)]
-        closing = self._closing()
-        if self._elapsed_s is not None and not closing and not any(out):
-            closing.append(wording.EMPTY_ANSWER)
-        out[last] += closing
-        if self._elapsed_s is not None:
-            out[last].append(wording.footer_text(self._elapsed_s, self._context_pct))
-        return ["\n\n".join(sections) for sections in out]
+            closing = self._closing()
+            if self._elapsed_s is not None and not closing and not sections and not any(self.parts_before()):
+                closing.append(wording.EMPTY_ANSWER)
+            sections += closing
+            if self._elapsed_s is not None:
+                sections.append(wording.footer_text(self._elapsed_s, self._context_pct))
+        built = "\n\n".join(sections)
+        self._built[part] = built
+        return built
+
+    def parts_before(self) -> list[str]:
+        """The parts before the last one (as ``parts`` gives them)."""
+        return [self._built.get(part) or self._build(part) for part in range(self._part)]
 
     def _opening(self, part: int, answer: str) -> list[str]:
         """The notices, plan and tool lines that first appeared in ``part``, then its text."""
@@ -217,6 +314,8 @@ class Document:
 
     def _closing(self) -> list[str]:
         sections: list[str] = []
+        if self._overflow and self._max_bytes is not None:
+            sections.append(wording.answer_cut_text(self._max_bytes))
         if self._partial_note:
             sections.append(self._partial_note)
         if self._stopped:

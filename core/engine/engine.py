@@ -30,6 +30,7 @@ from core.engine.delivery import Outbox
 from core.engine.journal import Journal
 from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
 from core.engine.ports import ConversationView
+from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, parse_approval_reply, route
 from core.engine.surface import Surface
 from core.engine.tasks import TaskSet
@@ -72,9 +73,10 @@ class Engine:
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
         self.control = Control(config, store, self.outbox, self.choices)
+        self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         self.runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.outbox, self.journal,
-                                          self.prompts.ask))
+                                          self.prompts.ask, max_answer_bytes=config.engine.max_answer_bytes))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, self._run_turn, self._idle,
                                       self._forget_session, cancel_wait_s)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
@@ -110,6 +112,19 @@ class Engine:
             if not old.busy and not old.queue:
                 del self.conversations[key]
 
+    def _reattach(self, conv: Conversation) -> None:
+        """Load the conversation's session now (the agent keeps what its tools did), while the person decides."""
+        async def load() -> None:
+            try:
+                await conv.ensure_session([])
+            except Exception as exc:  # the next turn tries again, and says what failed
+                log.info("could not reattach the session of %s: %r", conv.key, exc)
+
+        self.tasks.spawn(load(), name=f"reattach-{conv.key}")
+
+    async def _send_again(self, surface: Surface, msg: InboundMessage) -> None:
+        await self._dispatch(self.conversation(msg.conversation_key, surface), msg, replay=True)
+
     def _forget_session(self, key: str) -> None:
         self.approvals.forget_session(key)
         self.choices.forget(key)
@@ -129,9 +144,9 @@ class Engine:
                 surface = self.surfaces.get(msg.surface)
                 if surface is None:
                     continue  # a surface this relay does not run: its messages wait for one that does
-                if item.tool_may_have_run:  # replaying could run a tool twice: tell the person instead
-                    self.journal.complete(msg)
-                    await self.outbox.say(surface, msg.conversation_key, wording.NOT_REPLAYED_AFTER_TOOL)
+                if item.tool_may_have_run:  # sending it again could run a tool twice: ask the person
+                    self._reattach(self.conversation(msg.conversation_key, surface))
+                    await self.resends.ask(surface, item)
                     continue
                 log.info("answering an unfinished message in %s", msg.conversation_key)
                 await self._dispatch(self.conversation(msg.conversation_key, surface), msg, replay=True)
@@ -205,6 +220,11 @@ class Engine:
         self.journal.reject(surface, message_id, reason)
 
     async def _dispatch(self, conv: Conversation, msg: InboundMessage, *, replay: bool = False) -> None:
+        again = parse_resend_reply(msg.text) if self.resends.open_in(conv.key) else None
+        if again is not None:  # the numbered answer to "send it again?" after a restart
+            self.journal.complete(msg)
+            await self.resends.answer(conv.key, again)
+            return
         reply = parse_approval_reply(msg.text)
         if reply is not None:  # an answer to an approval, never a prompt (even when it came too late)
             if self.approvals.resolve_reply(conv.key, reply) is None:
@@ -229,6 +249,8 @@ class Engine:
             self.journal.complete(msg)
 
     async def _enqueue(self, conv: Conversation, item: QueueItem, *, replay: bool) -> None:
+        if replay:
+            item = dataclasses.replace(item, replay=True)
         limit = self.config.engine.queue_limit
         if len(conv.queue) >= limit:
             self.journal.complete(item.message)
@@ -247,6 +269,9 @@ class Engine:
         pending = self.approvals.resolve_token(press.conversation_key, press.token)
         if pending is not None:
             return PressResult("resolved", wording.approval_outcome_text(pending.future.result()))
+        resent = await self.resends.press(press.conversation_key, press.token)
+        if resent is not None:
+            return resent
         conv = self.conversations.get(press.conversation_key)
         if conv is not None:
             chosen = await self.control.choose_model(conv, press.token)

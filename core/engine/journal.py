@@ -1,8 +1,9 @@
 """The inbound journal: every accepted message is stored before it is handled.
 
 It de-duplicates redeliveries (by platform message id, persisted), lets a restarted relay answer
-what a killed one had received but not finished, and notes how far a message got ("tool": a tool
-may have run, so it is never replayed).
+what a killed one had received but not finished, and notes how far a message got: the platform
+messages its answer occupies (``reply_log``: a restart continues the answer in them) and the
+side-effecting tools its turn ran (a restart does not send it to the agent again without asking).
 """
 
 from __future__ import annotations
@@ -11,13 +12,19 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
+from core.acp.types import ToolCall
 from core.engine.messages import Attachment, InboundMessage
+from core.engine.streamed import Posted
+from core.redact import redact
 from core.store import Store
 
-__all__ = ["Journal", "Unfinished"]
+__all__ = ["SAFE_TOOL_KINDS", "Journal", "ReplyRecorder", "Unfinished"]
 
 #: Handled message ids are remembered this long (platforms redeliver within minutes, not weeks).
 DEDUP_WINDOW_S = 7 * 24 * 3600.0
+#: ACP tool kinds that change nothing: running one again is harmless. Any other kind (edit, delete,
+#: move, execute, other, or none given) may have changed something.
+SAFE_TOOL_KINDS = frozenset({"read", "search", "think", "fetch", "switch_mode"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +33,28 @@ class Unfinished:
 
     message: InboundMessage
     tool_may_have_run: bool
+    #: (title, kind) of the side-effecting tools that may have run (empty for a store from before
+    #: they were listed, even when ``tool_may_have_run``).
+    tools: tuple[tuple[str, str], ...] = ()
+    #: Its answer had begun on the platform (``Journal.reply_messages`` lists where).
+    reply_started: bool = False
+
+
+class ReplyRecorder:
+    """A ``ReplyLog`` writing one message's answer to the store, as each platform message is made."""
+
+    def __init__(self, store: Store, msg: InboundMessage) -> None:
+        self.store = store
+        self.surface, self.message_id = msg.surface, msg.message_id
+
+    def posted(self, entry: Posted) -> None:
+        """Record where a piece is shown (the first one also marks the reply started)."""
+        self.store.record_reply_message(self.surface, self.message_id, entry.part, entry.piece, entry.message_id,
+                                        entry.kind)
+
+    def removed(self, part: int, piece: int) -> None:
+        """The piece is no longer shown."""
+        self.store.forget_reply_message(self.surface, self.message_id, part, piece)
 
 
 def _encode(msg: InboundMessage) -> dict[str, Any]:
@@ -60,13 +89,30 @@ class Journal:
         """``msg`` is fully handled: it is never replayed."""
         self.store.complete_inbound(msg.surface, msg.message_id)
 
-    def tool_may_run(self, msg: InboundMessage) -> None:
-        """A tool may run for ``msg``: a restart must not replay it (the tool could run twice)."""
-        self.store.set_inbound_progress(msg.surface, msg.message_id, "tool")
+    def tool_may_run(self, msg: InboundMessage, call: ToolCall) -> None:
+        """``call`` may run for ``msg``: if it can change something, a restart must not send ``msg``
+        to the agent again without asking (the tool could run twice)."""
+        if call.kind not in SAFE_TOOL_KINDS:
+            # What the person is asked about after a restart: never a secret the agent put in a title.
+            self.store.note_inbound_tool(msg.surface, msg.message_id, redact(call.display or call.title), call.kind)
+
+    def reopen(self, msg: InboundMessage) -> None:
+        """Handle ``msg`` again from the start (the person chose to send it again)."""
+        self.store.reopen_inbound(msg.surface, msg.message_id)
+
+    def reply_log(self, msg: InboundMessage) -> ReplyRecorder:
+        """Where the streamer of ``msg``'s answer notes its messages."""
+        return ReplyRecorder(self.store, msg)
+
+    def reply_messages(self, msg: InboundMessage) -> list[Posted]:
+        """The platform messages ``msg``'s answer was shown in before a restart, by part and piece."""
+        return [Posted(r.part, r.piece, r.platform_id, "stream" if r.kind == "stream" else "message")
+                for r in self.store.reply_messages(msg.surface, msg.message_id)]
 
     def unfinished(self) -> list[Unfinished]:
         """What was received and never completed, in arrival order."""
-        return [Unfinished(_decode(r.surface, r.message_id, r.conversation_key, r.payload), r.progress == "tool")
+        return [Unfinished(_decode(r.surface, r.message_id, r.conversation_key, r.payload), r.progress == "tool",
+                           r.tools, r.reply_started is not None)
                 for r in self.store.unfinished_inbound()]
 
     def prune(self) -> int:

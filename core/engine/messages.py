@@ -83,10 +83,12 @@ class PressResult:
 
 @dataclass(frozen=True, slots=True)
 class QueueItem:
-    """A message waiting for its turn; ``compact`` marks ``/compact``, whose success is reported."""
+    """A message waiting for its turn; ``compact`` marks ``/compact``, whose success is reported;
+    ``replay``, a message a restart answers again (its answer may have begun on the platform)."""
 
     message: InboundMessage
     compact: bool = False
+    replay: bool = False
 
 
 @dataclass(frozen=True, slots=True)

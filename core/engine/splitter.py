@@ -10,27 +10,27 @@ between a character and its combining mark / ZWJ partner). A cut inside a code f
 fence at the end of the piece and reopens it, with the same info string, at the start of the next.
 A fence still open at the end of the input (an answer mid-stream) is closed.
 
-``plain_text`` removes the markup for a platform that rejected it; it parses the Markdown with
-markdown-it-py. The splitter itself scans lines for fences: it runs on every streamed edit, and
-needs character offsets, which a parse does not give.
+A ``Splitter`` does the same for a text that grows (an answer being streamed): a piece whose cut
+looked only at text that has not changed since the last call is kept, so only the open tail is cut
+again and rendered again, and streaming a long answer costs time in proportion to its length.
+``plain_text`` (in ``core.engine.plaintext``) removes the markup for a platform that rejected it.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from markdown_it import MarkdownIt
-from markdown_it.tree import SyntaxTreeNode
-
+from core.engine.plaintext import plain_text
 from core.engine.surface import LengthUnit, measure
 
-__all__ = ["close_open_fence", "plain_text", "split_rendered"]
+__all__ = ["Splitter", "close_open_fence", "open_fence", "plain_text", "split_rendered"]
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})([^`]*)$")
-_LEADING_BLANK_LINES = re.compile(r"^(?:[ \t]*\n)+")
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
 #: A cut is accepted at a preferred boundary if it keeps at least this share of the longest cut.
 _GOOD_ENOUGH = 0.5
 
@@ -49,6 +49,10 @@ class _Line:
     delimiter: bool
     before: _Fence | None
     after: _Fence | None
+
+
+#: A place to cut: (where the piece ends, where the rest starts, the fence open there).
+_Cut = tuple[int, int, "_Fence | None"]
 
 
 def _lines(text: str) -> list[_Line]:
@@ -73,6 +77,13 @@ def _lines(text: str) -> list[_Line]:
     return out
 
 
+def open_fence(markdown: str) -> str | None:
+    """The opening line (e.g. ```` ```python ````) of a code block still open at the end of ``markdown``."""
+    lines = _lines(markdown)
+    fence = lines[-1].after if lines else None
+    return None if fence is None else fence.opener
+
+
 def close_open_fence(markdown: str) -> str:
     """``markdown`` with a code fence left open at its end closed (a reply mid-stream)."""
     lines = _lines(markdown)
@@ -90,50 +101,112 @@ def _unbreakable(text: str, p: int) -> bool:
             or ("\U0001f1e6" <= a <= "\U0001f1ff" and "\U0001f1e6" <= b <= "\U0001f1ff"))
 
 
+class _Positions(Sequence[_Cut]):
+    """Every hard cut of a window, in order, without listing them: runs of positions inside lines
+    (a position that would tear a character moves left to the nearest one that does not) and the
+    line ends between them."""
+
+    def __init__(self, text: str, runs: list[tuple[int, int, _Fence | None, bool]]) -> None:
+        self.text = text
+        self.runs = runs  # (first position, count, fence, line end), in order
+        self.starts: list[int] = []
+        total = 0
+        for _, count, _, _ in runs:
+            self.starts.append(total)
+            total += count
+        self.total = total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, i: int) -> _Cut:  # type: ignore[override]  # (no slices: a binary search indexes)
+        if i < 0:
+            i += self.total
+        if not 0 <= i < self.total:
+            raise IndexError(i)
+        run = bisect.bisect_right(self.starts, i) - 1
+        first, _, fence, line_end = self.runs[run]
+        p = first + i - self.starts[run]
+        if line_end:
+            return p, p + 1, fence
+        while first < p < len(self.text) and _unbreakable(self.text, p):
+            p -= 1
+        return p, p, fence
+
+
 class _Cutter:
     def __init__(self, rest: str, fits: Callable[[str], bool], window: int) -> None:
         self.rest = rest
         self.fits = fits
         end = rest.find("\n", window)
-        self.lines = _lines(rest[: len(rest) if end == -1 else end])
+        self.scan_end = len(rest) if end == -1 else end  # how far the cut looks
+        self.lines = _lines(rest[: self.scan_end])
         self.window = window
 
-    def make(self, head_end: int, rest_start: int, fence: _Fence | None) -> tuple[str, str] | None:
-        head, tail = self.rest[:head_end], self.rest[rest_start:]
+    def make(self, head_end: int, rest_start: int, fence: _Fence | None) -> tuple[str, str, int] | None:
+        """The piece, and the rest as ``carry + rest[j:]``: (piece, carry, j); None: no progress."""
+        rest = self.rest
         if fence is None:
-            head, tail = head.rstrip(), _LEADING_BLANK_LINES.sub("", tail)
-            return (head, tail) if head.strip() else None
+            head = rest[:head_end].rstrip()
+            blank = _LEADING_BLANK_LINES.match(rest, rest_start)
+            return (head, "", blank.end() if blank else rest_start) if head.strip() else None
         if rest_start <= fence.content_start:
             return None  # nothing of the block would be in this piece: no progress
-        return head.rstrip("\n") + "\n" + fence.marker, fence.opener + "\n" + tail
+        return rest[:head_end].rstrip("\n") + "\n" + fence.marker, fence.opener + "\n", rest_start
 
-    def tiers(self) -> list[list[tuple[int, int, _Fence | None]]]:
-        para: list[tuple[int, int, _Fence | None]] = []
-        line: list[tuple[int, int, _Fence | None]] = []
-        space: list[tuple[int, int, _Fence | None]] = []
-        hard: list[tuple[int, int, _Fence | None]] = []
-        text = self.rest
+    def hard(self) -> _Positions:
+        runs: list[tuple[int, int, _Fence | None, bool]] = []
+        last = len(self.rest)
+        for ln in self.lines:
+            if ln.delimiter:
+                if ln.start > 0 and ln.start <= self.window:
+                    runs.append((ln.start, 1, ln.before, False))
+            else:
+                lo, hi = max(ln.start, 1), min(ln.end, self.window + 1)
+                if hi > lo:
+                    runs.append((lo, hi - lo, ln.before, False))
+            if 0 < ln.end < last and ln.end <= self.window:
+                runs.append((ln.end, 1, ln.after, True))
+        return _Positions(self.rest, runs)
+
+    def breaks(self) -> tuple[list[_Cut], list[_Cut]]:
+        """Paragraph breaks and line breaks, in order."""
+        para: list[_Cut] = []
+        line: list[_Cut] = []
+        text, last = self.rest, len(self.rest)
         for i, ln in enumerate(self.lines):
-            for p in range(ln.start, min(ln.end, self.window + 1)):
-                if p == 0 or (ln.delimiter and p > ln.start):
-                    continue
-                fence = ln.before
-                if p > ln.start and text[p] == " ":
-                    space.append((p, p + 1, fence))
-                if p == ln.start or not _unbreakable(text, p):
-                    hard.append((p, p, fence))
-            if ln.end < len(text) and ln.end <= self.window and ln.end > 0:
+            if 0 < ln.end < last and ln.end <= self.window:
                 cut = (ln.end, ln.end + 1, ln.after)
                 line.append(cut)
-                hard.append(cut)
                 nxt = self.lines[i + 1] if i + 1 < len(self.lines) else None
                 if nxt is not None and not text[nxt.start:nxt.end].strip():
                     para.append(cut)
-        return [para, line, space, hard]
+        return para, line
 
-    def largest(self, cands: list[tuple[int, int, _Fence | None]]) -> tuple[int, str, str] | None:
-        best: tuple[int, str, str] | None = None
-        lo, hi = 0, len(cands) - 1
+    def spaces(self, upto: int) -> list[_Cut]:
+        out: list[_Cut] = []
+        text = self.rest
+        for ln in self.lines:
+            if ln.start >= upto:
+                break
+            if ln.delimiter:
+                continue
+            hi = min(ln.end, self.window + 1, upto + 1)
+            p = text.find(" ", ln.start + 1, hi)
+            while p != -1:
+                out.append((p, p + 1, ln.before))
+                p = text.find(" ", p + 1, hi)
+        return out
+
+    def largest(self, cands: Sequence[_Cut]) -> tuple[int, str, str, int] | None:
+        """The longest candidate whose piece fits; the last one is tried first (often it does)."""
+        if not cands:
+            return None
+        made = self.make(*cands[-1])
+        if made is not None and self.fits(made[0]):
+            return cands[-1][0], *made
+        best: tuple[int, str, str, int] | None = None
+        lo, hi = 0, len(cands) - 2
         while lo <= hi:  # rendered length grows with the prefix, nearly always monotonically
             mid = (lo + hi) // 2
             made = self.make(*cands[mid])
@@ -145,24 +218,108 @@ class _Cutter:
                 hi = mid - 1
         return best
 
-    def cut(self) -> tuple[str, str]:
-        para, line, space, hard = self.tiers()
-        longest = self.largest(hard)
+    def cut(self) -> tuple[str, str, int]:
+        longest = self.largest(self.hard())
         if longest is None:
             return self.cut_ignoring_fences()
-        for tier in (para, line, space):
-            found = self.largest([c for c in tier if c[0] <= longest[0]])
-            if found is not None and found[0] >= _GOOD_ENOUGH * longest[0]:
-                return found[1], found[2]
-        return longest[1], longest[2]
+        at = longest[0]
+        para, line = self.breaks()
+        for tier in (para, line, None):
+            cands = self.spaces(at) if tier is None else tier
+            cands = cands[: bisect.bisect_right([c[0] for c in cands], at)]
+            if not cands or cands[-1][0] < _GOOD_ENOUGH * at:
+                continue
+            found = self.largest(cands)
+            if found is not None and found[0] >= _GOOD_ENOUGH * at:
+                return found[1:]
+        return longest[1:]
 
-    def cut_ignoring_fences(self) -> tuple[str, str]:
+    def cut_ignoring_fences(self) -> tuple[str, str, int]:
         # A fence opener (or its closer) alone is over the limit; cutting the raw text is all
         # that is left. Still checked against the limit.
-        found = self.largest([(p, p, None) for p in range(1, min(self.window, len(self.rest)) + 1)])
+        top = min(self.window, len(self.rest))
+        found = self.largest(_Positions(self.rest, [(1, top, None, False)]) if top >= 1 else [])
         if found is None:
             raise ValueError("the limit is too small to hold a single rendered character")
-        return found[1], found[2]
+        head, carry, j = found[1:]
+        if carry:  # a fence cut: the raw text gives the piece as it is, and the rest after it
+            return self.rest[:found[0]], "", found[0]
+        return head, carry, j
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """One cut: its piece, where the rest starts (``carry`` + the text from ``offset``), and how far
+    into the text the cut looked (-1: to its end, so it is cut again once the text grows)."""
+
+    piece: str
+    offset: int
+    carry: str
+    scanned: int
+
+
+class Splitter:
+    """``split_rendered`` for one growing text: call ``split`` with each new state of it."""
+
+    def __init__(self, render: Callable[[str], str], limit: int, unit: LengthUnit) -> None:
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        self.limit = limit
+        self._render = render
+        self._unit = unit
+        self._text = ""  # the last text split, fences closed
+        self._marks: list[_Mark] = []
+
+    def _fits(self, piece: str) -> bool:
+        return measure(self._render(piece), self._unit) <= self.limit
+
+    def split(self, markdown: str) -> list[str]:
+        """The pieces of ``markdown``; cuts that looked only at text unchanged since the last call
+        are kept (their pieces are the very same strings)."""
+        text = markdown.strip("\n").rstrip()
+        marks = self._marks[: self._kept(text)]
+        offset, carry = (marks[-1].offset, marks[-1].carry) if marks else (0, "")
+        pieces = [m.piece for m in marks]
+        # The carry says whether the kept pieces ended inside a code block, so scanning the rest
+        # finds a block still open at the end as a scan of the whole text would.
+        rest = close_open_fence(carry + text[offset:])
+        while rest.strip():
+            window = min(len(rest), 2 * self.limit + 64)
+            while self._fits(rest[:window]):
+                if window == len(rest):
+                    pieces.append(rest)
+                    rest = ""
+                    break
+                window = min(len(rest), 2 * window)
+            if not rest:
+                break
+            cutter = _Cutter(rest, self._fits, window)
+            head, new_carry, j = cutter.cut()
+            scanned = -1 if cutter.scan_end >= len(rest) else offset + max(0, cutter.scan_end - len(carry))
+            rest = new_carry + rest[j:]
+            if j >= len(carry):
+                offset, carry = offset + j - len(carry), new_carry
+            else:  # the cut fell inside the carried fence opener
+                carry = new_carry + carry[j:]
+            marks.append(_Mark(head, offset, carry, scanned))
+            pieces.append(head)
+        self._text, self._marks = text, marks
+        return pieces
+
+    def _kept(self, text: str) -> int:
+        """How many earlier cuts still hold: the text they looked at is unchanged."""
+        marks = self._marks
+        n = 0
+        while n < len(marks) and 0 <= marks[n].scanned <= len(text):
+            n += 1
+        lo, hi = 0, n  # the answer is in [lo, hi]; a cut holds only if every one before it does
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if text.startswith(self._text[: marks[mid - 1].scanned]):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
 
 def split_rendered(markdown: str, render: Callable[[str], str], limit: int,
@@ -172,99 +329,4 @@ def split_rendered(markdown: str, render: Callable[[str], str], limit: int,
     ``render`` may expand the text (escapes, entities), so every piece is measured after
     rendering. Empty or blank input gives ``[]``.
     """
-    if limit < 1:
-        raise ValueError("limit must be positive")
-
-    def fits(piece: str) -> bool:
-        return measure(render(piece), unit) <= limit
-
-    rest = close_open_fence(markdown.strip("\n").rstrip())
-    pieces: list[str] = []
-    while rest.strip():
-        window = min(len(rest), 2 * limit + 64)
-        while fits(rest[:window]):
-            if window == len(rest):
-                pieces.append(rest)
-                return pieces
-            window = min(len(rest), 2 * window)
-        head, rest = _Cutter(rest, fits, window).cut()
-        pieces.append(head)
-    return pieces
-
-
-# CommonMark, plus the two GFM extensions agents use (tables, ~~strikethrough~~). No raw HTML: an
-# agent's "<b>" is text, as a chat shows it.
-_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-_BLANK = re.compile(r"[\s>]*")  # a blank line, also inside a block quote
-
-
-def plain_text(markdown: str) -> str:
-    """Neutral Markdown with its markup removed, for a platform that rejected the markup.
-
-    Parsed as CommonMark (markdown-it-py), so code is found exactly wherever it sits (in a list, a
-    quote, a table cell): code keeps its text, fence lines and backticks go. Links become
-    ``text (url)``, images ``alt (url)``; emphasis markers, heading marks and backslash escapes are
-    dropped, so no escape debris such as ``\\!`` is shown. Lists, checkboxes, quotes and tables
-    stay, as they read fine as text; a blank line stays where the source had one.
-    """
-    lines = markdown.splitlines()
-    return "\n".join(_blocks(SyntaxTreeNode(_MARKDOWN.parse(markdown)), lines)).strip("\n")
-
-
-def _blocks(node: SyntaxTreeNode, source: list[str]) -> list[str]:
-    out: list[str] = []
-    for i, child in enumerate(node.children):
-        start = child.map[0] if child.map else 0
-        if i and 0 < start <= len(source) and _BLANK.fullmatch(source[start - 1]):
-            out.append("")
-        out += _block(child, source)
-    return out
-
-
-def _block(node: SyntaxTreeNode, source: list[str]) -> list[str]:
-    kind = node.type
-    if kind in ("paragraph", "heading"):
-        return _inline(node.children[0]).split("\n") if node.children else []
-    if kind in ("fence", "code_block"):
-        return node.content.removesuffix("\n").split("\n")
-    if kind == "hr":
-        return [node.markup]
-    if kind == "blockquote":
-        return [f"> {line}" if line else ">" for line in _blocks(node, source)]
-    if kind == "list_item":
-        marker = f"{node.info}{node.markup} "  # info is an ordered item's number
-        lines = _blocks(node, source) or [""]
-        return [marker + lines[0]] + [" " * len(marker) + line if line else "" for line in lines[1:]]
-    if kind == "table":
-        rows = [[_inline(cell.children[0]) if cell.children else "" for cell in row.children]
-                for section in node.children for row in section.children]
-        lines = ["| " + " | ".join(row) + " |" for row in rows]
-        return [*lines[:1], "|" + "|".join(" --- " for _ in rows[0]) + "|", *lines[1:]] if rows else []
-    return _blocks(node, source)
-
-
-def _inline(node: SyntaxTreeNode) -> str:
-    parts = node.children
-    return "".join(_span(span, parts[i - 1] if i else None, parts[i + 1] if i + 1 < len(parts) else None)
-                   for i, span in enumerate(parts))
-
-
-def _span(node: SyntaxTreeNode, before: SyntaxTreeNode | None, after: SyntaxTreeNode | None) -> str:
-    kind = node.type
-    if kind in ("text", "code_inline", "html_inline"):
-        return node.content
-    if kind in ("softbreak", "hardbreak"):
-        return "\n"
-    if kind in ("link", "image"):
-        text, url = _inline(node), str(node.attrs.get("href" if kind == "link" else "src", ""))
-        return text if text == url or not url else f"{text} ({url})" if text else url
-    inner = _inline(node)
-    # CommonMark sees emphasis in 2*3*4; in an agent's answer that is arithmetic: kept as written.
-    if node.markup.startswith("*") and _word_end(before, -1) and _word_end(after, 0):
-        return node.markup + inner + node.markup
-    return inner
-
-
-def _word_end(node: SyntaxTreeNode | None, at: int) -> bool:
-    """True when ``node`` is text whose first (``at`` 0) or last (-1) character is a letter or digit."""
-    return node is not None and node.type == "text" and bool(node.content) and node.content[at].isalnum()
+    return Splitter(render, limit, unit).split(markdown)

@@ -1,12 +1,38 @@
-"""What a ``Streamer`` knows of the messages it has put on a platform (its private bookkeeping)."""
+"""What a ``Streamer`` knows of the messages it has put on a platform (its private bookkeeping), and
+the log of a reply's messages it keeps for a restart (``Posted``, ``ReplyLog``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 from core.engine.messages import Button, InboundMessage
+from core.engine.splitter import Splitter
 
-__all__ = ["Deferred", "LiveStream", "Sent", "Thread"]
+__all__ = ["Deferred", "LiveStream", "Posted", "ReplyLog", "Sent", "Thread"]
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """A platform message (or a native stream) showing piece ``piece`` of part ``part`` of a reply."""
+
+    part: int
+    piece: int
+    message_id: str
+    kind: Literal["message", "stream"] = "message"
+
+
+class ReplyLog(Protocol):
+    """Where a streamer notes, as they happen, the messages its reply occupies (the store, so a
+    restarted relay continues the reply in them)."""
+
+    def posted(self, entry: Posted) -> None:
+        """``entry`` now shows its piece (replacing whatever showed it before)."""
+        ...
+
+    def removed(self, part: int, piece: int) -> None:
+        """Nothing shows that piece any more (its message was deleted, or it was only a preview)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -18,6 +44,8 @@ class Sent:
     plain: bool = False
     buttons: tuple[Button, ...] = ()
     at: float = 0.0  # when it was posted (a message edited for too long is left as it is)
+    #: Posted by a relay that was killed: kept until the reply is complete, even where it is not needed yet.
+    resumed: bool = False
 
 
 @dataclass(slots=True)
@@ -39,6 +67,12 @@ class Thread:
     stream: LiveStream | None = None
     origin: InboundMessage | None = None  # a standalone reply to this inbound message
     private: bool = False
+    part: int | None = None  # its index in a reply (None: a standalone message, not logged)
+    splitter: Splitter | None = None  # cuts its text; remembers the cuts that still hold
+    split_for: tuple[bool, int] = (False, 0)  # (plain, limit) the splitter cuts for
+    #: The last text cut and its pieces: ((plain, limit), final, markdown, pieces).
+    cut: tuple[tuple[bool, int], bool, str, list[str]] | None = None
+    settled: list[str] | None = None  # the pieces it shows, exactly as they are
 
 
 class Deferred(Exception):

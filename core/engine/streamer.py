@@ -20,7 +20,12 @@ copy. A message (or stream) older than
 ``rollover_after_s`` is left as it is: ``rollover_due`` tells the reply's owner to start a new part,
 so the reply continues in a new message.
 
-Every call goes through the chat's ``Pacer`` slot. Delivery rules: ``RateLimited`` -> the chat is
+With a ``ReplyLog``, every message (and native stream) the reply occupies is noted the moment it is
+created or removed. ``resume`` takes such a log from a relay that was killed mid-reply: the reply is
+then written into those messages (they are edited, and the ones it no longer needs are removed once
+it is complete) instead of below them as a second copy.
+
+Every call goes through the chat's ``Pacer`` slot (``calls.Caller``). Delivery rules: ``RateLimited`` -> the chat is
 held for ``retry_after`` then the call is made again (while streaming, the next flush carries the
 newer state); ``MarkupRejected`` -> resend as plain text; ``MessageTooLong`` -> re-split with a
 smaller limit; ``NotModified`` -> fine; ``DeliveryFailed`` -> skipped while streaming, retried with
@@ -38,23 +43,22 @@ from types import TracebackType
 from typing import TypeVar
 
 from core.engine import wording
+from core.engine.calls import Caller
 from core.engine.messages import InboundMessage
 from core.engine.pacing import Pacer
-from core.engine.splitter import plain_text, split_rendered
-from core.engine.streamed import Deferred, LiveStream, Sent, Thread
+from core.engine.pieces import Pieces
+from core.engine.resuming import Resuming
+from core.engine.streamed import Deferred, LiveStream, ReplyLog, Sent, Thread
 from core.engine.surface import (
     AnswerUnreadable,
     Button,
     DeliveryError,
     DeliveryFailed,
-    DeliveryRefused,
     MarkupRejected,
     MessageTooLong,
     NotModified,
-    RateLimited,
     Surface,
 )
-from core.redact import redact, unfinished_secret_at
 
 __all__ = ["Reply", "Streamer"]
 
@@ -66,46 +70,44 @@ Sleep = Callable[[float], Awaitable[None]]
 #: One text, or the parts of a reply (each shown below the one before).
 Reply = str | Sequence[str]
 
-#: Consecutive 429s tolerated for one call before the delivery counts as failed.
-_MAX_RATE_LIMIT_WAITS = 20
-#: ``MessageTooLong`` shrinks the limit by this factor, down to ``_MIN_LIMIT``.
-_SHRINK = 0.8
-_MIN_LIMIT = 32
-
 
 def _as_parts(reply: Reply) -> list[str]:
     return [reply] if isinstance(reply, str) else list(reply)
 
 
-class Streamer:
+class Streamer(Resuming):
     """Streams one reply into ``conversation_key`` on ``surface``. ``calls`` counts platform calls."""
 
     def __init__(self, surface: Surface, conversation_key: str, *, interval_s: float | None = None,
                  reply_to: str | None = None, sleep: Sleep = asyncio.sleep, max_attempts: int = 5,
-                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic,
+                 log: ReplyLog | None = None) -> None:
         caps = surface.capabilities_for(conversation_key)
         self.surface = surface
         self.conversation_key = conversation_key
         self.capabilities = caps
         chosen = caps.edit_interval_s if interval_s is None else interval_s
         self.interval_s = _DEFAULT_INTERVAL_S if chosen is None else chosen
-        self.calls = 0
         self._sleep = sleep
         self._clock = clock
-        self._pacer = pacer if pacer is not None else Pacer(sleep=sleep, clock=clock)
-        self._rate_key = surface.rate_key(conversation_key)
-        self._max_attempts = max(1, max_attempts)
-        self._limit = caps.max_message_length
+        self._caller = Caller(pacer if pacer is not None else Pacer(sleep=sleep, clock=clock),
+                              surface.rate_key(conversation_key), caps.rate_limit, sleep=sleep,
+                              max_attempts=max_attempts, conversation_key=conversation_key)
+        self._pieces = Pieces(surface.render, caps.length_unit, caps.max_message_length)
         self._reply_to = reply_to
         self._threads: list[Thread] = []
         self._native = caps.can_stream_natively
         self._latest: Reply | Callable[[], Reply] = ""
-        self._redacted: dict[str, str] = {}  # paragraph -> redacted, for the streaming flushes
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._finished = False
-        self._refused: DeliveryRefused | None = None
+        self._log = log
+
+    @property
+    def calls(self) -> int:
+        """Platform calls made so far (failed ones included)."""
+        return self._caller.count
 
     @property
     def message_ids(self) -> list[str]:
@@ -175,6 +177,18 @@ class Streamer:
         await self._deliver_thread(thread, markdown, buttons)
         return thread.sent[-1].message_id
 
+    async def send_file(self, name: str, data: bytes, *, caption: str, fallback: str) -> str:
+        """Post a file below the reply (paced, 429s waited out, retried like a final state)."""
+        op = partial(self.surface.send_file, self.conversation_key, name, data, reply_to=self._reply_to,
+                     caption=self._pieces.redact(caption, True), fallback=self._pieces.redact(fallback, True))
+        posted: list[str] = []
+
+        async def once() -> None:
+            posted.append(await self._caller.call(op, True))
+
+        await self._caller.attempts(once)
+        return posted[-1]
+
     async def edit_message(self, message_id: str, markdown: str, buttons: tuple[Button, ...] = ()) -> str:
         """Replace a standalone message's content; returns the id now showing it.
 
@@ -191,7 +205,7 @@ class Streamer:
         missing: list[str] = []
         for i, markdown in enumerate(_as_parts(reply)):
             thread = self._threads[i] if i < len(self._threads) else Thread()
-            pieces = self._pieces(markdown, thread.plain)
+            pieces = self._pieces.of(thread, markdown)
             shown = 0
             for have, piece in zip(thread.sent, pieces, strict=False):
                 if have.text != piece:
@@ -243,102 +257,67 @@ class Streamer:
     # -- delivering ------------------------------------------------------------------------
 
     async def _deliver(self, parts: list[str], buttons: tuple[Button, ...]) -> None:
-        await self._with_attempts(partial(self._sync, parts, buttons, final=True))
+        await self._caller.attempts(partial(self._sync, parts, buttons, final=True))
 
     async def _deliver_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...]) -> None:
-        await self._with_attempts(partial(self._sync_thread, thread, markdown, buttons, final=True))
-
-    async def _with_attempts(self, sync: Callable[[], Awaitable[None]]) -> None:
-        failure: DeliveryError | None = None
-        for attempt in range(self._max_attempts):
-            if attempt:
-                await self._sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
-            try:
-                await sync()
-                return
-            except DeliveryFailed as exc:
-                failure = exc
-                log.warning("delivery to %s failed (attempt %d of %d): %r", self.conversation_key,
-                            attempt + 1, self._max_attempts, exc)
-        raise DeliveryFailed(f"not delivered after {self._max_attempts} attempts") from failure
+        await self._caller.attempts(partial(self._sync_thread, thread, markdown, buttons, final=True))
 
     async def _sync(self, parts: list[str], buttons: tuple[Button, ...], *, final: bool,
                     settle: bool = False) -> None:
         while len(self._threads) < len(parts):
-            self._threads.append(Thread(reply_to=None if self._threads else self._reply_to))
+            self._threads.append(self._reply_thread())
         last = len(parts) - 1
+        tidy = final or settle  # resumed messages the reply does not need go now: nothing may stay above
         for i, markdown in enumerate(parts):
             live = self._native and not final and i == last and not settle
             await self._sync_thread(self._threads[i], markdown, buttons if i == last else (), final=final,
-                                    live=live, may_be_empty=i < last)
+                                    live=live, may_be_empty=i < last, tidy=tidy)
+        if tidy:
+            for thread in self._threads[len(parts):]:  # parts of the interrupted reply this one never reached
+                await self._trim(thread, 0, final, tidy=True)
 
     async def _sync_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
-                           final: bool, live: bool = False, may_be_empty: bool = False) -> None:
+                           final: bool, live: bool = False, may_be_empty: bool = False, tidy: bool = True) -> None:
         while True:
             try:
                 await self._sync_once(thread, markdown, buttons, final=final, live=live,
-                                      may_be_empty=may_be_empty)
+                                      may_be_empty=may_be_empty, tidy=tidy)
                 return
             except MarkupRejected as exc:
                 if thread.plain:
                     raise DeliveryFailed("plain text rejected") from exc
                 thread.plain = True
             except MessageTooLong as exc:
-                smaller = int(self._limit * _SHRINK)
-                if smaller < _MIN_LIMIT:
+                if not self._pieces.shrink():
                     raise DeliveryFailed("rejected as too long at every size") from exc
-                self._limit = smaller
-
-    def _redact(self, markdown: str, final: bool) -> str:
-        """Every text bound for a platform passes here: no secret reaches a chat.
-
-        While streaming only the last paragraph changes, so paragraphs are redacted once and
-        remembered (a long answer would otherwise be scanned whole on every flush); the final
-        state is scanned whole, so nothing that spans a paragraph break slips through.
-        """
-        if final:
-            return redact(markdown)
-        cut = unfinished_secret_at(markdown)  # a token still arriving: shown once it is whole (redacted)
-        if cut is not None:
-            markdown = markdown[:cut]
-        known = self._redacted
-        blocks = markdown.split("\n\n")
-        fresh = {block: known.get(block) or redact(block) for block in blocks}
-        if len(known) > 4 * len(fresh) + 64:  # parts that stopped changing keep theirs; the rest goes
-            self._redacted = fresh
-        else:
-            known.update(fresh)
-        return "\n\n".join(fresh[block] for block in blocks)
-
-    def _pieces(self, markdown: str, plain: bool, final: bool = True) -> list[str]:
-        markdown = self._redact(markdown, final)
-        unit = self.capabilities.length_unit
-        if plain:
-            return split_rendered(plain_text(markdown), lambda s: s, self._limit, unit)
-        return split_rendered(markdown, self.surface.render, self._limit, unit)
 
     async def _sync_once(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
-                         final: bool, live: bool, may_be_empty: bool) -> None:
-        pieces = self._pieces(markdown, thread.plain, final)
+                         final: bool, live: bool, may_be_empty: bool, tidy: bool) -> None:
+        pieces = self._pieces.of(thread, markdown, final=final)
+        if pieces is thread.settled and not buttons:
+            return  # a part that stopped growing, shown as it is: nothing to look at
         if not pieces:
             if not final or may_be_empty:
                 await self._end_stream(thread, None, final)
+                await self._trim(thread, 0, final, tidy)
                 return  # an empty part shows nothing (the last one always has its footer)
             pieces = [wording.EMPTY_ANSWER]
-        if live and thread.stream is None and len(pieces) == len(thread.sent):
+        if live and thread.stream is None and len(pieces) <= len(thread.sent):
             live = False  # the piece being written is already an ordinary message: keep editing it
         ordinary = pieces[:-1] if live else pieces
         if thread.stream is not None and (not live or len(thread.sent) < len(ordinary)):
             # The streamed piece is complete (or streaming ends here): it becomes an ordinary message.
             at = len(thread.sent)
             await self._end_stream(thread, pieces[at] if at < len(pieces) else None, final)
-        await self._sync_ordinary(thread, ordinary, buttons, final)
+        await self._sync_ordinary(thread, ordinary, buttons, final, tidy)
         if live:
             await self._stream_piece(thread, pieces[-1], final)
+        elif not buttons and thread.stream is None and len(thread.sent) == len(pieces):
+            thread.settled = pieces
 
     async def _sync_ordinary(self, thread: Thread, pieces: list[str], buttons: tuple[Button, ...],
-                             final: bool) -> None:
-        key, plain = self.conversation_key, thread.plain
+                             final: bool, tidy: bool = True) -> None:
+        plain = thread.plain
         for i, piece in enumerate(pieces):
             btns = buttons if i == len(pieces) - 1 else ()
             if i < len(thread.sent):
@@ -350,47 +329,59 @@ class Streamer:
                     await self._edit(have.message_id, piece, btns, plain, final)
                     thread.sent[i] = Sent(have.message_id, piece, plain, btns, have.at)
                 continue
+            await self._clear_below(thread, final)
             await self._send_piece(thread, i, piece, btns, final)
-        while len(thread.sent) > len(pieces):  # the reply got shorter (an echo was removed)
-            extra = thread.sent[-1]
-            if not extra.message_id:
-                pass  # a message whose id is unknown cannot be changed
-            elif self.capabilities.can_delete:
-                try:
-                    await self._call(partial(self.surface.delete, key, extra.message_id), final)
-                except AnswerUnreadable:
-                    pass  # taken: the platform deleted it, whatever its answer said
-            else:
-                await self._edit(extra.message_id, wording.MERGED_ABOVE, (), True, final)
-            thread.sent.pop()
+        await self._trim(thread, len(pieces), final, tidy)
 
-    async def _send_piece(self, thread: Thread, i: int, piece: str, buttons: tuple[Button, ...], final: bool,
+    async def _send_piece(self, thread: Thread, i: int, piece: str, btns: tuple[Button, ...], final: bool,
                           *, note: bool = False) -> None:
-        """Post piece ``i`` as a new message (``note``: below the note that the earlier one showing it
-        cannot be updated). A send whose answer cannot be read is taken as shown, its id unknown."""
+        """Post piece ``i`` as a new message (``note``: below the note that the one showing it cannot be
+        updated). A send whose answer cannot be read is taken as shown, its id unknown (never logged)."""
         key, plain = self.conversation_key, thread.plain
         if note:
-            try:
-                await self._call(partial(self.surface.send, key, wording.UNADDRESSABLE_NOTE, plain=True), final)
-            except AnswerUnreadable:
-                pass  # (the note itself needs no id)
-        if i == 0 and thread.origin is not None and not note:
-            op = partial(self.surface.reply, thread.origin, piece, buttons=buttons, plain=plain,
-                         private=thread.private)
+            await self._caller.call(partial(self.surface.send, key, wording.UNADDRESSABLE_NOTE, plain=True),
+                                    final, unreadable="")
+        first = i == 0 and not note
+        if first and thread.origin is not None:
+            op = partial(self.surface.reply, thread.origin, piece, buttons=btns, plain=plain, private=thread.private)
+        elif thread.part is not None and self._reply_to is not None and not note:  # a piece of an answer: once
+            op = partial(self.surface.send_once, key, piece, buttons=btns, plain=plain,
+                         reply_to=thread.reply_to if first else None, key=f"{key}|{self._reply_to}|{thread.part}|{i}")
         else:
-            op = partial(self.surface.send, key, piece, buttons=buttons, plain=plain,
-                         reply_to=thread.reply_to if i == 0 and not note else None)
-        try:
-            mid = await self._call(op, final)
-        except AnswerUnreadable as exc:
-            log.warning("%s: the platform took a message but its answer could not be read; it is taken as "
-                        "shown (%s)", key, exc)
-            mid = ""
-        sent = Sent(mid, piece, plain, buttons, self._clock())
+            op = partial(self.surface.send, key, piece, buttons=btns, plain=plain,
+                         reply_to=thread.reply_to if first else None)
+        mid = await self._caller.call(op, final, unreadable="")
+        sent = Sent(mid, piece, plain, btns, self._clock())
         if i < len(thread.sent):
             thread.sent[i] = sent
         else:
             thread.sent.append(sent)
+        if mid:
+            self._posted(thread, i, mid)
+
+    async def _clear_below(self, thread: Thread, final: bool) -> None:
+        """A part grows past the messages it had before a restart: the interrupted later parts below
+        it go (they are written again below it), so the reply keeps its order."""
+        if thread.part is None:
+            return
+        for later in self._threads[thread.part + 1:]:
+            if later.sent and all(s.resumed for s in later.sent):  # never what this run wrote there
+                await self._trim(later, 0, final, tidy=True)
+
+    async def _trim(self, thread: Thread, keep: int, final: bool, tidy: bool) -> None:
+        """Remove the messages past the first ``keep``: the reply got shorter (an echo was removed), or
+        it is complete (``tidy``) and needs fewer of the messages a killed relay had posted."""
+        while len(thread.sent) > keep and (tidy or not thread.sent[-1].resumed):
+            extra = thread.sent[-1]
+            if not extra.message_id:
+                pass  # a message whose id is unknown cannot be changed
+            elif self.capabilities.can_delete:
+                await self._caller.call(partial(self.surface.delete, self.conversation_key, extra.message_id), final,
+                                        unreadable=None)  # taken: deleted, whatever its answer said
+            else:
+                await self._edit(extra.message_id, wording.MERGED_ABOVE, (), True, final)
+            thread.sent.pop()
+            self._removed(thread, len(thread.sent))
 
     async def _stream_piece(self, thread: Thread, piece: str, final: bool) -> None:
         stream = thread.stream
@@ -398,7 +389,7 @@ class Streamer:
             return
         reply_to = thread.reply_to if not thread.sent else None
         try:
-            stream_id = await self._call(partial(self.surface.stream, self.conversation_key,
+            stream_id = await self._caller.call(partial(self.surface.stream, self.conversation_key,
                                                  stream.stream_id if stream else None, piece,
                                                  reply_to=reply_to), final)
         except (DeliveryFailed, MarkupRejected, MessageTooLong) as exc:
@@ -415,6 +406,7 @@ class Streamer:
             return
         if stream is None:
             thread.stream = LiveStream(stream_id, piece, self._clock())
+            self._posted(thread, len(thread.sent), stream_id, "stream")
         else:
             stream.text = piece
 
@@ -426,40 +418,21 @@ class Streamer:
             return
         text = stream.text if piece is None else piece
         try:
-            mid = await self._call(partial(self.surface.end_stream, self.conversation_key, stream.stream_id,
+            mid = await self._caller.call(partial(self.surface.end_stream, self.conversation_key, stream.stream_id,
                                            text), final)
         except DeliveryFailed as exc:  # the stream is gone; its piece is sent as an ordinary message
             log.info("ending a native stream in %s failed: %r", self.conversation_key, exc)
             mid = None
         if mid is not None:
             thread.sent.append(Sent(mid, text, False, (), stream.started_at))
+            self._posted(thread, len(thread.sent) - 1, mid)
+        else:
+            self._removed(thread, len(thread.sent))  # a preview: the piece is posted as a message, if at all
 
     async def _edit(self, message_id: str, text: str, buttons: tuple[Button, ...], plain: bool,
                     final: bool) -> None:
         try:
-            await self._call(partial(self.surface.edit, self.conversation_key, message_id, text,
-                                     buttons=buttons, plain=plain), final)
+            await self._caller.call(partial(self.surface.edit, self.conversation_key, message_id, text,
+                                     buttons=buttons, plain=plain), final, unreadable=None)  # taken as done
         except NotModified:
             pass  # the message already shows this text
-        except AnswerUnreadable as exc:  # the platform took the edit; only its answer was odd
-            log.debug("%s: the answer to an edit could not be read; taken as done (%s)", self.conversation_key, exc)
-
-    async def _call(self, op: Callable[[], Awaitable[T]], final: bool) -> T:
-        if self._refused is not None:
-            raise self._refused  # the chat will never take anything: do not ask it again
-        waits = 0
-        while True:
-            await self._pacer.wait(self._rate_key, self.capabilities.rate_limit)
-            self.calls += 1
-            try:
-                return await op()
-            except DeliveryRefused as exc:
-                self._refused = exc
-                raise
-            except RateLimited as exc:
-                waits += 1
-                if waits > _MAX_RATE_LIMIT_WAITS:
-                    raise DeliveryFailed("still rate limited") from exc
-                self._pacer.hold(self._rate_key, exc.retry_after_s)
-                if not final:
-                    raise Deferred from exc

@@ -3,7 +3,8 @@
 ``Surface`` is what the core calls on a platform adapter; ``Inbound`` is what an adapter calls on
 the core; ``Launched`` is a running surface as ``acp-relay run`` owns it. A capability a platform
 lacks has a fallback in the core (no edits: post the final text only; no buttons: numbered text
-replies such as ``approve 1``; no native streaming: send + edit), never an ``if surface == ...``.
+replies such as ``approve 1``; no native streaming: send + edit; no files: the rest of a cut answer
+is said to be left out), never an ``if surface == ...``.
 ``SurfaceDefaults`` gives an adapter those fallbacks for the optional methods.
 
 Capabilities may differ per conversation (``capabilities_for``: Telegram streams drafts in private
@@ -179,6 +180,12 @@ class Surface(Protocol):
         one, only to its sender where ``private`` and the platform can. Returns the message id."""
         ...
 
+    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
+                        plain: bool = False, reply_to: str | None = None) -> str:
+        """``send`` a piece of an answer, posted at most once per ``key`` where the platform can do that
+        (a relay killed before it heard back sends it again after the restart: Discord's nonce)."""
+        ...
+
     async def edit(self, conversation_key: str, message_id: str, text: str, *,
                    buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
         """Replace a message's text and buttons (identical content raises ``NotModified``)."""
@@ -203,6 +210,12 @@ class Surface(Protocol):
         """End a native stream whose final text is ``text``. Returns the id of the ordinary message
         that now shows ``text`` (a stopped Slack stream), or None when the stream was only a preview
         (a Telegram draft): the core then posts ``text`` as an ordinary message."""
+        ...
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str,
+                        fallback: str, reply_to: str | None = None) -> str:
+        """Post ``data`` as a file called ``name`` with ``caption`` (the rest of an answer too long to
+        show); returns the message id. Where the platform takes no files, post ``fallback`` instead."""
         ...
 
 
@@ -232,6 +245,11 @@ class SurfaceDefaults:
         return await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
                                reply_to=message.message_id)
 
+    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
+                        plain: bool = False, reply_to: str | None = None) -> str:
+        """The platform has no idempotency key: an ordinary ``send``."""
+        return await self.send(conversation_key, text, buttons=buttons, plain=plain, reply_to=reply_to)
+
     async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
                      reply_to: str | None = None) -> str:
         """No native streaming: the core falls back to send + edit."""
@@ -240,6 +258,11 @@ class SurfaceDefaults:
     async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
         """Nothing to end; the core posts ``text`` itself."""
         return None
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str,
+                        fallback: str, reply_to: str | None = None) -> str:
+        """No files here: ``fallback`` says what was left out."""
+        return await self.send(conversation_key, fallback, reply_to=reply_to)
 
 
 class Inbound(Protocol):

@@ -92,6 +92,8 @@ class TurnDeps:
     journal: Journal
     #: Ask the person about one permission request (buttons or numbered replies); returns an option kind.
     ask_approval: Callable[[ConversationView, PermissionRequest, Streamer], Awaitable[str]]
+    #: An answer is cut past this many bytes; the rest is offered as a file.
+    max_answer_bytes: int | None = None
 
 
 class TurnRunner:
@@ -102,9 +104,13 @@ class TurnRunner:
 
     async def run(self, conv: ConversationView, item: QueueItem) -> None:
         """Answer ``item`` in ``conv``: stream the reply, and deliver its final state whatever happens."""
-        doc = Document()
-        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id)
+        doc = Document(max_bytes=self.deps.max_answer_bytes)
+        journal = self.deps.journal
+        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id,
+                                             log=journal.reply_log(item.message))
         async with streamer:
+            if item.replay:  # a restart: the answer goes on in the messages the person already sees
+                await streamer.resume(journal.reply_messages(item.message))
             await _Turn(self.deps, conv, item, doc, streamer).run()
 
 
@@ -124,6 +130,8 @@ class _Turn:
         self.last_failure: AcpError | AcpRuntimeError | None = None  # what the ladder is retrying
         self.denied = False  # a tool call was denied in this turn
         self.patience = Patience(silent_retrier=self._silent)
+        self.interrupted = False  # the relay is shutting down: the message stays unfinished
+        self.tools_noted: set[str] = set()  # tool calls the journal knows may have run
 
     # -- the error funnel ------------------------------------------------------------------
 
@@ -137,6 +145,10 @@ class _Turn:
                 doc.finish(time.monotonic() - self.started, conv.context_pct)
                 await typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
                 await self.deps.outbox.deliver(self.streamer, doc.parts())
+                if not self.interrupted:  # answered the moment it is shown; a crash now repeats nothing
+                    self.deps.journal.complete(self.msg)
+                if doc.overflow:
+                    await self.deps.outbox.attach_rest(self.streamer, doc.overflow)
 
     async def answer(self) -> None:
         """The retry ladder, and every way it can end folded into the document."""
@@ -154,6 +166,7 @@ class _Turn:
         except asyncio.CancelledError:
             if not self.conv.stopping:  # the relay is shutting down: say so; a restart replays the message
                 doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
+                self.interrupted = True
                 raise
             doc.apply(TurnEnded(STOP_REASON_CANCELLED))
         except (AcpError, AcpRuntimeError) as exc:
@@ -260,7 +273,7 @@ class _Turn:
             if event.text.strip() and (line := self.patience.answered()) is not None:
                 self.doc.apply(Notice(line, key=AGENT_RETRY_KEY))
         elif isinstance(event, ToolCall) and (event.ran or (event.started and self._gate_allows_all())):
-            self._tool_may_run()
+            self._tool_may_run(event)
         elif isinstance(event, ToolCall) and event.status == TOOL_STATUS_DENIED:
             self.denied = True
         elif isinstance(event, CompactionStatus) and event.status == "failed":
@@ -292,12 +305,13 @@ class _Turn:
             self.on_event(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
             return "cancelled"
         if kind.startswith("allow"):
-            self._tool_may_run()
+            self._tool_may_run(request.tool_call)
         return kind
 
-    def _tool_may_run(self) -> None:
-        if not self.seen.tool_ran:  # a replay after a restart must not run it twice
-            self.deps.journal.tool_may_run(self.msg)
+    def _tool_may_run(self, call: ToolCall) -> None:
+        if call.tool_call_id not in self.tools_noted:  # a restart must not run it twice without asking
+            self.tools_noted.add(call.tool_call_id)
+            self.deps.journal.tool_may_run(self.msg, call)
         self.seen.tool_ran = self.current.side_effects = True
 
     def _gate_allows_all(self) -> bool:

@@ -7,7 +7,7 @@ help text is the exception: it is built from the surface's own spelling map.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from core.acp.types import RefusalInfo
@@ -22,12 +22,18 @@ __all__ = [
     "DENY_LABEL",
     "EMPTY_ANSWER",
     "FOOTER_GLYPH",
+    "INTERRUPTED_RESUMING",
+    "LEAVE_LABEL",
+    "LEFT_AS_IT_IS",
     "MERGED_ABOVE",
     "NEW_CONVERSATION",
     "NOTHING_TO_STOP",
     "PARTIAL_NOTE",
     "PRESS_EXPIRED",
     "REFUSAL_LEAD",
+    "RESEND_LABEL",
+    "RESEND_NUMBERED_HINT",
+    "RESENT",
     "RETRY_SUCCEEDED",
     "SESSION_LOST",
     "SESSION_NOT_RESUMABLE",
@@ -38,6 +44,9 @@ __all__ = [
     "agent_retrying",
     "agent_silent",
     "allow_session_label",
+    "answer_cut_text",
+    "answer_rest_caption",
+    "answer_rest_dropped_text",
     "approval_numbered_hint",
     "approval_outcome_text",
     "approval_prompt_text",
@@ -52,6 +61,7 @@ __all__ = [
     "queued_text",
     "rate_limit_text",
     "refusal_card_text",
+    "resend_question_text",
     "retry_gave_up",
     "retrying",
     "status_text",
@@ -342,10 +352,47 @@ STOP_UNCONFIRMED = (
     "a new conversation, and the agent will not remember the earlier messages."
 )
 INTERRUPTED_BY_RESTART = "The relay restarted before this answer was finished."
-NOT_REPLAYED_AFTER_TOOL = (
-    "The relay restarted while your message was being answered, after a tool had already run. It was not "
-    "sent again, so nothing runs twice; send it again if you still need the answer."
-)
+#: Ends a reply (a native stream) the relay could not continue in place after a restart.
+INTERRUPTED_RESUMING = "Interrupted by a restart; the full answer follows."
+RESEND_LABEL = "Send it again"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{max(1, round(n / 1024))} KB"
+
+
+def answer_cut_text(max_bytes: int) -> str:
+    """Ends an answer longer than ``engine.max_answer_bytes``."""
+    return f"The answer is longer than {_size(max_bytes)}, so it is cut here."
+
+
+def answer_rest_caption(size: int) -> str:
+    """Goes with the file holding the rest of a cut answer."""
+    return f"The rest of the answer ({_size(size)})."
+
+
+def answer_rest_dropped_text(size: int) -> str:
+    """Said where the rest of a cut answer cannot be posted as a file."""
+    return f"The rest of the answer ({_size(size)}) was left out: files cannot be posted here."
+LEAVE_LABEL = "Leave it"
+#: For surfaces without buttons; the words are parsed by ``resend.parse_resend_reply``.
+RESEND_NUMBERED_HINT = "Reply `1` to send it again, or `2` to leave it."
+RESENT = "Sent again."
+LEFT_AS_IT_IS = "Left as it is: it was not sent again."
+
+
+def resend_question_text(tools: Sequence[tuple[str, str]]) -> str:
+    """After a restart: a message's turn had run tools that may have changed something; send it again?"""
+    if not tools:
+        ran = "after a tool had already run"
+        again = "That tool could run a second time."
+    else:
+        lines = "\n".join(f"- {' '.join(title.split()) or 'a tool'}" + (f" ({kind})" if kind else "")
+                          for title, kind in tools)
+        ran = f"after {'this tool' if len(tools) == 1 else 'these tools'} had already run:\n{lines}\n"
+        again = f"{'It' if len(tools) == 1 else 'They'} could run a second time."
+    return (f"The relay restarted while your message was being answered, {ran}\n"
+            f"Send your message to the agent again? {again}")
 APPROVAL_NOT_SHOWN = "The approval request could not be shown here, so that tool call was cancelled."
 SESSION_SET_ASIDE = (
     "The agent never finished the previous turn, so a new conversation was started. "

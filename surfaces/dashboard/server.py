@@ -266,6 +266,16 @@ async def post_message(request: web.Request) -> web.StreamResponse:
     return web.json_response({"id": message_id}, status=202)
 
 
+async def download(request: web.Request) -> web.StreamResponse:
+    """A file the relay posted in the tab (the rest of an answer too long to show)."""
+    found = request.app[SURFACE].transcript.file(_tab(request), request.match_info["file"])
+    if found is None:
+        raise web.HTTPNotFound()
+    name, data = found
+    return web.Response(body=data, content_type="text/markdown", charset="utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
 async def press_button(request: web.Request) -> web.StreamResponse:
     """An approval button."""
     tab = _tab(request)
@@ -345,4 +355,5 @@ def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_tok
     app.router.add_get(f"{api}/status", status)
     app.router.add_post(f"{api}/models", models)
     app.router.add_post(f"{api}/model", set_model)
+    app.router.add_get(f"{api}/files/{{file}}", download)
     return app

@@ -19,7 +19,7 @@ from core.redact import redact
 from surfaces.dashboard.transcript import Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
-           "valid_tab"]
+           "file_url", "valid_tab"]
 
 SURFACE_NAME = "dashboard"
 CAPABILITIES = Capabilities(max_message_length=100_000, markup="markdown", can_edit=True, can_delete=True,
@@ -39,6 +39,11 @@ Event = dict[str, Any]
 def valid_tab(tab: str) -> bool:
     """Tab ids are what the browser generates: 1-64 letters, digits, ``-`` and ``_``."""
     return _RE_TAB.fullmatch(tab) is not None
+
+
+def file_url(tab: str, file_id: str) -> str:
+    """Where the browser downloads a file the relay posted in ``tab``."""
+    return f"/api/conversations/{tab}/files/{file_id}"
 
 
 def conversation_key(tab: str) -> str:
@@ -98,6 +103,16 @@ class DashboardSurface(SurfaceDefaults):
         assert entry is not None  # a fresh id never collides
         self._publish(tab, entry.to_json())
         return entry.id
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
+                        reply_to: str | None = None) -> str:
+        """Keep the file in the transcript and post its caption with a download link."""
+        tab = _tab(conversation_key)
+        try:
+            file_id = self.transcript.add_file(tab, name, data)
+        except sqlite3.Error as exc:
+            raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+        return await self.send(conversation_key, f"{caption} [{name}]({file_url(tab, file_id)})")
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,
                    buttons: tuple[Button, ...] = (), plain: bool = False) -> None:

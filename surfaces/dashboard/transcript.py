@@ -5,7 +5,8 @@ relay edits its messages while an answer streams, so a row is updated in place; 
 neutral Markdown the core sent (the browser renders it).
 
 The file holds at most ``max_tabs`` tabs: when a new tab's first message would make one more, the
-tab used least recently (by its last message added or edited) loses its whole transcript.
+tab used least recently (by its last message added or edited) loses its whole transcript. It also
+keeps the files the relay posted in a tab (the rest of an answer too long to show), for download.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ CREATE TABLE IF NOT EXISTS messages (
     plain INTEGER NOT NULL DEFAULT 0,
     updated_at REAL NOT NULL,
     UNIQUE (tab, id)
+)
+"""
+_FILES = """
+CREATE TABLE IF NOT EXISTS files (
+    tab TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (tab, id)
 )
 """
 _SELECT = "SELECT id, role, text, buttons, plain FROM messages"
@@ -92,6 +98,7 @@ class Transcript:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(_SCHEMA)
+            conn.execute(_FILES)
         except BaseException:
             conn.close()
             raise
@@ -145,11 +152,27 @@ class Transcript:
             cur = self._conn.execute("DELETE FROM messages WHERE tab = ? AND id = ?", (tab, message_id))
         return cur.rowcount == 1
 
+    def add_file(self, tab: str, name: str, data: bytes) -> str:
+        """Keep a file for the tab (the rest of a long answer); returns its id."""
+        file_id = uuid.uuid4().hex
+        with self._lock:
+            self._conn.execute("INSERT INTO files (tab, id, name, data) VALUES (?, ?, ?, ?)",
+                               (tab, file_id, name, data))
+        return file_id
+
+    def file(self, tab: str, file_id: str) -> tuple[str, bytes] | None:
+        """A file of the tab: (name, data), or None."""
+        with self._lock:
+            row = self._conn.execute("SELECT name, data FROM files WHERE tab = ? AND id = ?",
+                                     (tab, file_id)).fetchone()
+        return None if row is None else (str(row[0]), bytes(row[1]))
+
     def _prune(self) -> None:
         """Drop the transcripts of the tabs beyond ``max_tabs``, least recently used first (lock held)."""
         if self.max_tabs is not None:
             self._conn.execute(f"DELETE FROM messages WHERE tab IN (SELECT tab FROM messages {_BY_LAST_USE}"
                                " LIMIT -1 OFFSET ?)", (self.max_tabs,))
+            self._conn.execute("DELETE FROM files WHERE tab NOT IN (SELECT tab FROM messages)")
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""

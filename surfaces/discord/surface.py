@@ -5,11 +5,14 @@ Discord has no streaming API, so the core posts and then edits (about once a sec
 channel: Discord allows about five messages per five seconds in one channel). A message edited for
 longer than ``rollover_after_s`` is left as it is and the answer continues in a new message
 (Discord throttles edits of messages older than an hour, error 30046). Messages are at most 2,000
-characters; the core splits longer answers without breaking code fences.
+characters; the core splits longer answers without breaking code fences. The rest of an answer too
+long to show is a message with the file attached.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -116,11 +119,30 @@ class DiscordSurface(SurfaceDefaults):
             return None
         return discord.MessageReference(message_id=int(reply_to), channel_id=channel_id, fail_if_not_exists=False)
 
+    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
+                        plain: bool = False, reply_to: str | None = None) -> str:
+        """``send`` with a nonce made from ``key``: discord.py asks Discord to enforce it, so a piece sent
+        again after a crash returns the message already posted instead of a second copy."""
+        nonce = hashlib.blake2b(key.encode(), digest_size=12).hexdigest()  # Discord takes 25 characters
+        content = self._content(text, plain)
+        message_id, shown = await self._post(conversation_key, content, buttons, reply_to, nonce)
+        if shown is not None and shown != content:  # the copy a killed relay posted: it shows what it had then
+            await self.edit(conversation_key, message_id, text, buttons=buttons, plain=plain)
+        return message_id
+
     async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
                    plain: bool = False, reply_to: str | None = None) -> str:
         """Post a message (with buttons, as a reply where it can be); returns its id."""
+        message_id, _ = await self._post(conversation_key, self._content(text, plain), buttons, reply_to)
+        return message_id
+
+    async def _post(self, conversation_key: str, content: str, buttons: tuple[Button, ...], reply_to: str | None,
+                    nonce: str | None = None) -> tuple[str, str | None]:
+        """The posted message's id, and the text Discord says it shows (None: its answer was unreadable)."""
         channel = self._channel(conversation_key)
-        kwargs: dict[str, Any] = {"content": self._content(text, plain), "allowed_mentions": NO_PINGS}
+        kwargs: dict[str, Any] = {"content": content, "allowed_mentions": NO_PINGS}
+        if nonce is not None:
+            kwargs["nonce"] = nonce
         if buttons:
             kwargs["view"] = build_view(buttons)
         reference = self._reference(channel.id, reply_to)
@@ -128,6 +150,22 @@ class DiscordSurface(SurfaceDefaults):
             kwargs["reference"] = reference
         try:
             with translated("a message") as answer:
+                message = await channel.send(**kwargs)
+        except AnswerUnreadable:
+            return _found(answer), None
+        return str(message.id), message.content
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
+                        reply_to: str | None = None) -> str:
+        """A message with the file attached (the rest of an answer too long to show)."""
+        channel = self._channel(conversation_key)
+        kwargs: dict[str, Any] = {"content": self._content(caption, False), "allowed_mentions": NO_PINGS,
+                                  "file": discord.File(io.BytesIO(data), filename=name)}
+        reference = self._reference(channel.id, reply_to)
+        if reference is not None:
+            kwargs["reference"] = reference
+        try:
+            with translated("a file") as answer:
                 message = await channel.send(**kwargs)
         except AnswerUnreadable:
             return _found(answer)

@@ -11,7 +11,9 @@ network error), so the helper would show that part twice. The three Web API meth
 called directly instead.
 
 A stream Slack has ended (about five minutes after it started, ``message_not_in_streaming_state``)
-is finished with ``chat.update``: the message then shows the final text as an ordinary message.
+is finished with ``chat.update``: the message then shows the final text as an ordinary message. A
+stream left open by a relay that was killed is stopped with the text the core ends it with (the
+line saying the full answer follows); the core then edits its message like any other.
 A channel where Slack refuses to start a stream (the workspace does not allow it, a channel type it
 does not support) is remembered: later replies there are sent and edited instead.
 """
@@ -96,9 +98,22 @@ class NativeStreams:
             live.shown = text
 
     async def stop(self, thread: Thread, ts: str, markdown: str) -> str:
-        """End the stream ``ts`` so that its message shows ``markdown``; returns the message ts."""
+        """End the stream ``ts`` so that its message shows ``markdown``; returns the message ts.
+
+        A stream this process did not start (a relay killed mid-answer started it) is stopped with
+        ``markdown`` appended to what it shows, so the cut-off text is marked, never left streaming.
+        """
         live = self._live.pop(ts, None)
         text = render(markdown)
+        if live is None:
+            try:
+                await translated(self._client.chat_stopStream(channel=thread.channel, ts=ts,
+                                                              markdown_text=f"\n\n{text}"))
+                return ts
+            except RateLimited:
+                raise
+            except DeliveryFailed as exc:  # it had ended (it expired): the message takes the text instead
+                log.info("an interrupted stream in %s had ended (%s); updating its message", thread.channel, exc)
         if live is not None:
             extends = text.startswith(live.shown)
             delta = text[len(live.shown):] if extends else ""

@@ -4,7 +4,8 @@ Every reply goes into the conversation's thread. Text is shown as a ``markdown``
 Markdown, 12,000 characters a message) with a plain ``text`` fallback (``render``). Where Slack
 allows it, the piece being written is a native stream (``streaming``); elsewhere the core sends and
 edits. Answers only the asker needs (status, help, a refusal) are ephemeral (``chat.postEphemeral``).
-The working indicator is the assistant status, else a reaction (``indicator``).
+The working indicator is the assistant status, else a reaction (``indicator``). The rest of an answer
+too long to show is uploaded into the thread as a file (``files_upload_v2``).
 
 Slack's failures become the core's delivery errors (``errors``); a bot token Slack no longer
 accepts also ends the run (``revoked``), since nothing can be delivered until an operator acts.
@@ -158,6 +159,18 @@ class SlackSurface(SurfaceDefaults):
                 raise
             return await self.send(message.conversation_key, text, buttons=buttons, plain=plain)
         return message_ts(response, "message_ts", "chat.postEphemeral")
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
+                        reply_to: str | None = None) -> str:
+        """Upload the file into the thread (the rest of an answer too long to show); returns its file id."""
+        thread = self._thread(conversation_key)
+        response = await self._api(self.client.files_upload_v2(
+            channel=thread.channel, thread_ts=thread.thread_ts, content=data, filename=name, title=name,
+            initial_comment=rendering.render(caption)))
+        file_id = (response.get("file") or {}).get("id")
+        if not file_id:
+            raise DeliveryFailed("slack: files.completeUploadExternal answered without a file id")
+        return str(file_id)
 
     async def tell(self, thread: Thread, user: str, text: str) -> None:
         """A short ephemeral answer to ``user`` (a button press); a failure is only logged."""

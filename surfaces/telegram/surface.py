@@ -4,7 +4,8 @@ Text arrives as neutral Markdown and leaves as text plus entities (``render``); 
 as it is, with no entities and no escapes. Buttons are an inline keyboard whose ``callback_data``
 is the core's one-time token. In private chats a reply streams as a draft (``sendMessageDraft``):
 a draft is only a preview, so ``end_stream`` returns None and the core sends the final text as an
-ordinary message. Every PTB error leaves as one of the core's delivery errors (``errors``).
+ordinary message. The rest of an answer too long to show is a document (``sendDocument``). Every
+PTB error leaves as one of the core's delivery errors (``errors``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,16 @@ import secrets
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, MessageEntity, ReplyParameters
-from telegram.constants import ChatAction, KeyboardButtonStyle
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    InputFile,
+    LinkPreviewOptions,
+    MessageEntity,
+    ReplyParameters,
+)
+from telegram.constants import ChatAction, KeyboardButtonStyle, MessageLimit
 
 from core.engine.surface import (
     AnswerUnreadable,
@@ -135,6 +144,18 @@ class TelegramSurface(SurfaceDefaults):
                 log.info("the Bot API server answers sendMessage in a way PTB cannot read (%s); the message id "
                          "in its answer is used", exc.__cause__.__class__.__name__)
             return str(found)
+        return str(sent.message_id)
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
+                        reply_to: str | None = None) -> str:
+        """``sendDocument`` with the caption (the rest of an answer too long to show)."""
+        ref = keys.parse_key(conversation_key)
+        body, entities = render(caption)
+        with delivery_errors("sendDocument"):
+            sent = await self.bot.send_document(
+                ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],
+                caption_entities=entities or None, message_thread_id=ref.topic_id,
+                reply_parameters=_reply(reply_to))
         return str(sent.message_id)
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,

@@ -37,7 +37,7 @@ async def test_a_relay_killed_while_opening_the_thread_answers_the_mention_once_
     await until(lambda: fake.commands, "the first relay is ready", timeout=HANG_GUARD_S)
     killed = asyncio.Event()
 
-    def kill(method: str, route: str) -> bool:
+    def kill(method: str, route: str, *_body: object) -> bool:
         if route.endswith("/threads") and not killed.is_set():
             first.kill()
             killed.set()

@@ -5,7 +5,9 @@ IDENTIFY -> READY + GUILD_CREATE, RESUME -> the missed events + RESUMED, close c
 for a refused intent), and ``/api/v10/...`` the REST routes a bot uses (messages, typing, threads,
 history, interaction callbacks and followups, command sync, login). The fake keeps every channel's
 messages as a person would see them (with edits counted, buttons, ephemeral and "thinking" flags),
-logs every REST call in ``calls``, and injects one-shot errors with ``fail_next``.
+logs every REST call in ``calls`` (``on_request`` hooks see each as it arrives), keeps the files a
+message is sent with (``attachments``), answers a send whose enforced nonce it saw in the last five
+minutes with the message already made, and injects one-shot errors with ``fail_next``.
 
 Tests drive it as the people in the chat: ``say`` (a MESSAGE_CREATE), ``slash`` (an application
 command), ``press`` (a button), ``drop`` (the gateway connection closes), and read it back with
@@ -79,16 +81,17 @@ class FakeDiscord(InteractionRoutes):
         self.identifies = 0
         self.resumes = 0
         self.intents: int | None = None
-        #: Called with (method, path) as a REST call arrives, and once it is answered (before the client
-        #: reads the answer): a hook may kill the client at that exact moment. An ``on_request`` hook
-        #: that returns True drops the call before Discord acts on it.
-        self.on_request: list[Callable[[str, str], bool | None]] = []
+        #: Called with (method, path, body) as a REST call arrives, and with (method, path) once it is
+        #: answered (before the client reads the answer): a hook may kill the client at that exact
+        #: moment. An ``on_request`` hook that returns True drops the call before Discord acts on it.
+        self.on_request: list[Callable[[str, str, Json], bool | None]] = []
         self.on_answered: list[Callable[[str, str], bool | None]] = []
         #: Awaited once each, right after the next READY is sent (before the server's GUILD_CREATE):
         #: what people write while discord.py still waits for its servers.
         self.after_ready: list[Callable[[], Awaitable[object]]] = []
         self._failures: dict[str, deque[Failure]] = {}
         self._odd: dict[str, deque[str]] = {}  # route -> how its next answers are made odd
+        self._nonces: dict[tuple[int, str], tuple[Json, float]] = {}  # enforced nonces: the message, when
         self._ids = itertools.count(1)
         self._seq = 0
         self._events: list[Json] = []  # every dispatch, for RESUME
@@ -249,7 +252,10 @@ class FakeDiscord(InteractionRoutes):
         frame = {"op": 0, "t": event, "s": self._seq, "d": data}
         self._events.append(frame)
         if self._socket is not None and self._ready.is_set():
-            await self._socket.send_str(json.dumps(frame))
+            try:
+                await self._socket.send_str(json.dumps(frame))
+            except ConnectionResetError:  # the client just went away: it resumes, or catches up, later
+                self._ready.clear()
 
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True)
@@ -339,11 +345,20 @@ class FakeDiscord(InteractionRoutes):
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["path"]
         body: Json = {}
-        if request.can_read_body:
+        uploads: list[tuple[str, bytes]] = []
+        if request.can_read_body and request.content_type.startswith("multipart/"):  # a message with files
+            for name, value in (await request.post()).items():
+                if name == "payload_json":
+                    body = json.loads(str(value))
+                elif not isinstance(value, str):
+                    uploads.append((value.filename, value.file.read()))
+        elif request.can_read_body:
             raw = await request.read()
             body = json.loads(raw) if raw else {}
+        if uploads:
+            body["_uploads"] = uploads
         self.calls.append((request.method, path, body))
-        if any([hook(request.method, path) for hook in list(self.on_request)]):
+        if any([hook(request.method, path, body) for hook in list(self.on_request)]):
             return web.Response(status=503)
         response = await self._answer(request, path, body)
         odd = self._odd.get(self._route_name(request.method, path.strip("/").split("/")))
@@ -426,8 +441,20 @@ class FakeDiscord(InteractionRoutes):
                 return error_response(400, 50035, "Invalid Form Body", errors={"message_reference": {"_errors": [
                     {"code": "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "message": "Unknown message"}]}})
             ref = None
+        nonce = (ch.id, str(body.get("nonce"))) if body.get("enforce_nonce") and body.get("nonce") else None
+        if nonce is not None and nonce in self._nonces and time.time() - self._nonces[nonce][1] < 300:
+            return json_response(self._nonces[nonce][0])  # Discord: the same nonce within minutes, no new message
+        files = []
+        for fname, data in body.get("_uploads", []):
+            key = f"{self.snowflake()}-{fname}"
+            self.attachments[key] = data
+            files.append({"id": key.split("-")[0], "filename": fname, "size": len(data),
+                          "url": f"http://127.0.0.1:{self.port}/cdn/{key}",
+                          "proxy_url": f"http://127.0.0.1:{self.port}/cdn/{key}"})
         msg = self._message(ch, self.bot, body.get("content") or "", components=body.get("components"),
-                            reference=ref)
+                            reference=ref, attachments=files)
+        if nonce is not None:
+            self._nonces[nonce] = (msg, time.time())
         await self.dispatch("MESSAGE_CREATE", msg)
         return json_response(msg)
 

@@ -17,7 +17,8 @@ call, and behaves like a strict platform (Telegram MarkdownV2 is the model):
   like a Telegram draft (ending it leaves nothing, the core sends the final text), "message" like a
   Slack stream (ending it leaves an ordinary message showing the final text); ``streams`` keeps
   each stream's texts in order, and a stream must only grow while it is open;
-* ``reply`` records the inbound message it answers (``StoredMessage.origin``) and ``private``.
+* ``reply`` records the inbound message it answers (``StoredMessage.origin``) and ``private``;
+* ``send_file`` keeps the file (``files``: message id -> (name, data)) and posts its caption.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class MemorySurface(SurfaceDefaults):
     calls: list[tuple[str, ...]] = field(default_factory=list)
     typing_active: dict[str, bool] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)
     _failures: dict[str, deque[DeliveryError]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _inbound_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -166,6 +168,13 @@ class MemorySurface(SurfaceDefaults):
         self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered,
                                                   reply_to=live.reply_to)
         return message_id
+
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
+                        reply_to: str | None = None) -> str:
+        self.calls.append(("send_file", conversation_key, name, str(len(data))))
+        mid = await self.send(conversation_key, caption, reply_to=reply_to)
+        self.files[mid] = (name, data)
+        return mid
 
     async def edit(self, conversation_key: str, message_id: str, text: str, *,
                    buttons: tuple[Button, ...] = (), plain: bool = False) -> None:

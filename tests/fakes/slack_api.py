@@ -17,8 +17,11 @@ Behaviour modelled on Slack's documented rules and errors:
   ``msg_too_long``; a stream older than ``stream_expiry_s`` stops taking appends
   (``message_not_in_streaming_state``); a streaming message cannot be updated (``streaming`` off:
   ``not_allowed`` for every stream call);
+* files (``files.getUploadURLExternal``, a POST of the bytes to the URL it hands out,
+  ``files.completeUploadExternal``): the upload must be complete; the file is shared in the thread as a
+  message carrying ``initial_comment`` (``files`` keeps every file);
 * ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
-  ``Retry-After``), checked before anything else.
+  ``Retry-After``), checked before anything else; ``on_request`` hooks see each call as it arrives.
 
 Socket Mode is in ``slack_socket`` (a mixin: envelopes, acks, redelivery, a dropped or silent
 socket). HTTP mode: ``post_http`` signs and POSTs to the relay's ``/slack/events``.
@@ -32,7 +35,7 @@ import itertools
 import json
 import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +73,7 @@ class SlackMessage:
     deleted: bool = False
     ephemeral_to: str | None = None
     reactions: set[str] = field(default_factory=set)
+    files: list[str] = field(default_factory=list)  # ids of the files shared with it
 
     @property
     def shown(self) -> str:
@@ -99,8 +103,11 @@ class SlackFake(SocketMode):
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Params]] = []
+        #: Called with each Web API call as it arrives, before it is answered (a hook may kill the client).
+        self.on_request: list[Callable[[str, Params], None]] = []
         self.messages: list[SlackMessage] = []
         self.statuses: list[tuple[str, str, str]] = []  # (channel, thread_ts, status)
+        self.files: dict[str, dict[str, Any]] = {}  # file id -> name, length, data, shared in (channel, thread)
         self.removed: set[str] = set()
         self.streaming = True
         self.assistant_status = True
@@ -118,6 +125,7 @@ class SlackFake(SocketMode):
     async def __aenter__(self) -> SlackFake:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_get("/link/", self._socket)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -160,6 +168,8 @@ class SlackFake(SocketMode):
                 params.update(dict(await request.post()))
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or str(params.get("token", ""))
         self.calls.append((method, params))
+        for hook in list(self.on_request):
+            hook(method, params)
         try:
             if queued := self._failures.get(method):
                 raise queued.pop(0)
@@ -272,6 +282,38 @@ class SlackFake(SocketMode):
         msg = self._mine(p)
         msg.deleted = True
         return {"channel": msg.channel, "ts": msg.ts}
+
+    # -- files (files.getUploadURLExternal, the upload, files.completeUploadExternal) -------------
+
+    def _m_files_getUploadURLExternal(self, p: Params) -> Params:
+        if not p.get("filename") or not str(p.get("length", "")).isdigit():
+            raise _Failure("invalid_arguments")
+        file_id = f"F{len(self.files) + 1:08d}"
+        self.files[file_id] = {"name": str(p["filename"]), "length": int(p["length"]), "data": None}
+        return {"upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}", "file_id": file_id}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        found = self.files.get(request.match_info["file_id"])
+        if found is None:
+            return web.Response(status=404)
+        found["data"] = await request.read()
+        return web.Response(text=f"OK - {len(found['data'])}")
+
+    def _m_files_completeUploadExternal(self, p: Params) -> Params:
+        files = p.get("files")
+        listed = json.loads(files) if isinstance(files, str) else files or []
+        channel = self._channel(p, "channel_id")
+        done = []
+        for item in listed:
+            found = self.files.get(str(item.get("id")))
+            if found is None or found["data"] is None or len(found["data"]) != found["length"]:
+                raise _Failure("file_upload_incomplete" if found else "file_not_found")
+            found["shared"] = (channel, p.get("thread_ts"))
+            done.append({"id": item["id"], "name": found["name"], "title": item.get("title") or found["name"]})
+        msg = SlackMessage(channel, self.next_ts(), BOT_USER, str(p.get("initial_comment") or ""), p.get("thread_ts"))
+        msg.files = [d["id"] for d in done]
+        self.messages.append(msg)
+        return {"files": done}
 
     # -- native streams ----------------------------------------------------------------------
 

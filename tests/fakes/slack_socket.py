@@ -81,6 +81,11 @@ class SocketMode:
             self.closed_by_client += 1
         conn.done.set()  # the client closed it (a cancelled reader is a silent socket: not done)
 
+    @property
+    def connected(self) -> bool:
+        """A Socket Mode connection is open now."""
+        return self._conn is not None and not self._conn.ws.closed and not self._conn.done.is_set()
+
     async def wait_connected(self, count: int = 1, timeout: float = 15.0) -> None:
         """Wait until ``count`` Socket Mode connections have been opened in all."""
         async with asyncio.timeout(timeout), self._connected:

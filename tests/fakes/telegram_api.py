@@ -11,7 +11,8 @@ and behaves like Telegram where the relay's behaviour depends on it:
   units (400 ``message is too long``), entities outside the text (400 ``can't parse entities``),
   an unknown forum topic, ``callback_data`` over 64 bytes, an identical edit (400 ``message is not
   modified``), drafts outside private chats;
-* ``answerCallbackQuery`` takes each query id once;
+* ``answerCallbackQuery`` takes each query id once; ``sendDocument`` keeps the file (``files``) and a
+  message with its caption (at most 1024 UTF-16 units);
 * one-shot failures: ``fail_next(method, status, description, retry_after=...)``; answers PTB cannot
   read (``answer_oddly``), updates it cannot parse (``unreadable``), methods it lacks
   (``unsupported``), a ``getMe`` of another shape (edit ``me``), a poll answered at once
@@ -110,7 +111,8 @@ class FakeBotApi(MessageMethods):
             return dict(await request.json())
         params: Json = {}
         for name, value in (await request.post()).items():
-            if not isinstance(value, str):
+            if not isinstance(value, str):  # an uploaded file
+                params[name] = {"filename": value.filename, "data": value.file.read()}
                 continue
             try:
                 params[name] = json.loads(value)

@@ -46,7 +46,7 @@ class _Chat:
 
 
 class MessageMethods:
-    """sendMessage, editMessageText, deleteMessage, sendMessageDraft, sendChatAction,
+    """sendMessage, sendDocument, editMessageText, deleteMessage, sendMessageDraft, sendChatAction,
     answerCallbackQuery and getFile, with Telegram's checks."""
 
     me: Json
@@ -116,6 +116,24 @@ class MessageMethods:
         replied = (params.get("reply_parameters") or {}).get("message_id")
         if replied is not None and (chat.id, int(replied)) in self.messages:
             msg["reply_to_message"] = self.messages[(chat.id, int(replied))]
+        return self._store(chat.id, msg)
+
+    async def _api_sendDocument(self, params: Json) -> Json:
+        chat = self._chat(params)
+        upload = params.get("document")
+        if not isinstance(upload, dict) or not upload.get("data"):
+            raise ApiError(400, "Bad Request: there is no document in the request")
+        caption = str(params.get("caption", ""))
+        if utf16_len(caption) > 1024:
+            raise ApiError(400, "Bad Request: message caption is too long")
+        file_id = f"doc{len(self.files) + 1}"
+        self.files[f"documents/{file_id}"] = upload["data"]
+        msg: Json = {"from": self.me, "caption": caption,
+                     "document": {"file_id": file_id, "file_unique_id": file_id, "file_name": upload["filename"],
+                                  "file_size": len(upload["data"])}}
+        topic = self._thread(chat, params)
+        if topic is not None:
+            msg.update(message_thread_id=topic, is_topic_message=True)
         return self._store(chat.id, msg)
 
     async def _api_editMessageText(self, params: Json) -> Json:

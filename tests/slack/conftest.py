@@ -52,6 +52,7 @@ class SlackRelayUnderTest:
     flags: tuple[str, ...] = ()
     allowed: tuple[str, ...] = (USER,)
     busy_timeout_s: float = 5.0
+    engine_config: dict[str, Any] = field(default_factory=dict)  # merged over the "engine" section
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     running: SlackRelay = field(init=False)
@@ -65,7 +66,7 @@ class SlackRelayUnderTest:
             "store": {"path": str(self.tmp / "relay.db")},
             "retry": {"attempts": 2, "budget_s": 10, "base_delay_s": 0.05},
             "timeouts": {"prompt_s": 60, "request_s": 10, "approval_s": 30},
-            "engine": {"edit_interval_s": 0.02},
+            "engine": {"edit_interval_s": 0.02, **self.engine_config},
             "surfaces": {"dashboard": {"enabled": False},
                          "slack": {"enabled": True, "mode": self.mode, "api_base_url": self.fake.api_url,
                                    "allowed_user_ids": list(self.allowed), "http_port": 0}},

@@ -1,0 +1,110 @@
+"""``acp-relay run`` with the dashboard, killed with SIGKILL while an answer streams into a tab, then
+started again: the tab shows the answer once, finished in the message it had begun in (what a reload
+of the page shows is the transcript file, read here directly)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from surfaces.dashboard import transcript_path
+from surfaces.dashboard.transcript import Entry, Transcript
+from tests.conftest import FAKE_AGENT_PATH
+
+from .conftest import ROOT
+
+HANG_GUARD_S = 40.0
+TAB = "tab-1"
+TOKEN = "kill-restart-test-token-0123456789"  # the dashboard always wants one (a script sends it)
+LONG = "chunks 300\nsleep 1.5\ntext  the end"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(tmp: Path, port: int) -> subprocess.Popen[bytes]:
+    args = [str(FAKE_AGENT_PATH), "--record", str(tmp / "record.jsonl"), "--state-dir", str(tmp / "agent-state")]
+    (tmp / "work").mkdir(exist_ok=True)
+    config = {"agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(tmp / "work")}},
+              "store": {"path": str(tmp / "relay.db")},
+              "surfaces": {"dashboard": {"host": "127.0.0.1", "port": port}}}
+    (tmp / "config.json").write_text(json.dumps(config))
+    script = Path(sys.executable).with_name("acp-relay")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_RELAY_")}
+    env.update(HOME=str(tmp / "home"), XDG_STATE_HOME=str(tmp / "xdg"), PYTHONPATH=str(ROOT),
+               ACP_RELAY_DASHBOARD_TOKEN=TOKEN)
+    return subprocess.Popen([str(script), "run", "--config", str(tmp / "config.json")], cwd=tmp, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def post(port: int, text: str, message_id: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD_S
+    body = json.dumps({"text": text, "id": message_id}).encode()
+    while True:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/conversations/{TAB}/messages", data=body,
+                                         headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+                                         method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                assert response.status == 202
+                return
+        except urllib.error.HTTPError:
+            raise
+        except OSError:  # not listening yet
+            assert time.monotonic() < deadline, "the dashboard never listened"
+            time.sleep(0.05)
+
+
+def agent_messages(tmp: Path) -> list[Entry]:
+    path = Path(transcript_path(str(tmp / "relay.db")))
+    if not path.exists():
+        return []
+    transcript = Transcript.open(path)
+    try:
+        return [e for e in transcript.entries(TAB) if e.role == "agent"]
+    finally:
+        transcript.close()
+
+
+def wait_for(pred: object, what: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not pred():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.02)
+
+
+def test_a_relay_killed_mid_answer_finishes_it_in_the_same_dashboard_message(tmp_path: Path) -> None:
+    port = free_port()
+    first = start(tmp_path, port)
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        post(port, LONG, "m1")
+        wait_for(lambda: any("w200" in e.text for e in agent_messages(tmp_path)), "the answer streams")
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=HANG_GUARD_S)
+        [cut] = agent_messages(tmp_path)
+        assert "⏱" not in cut.text
+
+        second = start(tmp_path, port)
+        wait_for(lambda: any("⏱" in e.text for e in agent_messages(tmp_path)), "relay 2 finishes the answer")
+        time.sleep(0.5)  # a second copy would be on its way by now
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=HANG_GUARD_S) == 0
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    [answer] = agent_messages(tmp_path)
+    assert answer.id == cut.id and answer.text.count("w0 ") == 1 and "the end" in answer.text

@@ -1,0 +1,128 @@
+"""``acp-relay run`` killed with SIGKILL while an answer streams in a Slack thread, then started again.
+
+Killed mid-stream: the stream the new process cannot continue is stopped with the line saying the
+full answer follows, and the answer is then written into that same message. Killed while the
+working status is cleared after the final answer: the message is not sent to the agent again.
+The fake's ``on_request`` hook kills the relay as a call arrives, before the relay has its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.engine import wording
+from tests.conftest import FAKE_AGENT_PATH
+from tests.fakes.slack_api import BOT_USER, TEAM, SlackFake
+
+from .conftest import CHANNEL, USER, until
+from .test_run import HANG_GUARD_S, acp_relay
+
+LONG = "chunks 600\nsleep 1\ntext  the end"
+
+
+def write_config(tmp: Path, fake: SlackFake) -> Path:
+    (tmp / "work").mkdir(exist_ok=True)
+    args = [str(FAKE_AGENT_PATH), "--record", str(tmp / "record.jsonl"), "--state-dir", str(tmp / "agent-state")]
+    config = {
+        "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(tmp / "work")}},
+        "store": {"path": str(tmp / "relay.db")},
+        "engine": {"edit_interval_s": 0.05},
+        "surfaces": {"dashboard": {"enabled": False},
+                     "slack": {"enabled": True, "api_base_url": fake.api_url, "allowed_user_ids": [USER]}},
+    }
+    path = tmp / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def prompts(tmp: Path) -> list[str]:
+    path = tmp / "record.jsonl"
+    frames = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    return ["\n".join(b.get("text", "") for b in f["params"]["prompt"]) for f in frames
+            if f.get("method") == "session/prompt"]
+
+
+async def killed_at(fake: SlackFake, tmp: Path, text: str, when: Callable[[str, dict[str, Any]], bool]) -> str:
+    """Relay 1 answers a mention and is killed at ``when``; returns the thread's ts."""
+    proc = await acp_relay(tmp, "run", "--config", str(write_config(tmp, fake)))
+    killed = asyncio.Event()
+
+    def hook(method: str, params: dict[str, Any]) -> None:
+        if not killed.is_set() and when(method, params):
+            proc.send_signal(signal.SIGKILL)
+            killed.set()
+
+    fake.on_request.append(hook)
+    try:
+        await fake.wait_connected(timeout=HANG_GUARD_S)
+        asked = fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> {text}")
+        await fake.push(fake.event_envelope({"type": "app_mention", "user": USER, "text": asked.text,
+                                             "ts": asked.ts, "channel": CHANNEL, "team": TEAM}))
+        async with asyncio.timeout(HANG_GUARD_S):
+            await killed.wait()
+            assert await proc.wait() == -signal.SIGKILL
+    finally:
+        fake.on_request.remove(hook)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return asked.ts
+
+
+async def restarted_until(fake: SlackFake, tmp: Path, done: Callable[[], object]) -> None:
+    proc = await acp_relay(tmp, "run", "--config", str(write_config(tmp, fake)))
+    try:
+        await fake.wait_connected(count=fake.connections + 1, timeout=HANG_GUARD_S)
+        await until(done, timeout=HANG_GUARD_S, what="relay 2 finishes the answer")
+        await asyncio.sleep(1.0)  # a second copy would be on its way by now
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(HANG_GUARD_S):
+            _, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+
+
+async def test_a_stream_cut_by_a_kill_is_stopped_with_a_line_and_the_answer_finished_in_it(tmp_path: Path) -> None:
+    async with SlackFake() as fake:
+        appends = 0
+
+        def second_append(method: str, params: dict[str, Any]) -> bool:
+            nonlocal appends
+            appends += method == "chat.appendStream"
+            return appends >= 2
+
+        thread = await killed_at(fake, tmp_path, LONG, second_append)
+        [cut] = fake.bot_messages(CHANNEL, thread)
+        assert cut.stream == "streaming" and "w0 " in cut.shown
+
+        await restarted_until(fake, tmp_path, lambda: "⏱" in fake.bot_messages(CHANNEL, thread)[-1].shown)
+        shown = fake.bot_messages(CHANNEL, thread)
+        assert [m.ts for m in shown] == [cut.ts], fake.transcript(CHANNEL, thread)
+        assert shown[0].stream == "stopped" and shown[0].shown.count("w0 ") == 1
+        assert wording.INTERRUPTED_RESUMING not in shown[0].shown, "the line gave way to the whole answer"
+        stopped = [p for m, p in fake.calls if m == "chat.stopStream" and p.get("ts") == cut.ts]
+        assert wording.INTERRUPTED_RESUMING in str(stopped[0].get("markdown_text"))
+        assert prompts(tmp_path) == [LONG, LONG]
+
+
+async def test_killed_while_the_status_is_cleared_after_the_answer_it_is_not_answered_again(
+        tmp_path: Path) -> None:
+    async with SlackFake() as fake:
+        text = "text the one answer"
+        stopped: list[bool] = []
+
+        def clearing(method: str, params: dict[str, Any]) -> bool:
+            stopped.append(method == "chat.stopStream")
+            return any(stopped) and method == "assistant.threads.setStatus" and not params.get("status")
+
+        thread = await killed_at(fake, tmp_path, text, clearing)
+        assert "⏱" in fake.bot_messages(CHANNEL, thread)[-1].shown, "the answer was shown before the kill"
+        await restarted_until(fake, tmp_path, lambda: True)
+        assert prompts(tmp_path) == [text], "the agent was not asked again"
+        assert [m.shown.split("\n\n")[0] for m in fake.bot_messages(CHANNEL, thread)] == ["the one answer"]
