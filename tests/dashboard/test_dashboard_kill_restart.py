@@ -53,8 +53,8 @@ def post(port: int, text: str, message_id: str) -> None:
     body = json.dumps({"text": text, "id": message_id}).encode()
     while True:
         request = urllib.request.Request(f"http://127.0.0.1:{port}/api/conversations/{TAB}/messages", data=body,
-                                         headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
-                                         method="POST")
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {TOKEN}"}, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=5) as response:
                 assert response.status == 202
