@@ -149,7 +149,7 @@ async def launch(engine: Engine, config: RelayConfig, *, capabilities: Capabilit
     router = Router(engine, client, known, allowed_channel_ids=settings.allowed_channel_ids,
                     allowed_user_ids=settings.allowed_user_ids)
     presses = Presses(engine)
-    catch_up = CatchUp(client, router, known)
+    catch_up = CatchUp(client, router, known, per_channel=config.engine.queue_limit)
     commands = SlashCommands(client, engine, surface, router, allowed_user_ids=settings.allowed_user_ids,
                              guild_ids=settings.guild_ids)
     tasks = TaskSet()

@@ -12,8 +12,9 @@ waits for its servers) wait for the catch-up (``Router.hold``), and a position t
 otherwise hide what was written before them.
 
 Answering a long backlog would bury the conversation, so at most ``per_channel`` of the newest
-missed messages in a channel are handed over; when there were more, one sentence says how many
-were sent and that only the latest are answered.
+missed messages in a channel are handed over (``launch`` gives the engine's ``queue_limit``: as many
+as a conversation queues while it is busy, so a backlog is answered like a burst of live messages);
+when there were more, one sentence says how many were sent and that only the latest are answered.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ FETCH_LIMIT = 100  # one page of history per channel
 class CatchUp:
     """Reads the known channels after the last message handled in each."""
 
-    def __init__(self, client: discord.Client, router: Router, known: KnownChannels, *, per_channel: int = 5) -> None:
+    def __init__(self, client: discord.Client, router: Router, known: KnownChannels, *, per_channel: int = 10) -> None:
         self.client = client
         self.router = router
         self.known = known
