@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from core.acp.session import AcpSession
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.conversation import Conversation, QueueItem
 from core.engine.engine import Engine
 from core.engine.surface import Capabilities, InboundMessage
 from core.engine.turn import TurnRunner
+from core.lifecycle import build_engine
 from core.store import Store
 from tests.fakes.memory_surface import MemorySurface
 

@@ -28,8 +28,8 @@ from typing import Any
 from telegram import Bot
 
 from core.acp.types import AcpEvent, TextChunk
-from core.app import build_engine
 from core.config import RelayConfig
+from core.lifecycle import build_engine
 from core.store import Store
 from surfaces.telegram import launch
 from tests.conftest import FAKE_AGENT_PATH
