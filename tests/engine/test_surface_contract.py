@@ -17,12 +17,16 @@ from __future__ import annotations
 import html
 import importlib
 import inspect
+import json
 import os
+import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from acp_relay_toy.surface import ToySurface
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from fakes.discord_api import FakeDiscord, shown_text
@@ -175,6 +179,28 @@ async def slack_surface() -> AsyncIterator[SurfaceUnderTest]:
                                lambda: bool(fake.status_of(channel, thread_ts)))
 
 
+@asynccontextmanager
+async def toy_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """The toy surface of tests/toy_surface (a package of its own): its outbox is what it shows."""
+    with tempfile.TemporaryDirectory() as folder:
+        surface = ToySurface(Path(folder))
+
+        def read(mid: str) -> Shown | None:
+            shown: dict[str, tuple[str, bool]] = {}
+            for line in surface.outbox.read_text().splitlines():
+                entry = json.loads(line)
+                if entry["op"] == "delete":
+                    shown.pop(entry["id"], None)
+                else:
+                    shown[entry["id"]] = (entry["text"], entry["plain"])
+            if mid not in shown:
+                return None
+            text, plain = shown[mid]
+            return Shown(text if plain else plain_text(text))  # a person reads the Markdown rendered
+
+        yield SurfaceUnderTest(surface, "toy:contract", read)
+
+
 Factory = Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]
 
 
@@ -195,6 +221,7 @@ SURFACE_FACTORIES: dict[str, Factory] = {
     "discord": discord_surface,
     "telegram": telegram_surface,
     "slack": slack_surface,
+    "toy": toy_surface,
     **_external(),
 }
 
