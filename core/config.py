@@ -17,6 +17,7 @@ in the file: the file names environment variables and :func:`secret` reads them.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -24,23 +25,31 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from core.loading import registered
+from core.plugin import SurfaceSettings
 from core.redact import redact
 
 __all__ = [
     "BUILTIN_AGENT_NAMES",
     "AgentConfig",
     "ConfigError",
-    "DashboardConfig",
-    "DiscordConfig",
     "EngineConfig",
     "RelayConfig",
     "RetryConfig",
-    "SlackConfig",
     "StoreConfig",
     "SurfacesConfig",
-    "TelegramConfig",
     "TimeoutsConfig",
     "load_config",
     "load_config_strict",
@@ -98,88 +107,34 @@ class StoreConfig(_Model):
     path: str = "~/.local/state/acp-relay/relay.db"
 
 
-class TelegramConfig(_Model):
-    """Telegram surface; ``api_base_url`` is the Bot API server root (``http://127.0.0.1:8081``).
-
-    Beyond the contract's keys: ``mode`` is ``polling`` (long polling, ``poll_timeout_s`` seconds per
-    ``getUpdates``) or ``webhook``: Telegram posts updates to ``webhook_url`` (the public HTTPS address
-    a reverse proxy forwards to ``webhook_host``:``webhook_port``, at the URL's path), each carrying the
-    secret from the environment variable ``webhook_secret_env`` in its
-    ``X-Telegram-Bot-Api-Secret-Token`` header.
-    """
-
-    enabled: bool = False
-    token_env: str = "TELEGRAM_BOT_TOKEN"
-    allowed_user_ids: list[int] = Field(default_factory=list)
-    api_base_url: str | None = None
-    mode: Literal["polling", "webhook"] = "polling"
-    poll_timeout_s: int = Field(default=30, ge=1, le=50)  # 0 would poll Telegram in a busy loop
-    webhook_url: str | None = None
-    webhook_host: str = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=0, le=65535)
-    webhook_secret_env: str = "TELEGRAM_WEBHOOK_SECRET"
-
-
-class DiscordConfig(_Model):
-    """Discord surface; ``api_base_url`` is the REST base, ``gateway_url`` the gateway.
-
-    ``guild_ids`` (beyond the contract): the servers to register the slash commands in, where they
-    appear at once; empty registers them globally (Discord may take up to an hour to show them).
-    """
-
-    enabled: bool = False
-    token_env: str = "DISCORD_BOT_TOKEN"
-    allowed_user_ids: list[int] = Field(default_factory=list)
-    allowed_channel_ids: list[int] = Field(default_factory=list)
-    api_base_url: str | None = None
-    gateway_url: str | None = None
-    guild_ids: list[int] = Field(default_factory=list)
-
-
-class SlackConfig(_Model):
-    """Slack surface, Socket Mode or HTTP mode (127.0.0.1:``http_port``/slack/events).
-
-    ``bot_token_env`` names the variable holding the bot token (``xoxb-``); ``app_token_env`` the
-    app-level token (``xapp-``, Socket Mode); ``signing_secret_env`` the signing secret (HTTP mode).
-    ``allowed_user_ids`` are Slack member ids (``U0123ABCD``); ``api_base_url`` is the Web API base
-    in the ``https://slack.com/api/`` form.
-    """
-
-    enabled: bool = False
-    mode: Literal["socket", "http"] = "socket"
-    bot_token_env: str = "SLACK_BOT_TOKEN"
-    app_token_env: str = "SLACK_APP_TOKEN"
-    signing_secret_env: str = "SLACK_SIGNING_SECRET"
-    allowed_user_ids: list[str] = Field(default_factory=list)
-    api_base_url: str | None = None
-    http_port: int = Field(default=3000, ge=0, le=65535)
-
-
-class DashboardConfig(_Model):
-    """Local web dashboard; port 0 binds an ephemeral port (tests).
-
-    ``trust_forwarded_proto`` (beyond the contract): believe a reverse proxy's ``X-Forwarded-Proto:
-    https`` (the session cookie is then ``Secure``); leave it false unless such a proxy fronts the
-    dashboard, as anyone can send the header.
-    """
-
-    enabled: bool = True
-    host: str = "127.0.0.1"
-    port: int = Field(default=8787, ge=0, le=65535)
-    access_token_env: str = "ACP_RELAY_DASHBOARD_TOKEN"
-    allowed_user_ids: list[str] = Field(default_factory=lambda: ["local"])
-    #: Tabs whose transcripts are kept; past it, the least recently used tab's is deleted.
-    max_tabs: int = Field(default=100, ge=1)
-    trust_forwarded_proto: bool = False
-
-
 class SurfacesConfig(_Model):
-    """Every surface, each with its defaults; only the dashboard is enabled by default."""
+    """Every installed surface's section (``surfaces.<name>``), each with its defaults; only the
+    dashboard is enabled by default. The sections' models are the surfaces' own (``SurfacePlugin.settings``,
+    found by ``core.loading``): an unknown name is an error that lists the installed surfaces.
+    ``config.surfaces.telegram`` is that surface's settings; ``get(name)`` the same by name."""
 
-    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
-    discord: DiscordConfig = Field(default_factory=DiscordConfig)
-    slack: SlackConfig = Field(default_factory=SlackConfig)
-    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    def get(self, name: str) -> SurfaceSettings:
+        """The settings of the surface ``name``."""
+        value = getattr(self, name)
+        assert isinstance(value, SurfaceSettings)
+        return value
+
+    def enabled(self) -> list[str]:
+        """The enabled surfaces, in the order they start."""
+        return [name for name, value in self if isinstance(value, SurfaceSettings) and value.enabled]
+
+
+@functools.cache
+def _surfaces_model() -> type[SurfacesConfig]:
+    """The sections of the installed surfaces as one model (built once, when first needed: the
+    registry loads the surfaces' plugin modules, which import the core)."""
+    fields: dict[str, Any] = {name: (plugin.settings, Field(default_factory=plugin.settings))
+                              for name, plugin in registered().items()}
+    return create_model("InstalledSurfacesConfig", __base__=SurfacesConfig, **fields)
+
+
+def _default_surfaces() -> SurfacesConfig:
+    return _surfaces_model()()
 
 
 class RetryConfig(_Model):
@@ -206,9 +161,26 @@ class RelayConfig(_Model):
     default_agent: str | None = None
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
-    surfaces: SurfacesConfig = Field(default_factory=SurfacesConfig)
+    surfaces: SerializeAsAny[SurfacesConfig] = Field(default_factory=_default_surfaces)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    @field_validator("surfaces", mode="before")
+    @classmethod
+    def _installed_surfaces(cls, value: Any) -> Any:
+        """Each section through its surface's own model (strictly, as the file is); a name no installed
+        surface has is refused with the list of those that are."""
+        if isinstance(value, SurfacesConfig) or not isinstance(value, dict):
+            return value
+        known = registered()
+        unknown = [InitErrorDetails(type=PydanticCustomError("unknown_surface", "no such surface is installed "
+                                                             "(installed: {installed})",
+                                                             {"installed": ", ".join(known)}),
+                                    loc=(name,), input=section)
+                   for name, section in value.items() if name not in known]
+        if unknown:
+            raise ValidationError.from_exception_data("SurfacesConfig", unknown)
+        return _surfaces_model().model_validate(value, strict=True)
 
     @field_validator("default_agent")
     @classmethod
@@ -299,9 +271,7 @@ def secret_values(config: RelayConfig) -> list[str]:
     has a token's shape, and each agent argument after a credential flag (``--api-key X``).
     """
     values: list[str] = []
-    surfaces = config.surfaces
-    for name in type(surfaces).model_fields:
-        surface = getattr(surfaces, name)
+    for _, surface in config.surfaces:
         values += [value for field in type(surface).model_fields if field.endswith("_env")
                    if (value := secret(getattr(surface, field))) is not None]
     for agent in config.agents.values():

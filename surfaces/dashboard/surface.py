@@ -14,8 +14,7 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
-from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong, SurfaceDefaults
-from core.redact import redact
+from core.surface_api import Button, Capabilities, DeliveryFailed, MessageTooLong, SurfaceDefaults, redact
 from surfaces.dashboard.transcript import Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",

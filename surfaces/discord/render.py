@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD
+from core.surface_api import FOOTER_GLYPH, REFUSAL_LEAD
 from surfaces.discord.wording import REFUSAL_HINT
 
 __all__ = ["to_discord"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import discord
 
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     Button,
     Capabilities,

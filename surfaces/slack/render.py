@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.engine.messages import Button
-from core.engine.splitter import close_open_fence, plain_text
+from core.surface_api import Button, close_open_fence, plain_text
 from surfaces.slack import wording
 
 __all__ = ["ACTION_PREFIX", "escape", "payload", "render", "streamable"]

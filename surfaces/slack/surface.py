@@ -23,8 +23,15 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.messages import Button, InboundMessage
-from core.engine.surface import Capabilities, DeliveryError, DeliveryFailed, StartupError, SurfaceDefaults
+from core.surface_api import (
+    Button,
+    Capabilities,
+    DeliveryError,
+    DeliveryFailed,
+    InboundMessage,
+    StartupError,
+    SurfaceDefaults,
+)
 from surfaces.slack import render as rendering
 from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, delivery_error, error_code, message_ts
 from surfaces.slack.indicator import WorkingIndicator
@@ -171,14 +178,6 @@ class SlackSurface(SurfaceDefaults):
         if not file_id:
             raise DeliveryFailed("slack: files.completeUploadExternal answered without a file id")
         return str(file_id)
-
-    async def tell(self, thread: Thread, user: str, text: str) -> None:
-        """A short ephemeral answer to ``user`` (a button press); a failure is only logged."""
-        try:
-            await self._api(self.client.chat_postEphemeral(channel=thread.channel, user=user,
-                                                           thread_ts=thread.thread_ts, **rendering.payload(text)))
-        except DeliveryError as exc:
-            log.info("could not answer a button press in %s: %s", thread.channel, exc)
 
     async def _update(self, thread: Thread, ts: str, markdown: str, buttons: tuple[Button, ...] = (),
                       plain: bool = False) -> None:

@@ -27,7 +27,7 @@ from telegram import (
 )
 from telegram.constants import ChatAction, KeyboardButtonStyle, MessageLimit
 
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     Button,
     Capabilities,
