@@ -166,8 +166,12 @@ class PostgresBackend(Backend):
             raise self._translate(exc, connected=True) from exc
 
     def has_table(self, name: str) -> bool:
-        """The table exists in the schema the connection uses (its ``search_path``)."""
-        return self.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).rows[0][0] is True
+        """The table exists in the schema the store's tables are created in (``current_schema()``).
+
+        Read from the catalog's rows, not with ``to_regclass``: that may answer from this
+        connection's cache, which does not yet know a table another relay created a moment ago."""
+        return bool(self.execute("SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+                                 " AND tablename = ?", (name,)).rows)
 
     def legacy_version(self) -> int:
         """0: PostgreSQL stores always had the version table."""
