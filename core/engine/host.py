@@ -223,8 +223,11 @@ class SurfaceHost:
                         healthy_after_s=healthy_after_s, sleep=sleep)
 
     def data_path(self, suffix: str = ".db") -> str:
-        """``relay.db`` -> ``relay-<name><suffix>`` beside it; ``:memory:`` stays in memory."""
+        """``relay.db`` -> ``relay-<name><suffix>`` beside it; ``:memory:`` stays in memory. With a
+        PostgreSQL store, beside ``store.path`` all the same (the surface's file is this relay's own)."""
         store = self._engine.store.path
+        if self._engine.store.backend.kind != "sqlite":
+            store = self._engine.config.store.path
         if store == ":memory:":
             return store
         path = Path(store).expanduser()
