@@ -88,7 +88,7 @@ def test_run_tries_an_unreachable_database_again_until_stopped(tmp_path: Path, e
         assert proc.stderr is not None
         lines = [proc.stderr.readline(), proc.stderr.readline()]  # two tries, a second apart
         proc.terminate()
-        out, err = proc.communicate(timeout=HANG_GUARD_S)
+        _, err = proc.communicate(timeout=HANG_GUARD_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -108,7 +108,7 @@ def test_run_on_postgresql_starts_creates_the_schema_and_stops_cleanly(
     try:
         deadline = time.monotonic() + HANG_GUARD_S
         schema = url.rsplit("%3D", 1)[1]
-        while not postgres.psql(f"SELECT count(*) FROM pg_tables WHERE schemaname = '{schema}'").strip() == "7":
+        while postgres.psql(f"SELECT count(*) FROM pg_tables WHERE schemaname = '{schema}'").strip() != "7":
             assert time.monotonic() < deadline and proc.poll() is None, "the relay never created its tables"
             time.sleep(0.1)
         proc.terminate()
