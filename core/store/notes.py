@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-__all__ = ["LocalHub", "Note"]
+__all__ = ["LocalHub", "Note", "NoteQueue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,12 +24,40 @@ class Note:
     payload: str
 
 
+class NoteQueue:
+    """The notes heard by one listener, in order: ``async for note in queue`` or ``await anext(queue)``.
+
+    A queue, not a generator: a wait for the next note that is cancelled (``asyncio.wait_for``)
+    leaves it usable. A failure put in the queue (the listening connection was lost) is raised
+    when it is reached, and every wait after it raises it again."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Note | Exception] = asyncio.Queue()
+        self._failed: Exception | None = None
+
+    def put(self, item: Note | Exception) -> None:
+        """Hand over a note, or the failure that ends the listening."""
+        self._queue.put_nowait(item)
+
+    def __aiter__(self) -> NoteQueue:
+        return self
+
+    async def __anext__(self) -> Note:
+        if self._failed is not None:
+            raise self._failed
+        item = await self._queue.get()
+        if isinstance(item, Exception):
+            self._failed = item
+            raise item
+        return item
+
+
 class LocalHub:
     """The listeners of one process, each with its loop and queue (a store call may come from a thread)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._listeners: list[tuple[frozenset[str], asyncio.AbstractEventLoop, asyncio.Queue[Note]]] = []
+        self._listeners: list[tuple[frozenset[str], asyncio.AbstractEventLoop, NoteQueue]] = []
 
     def deliver(self, notes: Iterable[Note]) -> None:
         """Hand ``notes`` to every listener of their channel, in order."""
@@ -38,22 +66,17 @@ class LocalHub:
         for note in notes:
             for channels, loop, queue in listeners:
                 if note.channel in channels and not loop.is_closed():
-                    loop.call_soon_threadsafe(queue.put_nowait, note)
+                    loop.call_soon_threadsafe(queue.put, note)
 
     @asynccontextmanager
     async def listen(self, channels: Iterable[str]) -> AsyncIterator[AsyncIterator[Note]]:
         """Listen on ``channels`` until the block ends; yields the notes as they come."""
-        queue: asyncio.Queue[Note] = asyncio.Queue()
+        queue = NoteQueue()
         entry = (frozenset(channels), asyncio.get_running_loop(), queue)
         with self._lock:
             self._listeners.append(entry)
         try:
-            yield _drain(queue)
+            yield queue
         finally:
             with self._lock:
                 self._listeners.remove(entry)
-
-
-async def _drain(queue: asyncio.Queue[Note]) -> AsyncIterator[Note]:
-    while True:
-        yield await queue.get()

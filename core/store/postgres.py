@@ -12,6 +12,7 @@ unanswered packet (``tcp_user_timeout``), a silent peer (keepalives), a statemen
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -24,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from core.store.backend import Backend, Clock, Result
 from core.store.dialect import POSTGRESQL
-from core.store.notes import Note
+from core.store.notes import Note, NoteQueue
 from core.store.pg_errors import describe_pg
 from core.store.records import StoreError
 
@@ -150,20 +151,32 @@ class PostgresBackend(Backend):
             conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise self._translate(exc, connected=False) from exc
-        async with conn:
+        queue = NoteQueue()
+        pump: asyncio.Task[None] | None = None
+        try:
             try:
                 for channel in channels:
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
             except psycopg.Error as exc:
                 raise self._translate(exc, connected=True) from exc
-            yield self._notes(conn)
+            pump = asyncio.create_task(self._pump(conn, queue), name="store-listen")
+            yield queue
+        finally:
+            # psycopg's notifies() holds the connection's lock while it waits: the pump is stopped
+            # first, or closing the connection (which takes that lock) would wait forever.
+            if pump is not None:
+                pump.cancel()
+                await asyncio.gather(pump, return_exceptions=True)
+            await conn.close()
 
-    async def _notes(self, conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[Note]:
+    async def _pump(self, conn: psycopg.AsyncConnection[Any], queue: NoteQueue) -> None:
         try:
             async for notify in conn.notifies():
-                yield Note(notify.channel, notify.payload)
+                queue.put(Note(notify.channel, notify.payload))
         except psycopg.Error as exc:
-            raise self._translate(exc, connected=True) from exc
+            queue.put(self._translate(exc, connected=True))
+        else:
+            queue.put(self._error("the database server closed the listening connection", transient=True))
 
     def has_table(self, name: str) -> bool:
         """The table exists in the schema the store's tables are created in (``current_schema()``).

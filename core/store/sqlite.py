@@ -24,6 +24,7 @@ from core.store.records import StoreError
 __all__ = ["SqliteBackend"]
 
 _log = logging.getLogger("acp_relay.store")
+_HUBS: dict[str, LocalHub] = {}
 
 
 class SqliteBackend(Backend):
@@ -35,7 +36,8 @@ class SqliteBackend(Backend):
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         super().__init__(path)
         self._conn = conn
-        self._hub = LocalHub()
+        # Stores opened on one file in one process are one relay's (or a test's two): they hear each other.
+        self._hub = LocalHub() if path == ":memory:" else _HUBS.setdefault(path, LocalHub())
 
     @classmethod
     def open(cls, path: str | Path, *, busy_timeout_s: float) -> SqliteBackend:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -62,9 +61,8 @@ def test_an_expired_lease_is_taken_over_with_a_larger_token_and_the_old_owner_is
     assert "now held by relay-b (token 2)" in str(lost.value)
     with pytest.raises(LeaseLost):
         a.fenced(old).record_inbound("telegram", "7", "telegram:1", {"text": "old owner"})
-    with pytest.raises(LeaseLost):
-        with a.fenced(old).transaction():
-            a.set_offset("telegram", "update_id", "99")
+    with pytest.raises(LeaseLost), a.fenced(old).transaction():
+        a.set_offset("telegram", "update_id", "99")
     assert isinstance(lost.value, StoreError) and not lost.value.transient
     assert b.unfinished_inbound() == [] and b.get_offset("telegram", "update_id") is None  # nothing landed
     assert b.fenced(new).record_inbound("telegram", "7", "telegram:1", {"text": "new owner"})
