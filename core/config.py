@@ -109,6 +109,11 @@ class StoreConfig(_Model):
 
     path: str = "~/.local/state/acp-relay/relay.db"
     url_env: str | None = Field(default=None, min_length=1)
+    #: Relays sharing a PostgreSQL store: how long a conversation's owner keeps it without renewing
+    #: (a dead relay's conversations move to the others after this long).
+    lease_s: float = Field(default=15.0, ge=1.0, le=600.0)
+    #: This relay's name in the leases and in ``status`` (default: the host name and the process id).
+    relay_name: str | None = Field(default=None, min_length=1, max_length=100)
 
 
 class SurfacesConfig(_Model):

@@ -21,7 +21,7 @@ from core.engine.messages import QueueItem
 from core.engine.surface import Surface
 from core.engine.tasks import TaskSet
 from core.failures import is_session_lost
-from core.store import ConversationRecord, Store
+from core.store import ConversationRecord, LeaseLost, Store
 
 __all__ = ["Conversation", "ConversationDeps"]
 
@@ -58,6 +58,8 @@ class Conversation:
         self.worker: asyncio.Task[None] | None = None
         self.stopping = False
         self.cancellable = True  # False while the final answer is being delivered
+        #: Another relay owns the conversation now: nothing more is sent or written from here.
+        self.disowned = False
         self._binding = asyncio.Lock()
         rec = deps.store.get_conversation(key)
         self.context_pct: float | None = rec.context_pct if rec is not None else None
@@ -71,6 +73,10 @@ class Conversation:
         if rec is None:
             rec = ConversationRecord(self.key, agent="", cwd="")
         return rec
+
+    def _owner(self) -> Store:
+        """The store for this conversation's writes (fenced by its lease when relays share the store)."""
+        return self.deps.journal.fenced(self.key)
 
     # -- session binding -----------------------------------------------------------------
 
@@ -116,7 +122,7 @@ class Conversation:
             await session.set_model(rec.model)
         self.session = session
         meta = session.load_meta() or (rec.session_meta if session.session_id == rec.session_id else {})
-        self.deps.store.save_conversation(
+        self._owner().save_conversation(
             replace(rec, agent=name, cwd=spec.cwd, session_id=session.session_id, session_meta=meta))
         return session
 
@@ -126,7 +132,7 @@ class Conversation:
         if self.session is not None:
             self.session.runtime.forget(self.session.session_id)
         self.session = None
-        self.deps.store.save_conversation(replace(rec, session_id=None, session_meta={}))
+        self._owner().save_conversation(replace(rec, session_id=None, session_meta={}))
 
     def reset(self) -> int:
         """Start a new generation durably; the next message starts a new ACP session."""
@@ -135,7 +141,7 @@ class Conversation:
         self.session = None
         self.context_pct = self._stored_context = None  # the reset clears the stored one too
         self.deps.forget_approvals(self.key)
-        return self.deps.store.reset_conversation(self.key)
+        return self._owner().reset_conversation(self.key)
 
     # -- queue and turns -----------------------------------------------------------------
 
@@ -152,8 +158,17 @@ class Conversation:
             self.worker = self.deps.tasks.spawn(self._work(), name=f"conversation-{self.key}")
         return position
 
+    def disown(self) -> None:
+        """Another relay owns the conversation now: drop the queue and stop the turn without a word
+        (what is left unanswered is the new owner's to answer)."""
+        self.disowned = True
+        self.queue.clear()
+        for task in (self.turn_task, self.worker):
+            if task is not None and not task.done():
+                task.cancel()
+
     async def _work(self) -> None:
-        while self.queue:
+        while self.queue and not self.disowned:
             item = self.queue.popleft()
             self.stopping = False
             self.cancellable = True
@@ -166,10 +181,17 @@ class Conversation:
                     turn.cancel()
                     await asyncio.wait({turn})
                     raise
+            except LeaseLost:
+                return  # the new owner answers it (``disown`` stops the rest)
             except Exception:  # a bug past the turn's own funnel must not stall the queue behind it
                 log.exception("turn in %s failed unexpectedly", self.key)
-            self.deps.journal.complete(item.message)
-            self._save_context()
+            if self.disowned:
+                return
+            try:
+                self.deps.journal.complete(item.message)
+                self._save_context()
+            except LeaseLost:
+                return
         self.deps.on_idle(self)
 
     def _save_context(self) -> None:
@@ -177,7 +199,7 @@ class Conversation:
             return
         rec = self.deps.store.get_conversation(self.key)
         if rec is not None:
-            self.deps.store.save_conversation(replace(rec, context_pct=self.context_pct))
+            self._owner().save_conversation(replace(rec, context_pct=self.context_pct))
             self._stored_context = self.context_pct
 
     @property

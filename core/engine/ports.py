@@ -22,6 +22,8 @@ class ConversationView(Protocol):
     stopping: bool
     #: False while the final answer is being delivered (a stop then no longer cancels the turn).
     cancellable: bool
+    #: Another relay owns the conversation now (relays sharing a store): nothing more is sent from here.
+    disowned: bool
     context_pct: float | None
 
     async def ensure_session(self, notify: list[Notice]) -> AcpSession:

@@ -136,19 +136,24 @@ class _Turn:
     # -- the error funnel ------------------------------------------------------------------
 
     async def run(self) -> None:
-        conv, doc = self.conv, self.doc
+        conv = self.conv
         async with TypingIndicator(conv.surface, conv.key, sleep=self.deps.sleep) as typing:
             try:
                 await self.answer()
             finally:
                 conv.cancellable = False
-                doc.finish(time.monotonic() - self.started, conv.context_pct)
-                await typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
-                await self.deps.outbox.deliver(self.streamer, doc.parts())
-                if not self.interrupted:  # answered the moment it is shown; a crash now repeats nothing
-                    self.deps.journal.complete(self.msg)
-                if doc.overflow:
-                    await self.deps.outbox.attach_rest(self.streamer, doc.overflow)
+                if not conv.disowned:  # else another relay answers it now: not a word more from here
+                    await self._finish(typing)
+
+    async def _finish(self, typing: TypingIndicator) -> None:
+        doc = self.doc
+        doc.finish(time.monotonic() - self.started, self.conv.context_pct)
+        await typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
+        await self.deps.outbox.deliver(self.streamer, doc.parts())
+        if not self.interrupted:  # answered the moment it is shown; a crash now repeats nothing
+            self.deps.journal.complete(self.msg)
+        if doc.overflow:
+            await self.deps.outbox.attach_rest(self.streamer, doc.overflow)
 
     async def answer(self) -> None:
         """The retry ladder, and every way it can end folded into the document."""

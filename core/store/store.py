@@ -174,13 +174,24 @@ class Store:
         self._write("UPDATE inbound SET completed_at = ? WHERE surface = ? AND message_id = ?"
                     " AND completed_at IS NULL", (time.time(), surface, message_id))
 
-    def unfinished_inbound(self) -> list[InboundRecord]:
-        """Messages recorded but never completed, in arrival order (to replay after a restart)."""
+    def unfinished_inbound(self, conversation_key: str | None = None) -> list[InboundRecord]:
+        """Messages recorded but never completed, in arrival order (to replay after a restart); only
+        ``conversation_key``'s when given (its new owner's pickup)."""
+        where, params = ("", ()) if conversation_key is None else (" AND conversation_key = ?", (conversation_key,))
         rows = self._read(
             "SELECT seq, surface, message_id, conversation_key, payload, received_at, progress, reply_started,"
-            " tools FROM inbound WHERE completed_at IS NULL ORDER BY seq"
+            f" tools FROM inbound WHERE completed_at IS NULL{where} ORDER BY seq", params
         )
         return [InboundRecord(seq, s, m, k, json.loads(p), t, g, r, _tools(u)) for seq, s, m, k, p, t, g, r, u in rows]
+
+    def unowned_conversations(self, lease_prefix: str) -> list[str]:
+        """The conversations with an unfinished message and no live lease named ``lease_prefix`` + key
+        (never owned, released, or their owner died): oldest message first."""
+        rows = self._read(
+            "SELECT conversation_key, MIN(seq) FROM inbound i WHERE completed_at IS NULL AND conversation_key <> ''"
+            " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.name = ? || i.conversation_key AND l.expires_at > {now})"
+            " GROUP BY conversation_key ORDER BY MIN(seq)", (lease_prefix,))
+        return [str(key) for key, _ in rows]
 
     def set_inbound_progress(self, surface: str, message_id: str, progress: str) -> None:
         """Note how far an unfinished message got (``"tool"``: a tool may have run)."""

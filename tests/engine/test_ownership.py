@@ -1,0 +1,137 @@
+"""Relays sharing a PostgreSQL store, in one process: two engines, one database, one platform (a
+MemorySurface both post to), each relay with its own fake agent process (its ``--record`` file shows
+which relay's agent answered what) and the agents' session storage shared.
+
+Whichever relay receives a message journals it; the conversation's owner answers, in order; a
+conversation whose owner lost its lease goes to another relay, and the old owner goes silent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.engine import wording
+from core.engine.ownership import LEASE_PREFIX
+from core.lifecycle import Lifecycle
+from core.plugin import SurfaceSettings
+from core.store import Store
+from tests.engine.conftest import KEY, USER, Relay, make_surface
+from tests.fakes.memory_surface import attaching
+from tests.postgres import PostgresServer
+from tests.waiting import fast_sleep, until
+
+FOOTER = "⏱"
+
+
+@dataclass
+class PgRelay(Relay):
+    """A ``Relay`` whose store is the shared PostgreSQL database at ``url``."""
+
+    url: str = ""
+
+    async def build(self) -> PgRelay:
+        from core.store.postgres import PostgresBackend  # psycopg: only where the server runs
+
+        self.store = Store.on(PostgresBackend.connect(self.url))
+        self.closed = False
+        self.lifecycle = Lifecycle(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
+        self.engine = self.lifecycle.engine
+        await self.lifecycle.launch(self.surface.name, attaching(self.surface, self.allowed),
+                                    settings=SurfaceSettings(enabled=True))
+        return self
+
+
+Pair = tuple[PgRelay, PgRelay]
+
+
+@pytest.fixture
+async def pair(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[Pair]:
+    url = postgres.schema_url("own")
+    surface = make_surface()
+    relays = []
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        relays.append(PgRelay(folder, surface, state_dir=tmp_path / "agent-state", url=url,
+                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    try:
+        for r in relays:
+            await r.start()
+        yield relays[0], relays[1]
+    finally:
+        for r in relays:
+            await r.close()
+
+
+def script(n: int, sleep_s: float = 0.0) -> str:
+    return f"text answer-{n} begins\n" + (f"sleep {sleep_s}\n" if sleep_s else "") + f"text  answer-{n} ends"
+
+
+def complete(r: Relay, n: int) -> int:
+    """How many messages show answer ``n`` complete (its last words and the footer)."""
+    return sum(f"answer-{n} ends" in m.text and FOOTER in m.text for m in r.surface.messages.values())
+
+
+def answered(r: Relay, *ns: int) -> Callable[[], bool]:
+    return lambda: all(complete(r, n) for n in ns)
+
+
+def prompted(r: Relay) -> list[int]:
+    """The answers this relay's agent was asked for, in order."""
+    return [int(p.split("answer-")[1].split()[0]) for p in r.prompts() if "answer-" in p]
+
+
+async def test_the_owner_answers_what_any_relay_received_in_order_and_the_other_never_does(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    assert a.engine.ownership is not None and a.engine.ownership.holder(KEY) == "relay-a"
+    for n in range(2, 8):
+        await (b if n % 2 == 0 else a).send(script(n), message_id=f"m{n}")
+    await until(answered(a, *range(1, 8)), "every answer")
+    assert prompted(a) == list(range(1, 8))  # relay a's agent, in the order they came
+    assert prompted(b) == []
+    assert all(complete(a, n) == 1 for n in range(1, 8))
+    assert a.engine.store.unfinished_inbound() == []
+
+
+async def test_a_redelivery_to_another_relay_is_answered_once(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1), message_id="same")
+    await b.send(script(1), message_id="same")  # the platform delivered it again, to relay b
+    await until(answered(a, 1), "the answer")
+    await a.send(script(2), message_id="after")
+    await until(answered(a, 2), "the next answer")
+    assert complete(a, 1) == 1 and prompted(a) == [1, 2] and prompted(b) == []
+
+
+async def test_an_owner_that_lost_its_lease_goes_silent_and_the_new_owner_answers_once(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    slow = await a.send(script(2, sleep_s=3.0), message_id="slow")
+    await until(lambda: any("answer-2 begins" in m.text for m in a.surface.messages.values()), "the slow answer begins")
+    # Relay a's lease runs out under it (a clock jump, a stall): relay b takes the conversation over.
+    a.store.backend.execute("UPDATE leases SET expires_at = {now} - 1 WHERE name = ?", (LEASE_PREFIX + KEY,))
+    nxt = await b.send(script(3), message_id="next")
+    await until(answered(a, 2, 3), "the new owner's answers", timeout=30)
+    assert b.engine.ownership is not None and b.engine.ownership.holder(KEY) == "relay-b"
+    await until(lambda: KEY not in a.engine.conversations, "relay a let the conversation go")
+    assert prompted(a) == [1, 2] and prompted(b) == [2, 3]  # b answered the interrupted message again
+    assert complete(a, 2) == 1 and complete(a, 3) == 1
+    sent = [text for call in a.surface.calls for text in call[2:]]  # every send and edit, overwritten or not
+    assert not any(wording.INTERRUPTED_BY_RESTART in text for text in sent)  # a said nothing more
+    for msg in (slow, nxt):  # each answered in reply to its message
+        assert [m for m in a.surface.messages.values() if m.reply_to == msg.message_id]
+
+
+async def test_a_message_left_with_no_owner_is_taken_by_a_sweep(pair: Pair) -> None:
+    a, b = pair
+    # Journaled by a relay that died before it could take the conversation (nobody was woken).
+    a.store.record_inbound("memory", "orphan", "memory:c2", {"text": script(9), "user_id": USER})
+    await until(answered(a, 9), "the orphan's answer", timeout=30)
+    assert sorted([*prompted(a), *prompted(b)]) == [9] and complete(a, 9) == 1
