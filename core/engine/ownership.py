@@ -129,7 +129,9 @@ class Ownership:
             except LeaseLost:
                 self.lost(key, "another relay took its lease over")
             except StoreError as exc:
-                if lease.remaining_s() <= 0:
+                # Lost at the failure before the deadline (the next beat may come after it): no
+                # other relay can take it over before then, so two never act at once.
+                if lease.remaining_s() < self.ttl_s / 2:
                     self.lost(key, f"its lease could not be renewed: {exc}")
                 else:
                     log.warning("renewing the lease of %s failed (tried again): %s", key, exc)
