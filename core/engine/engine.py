@@ -81,7 +81,8 @@ class Engine:
                              sleep=sleep, clock=clock)
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
-        self.control = Control(config, store, self.outbox, self.choices)
+        self.control = Control(config, store, self.outbox, self.choices,
+                               owner_of=self.ownership.holder if self.ownership is not None else None)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         self.runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.outbox, self.journal,

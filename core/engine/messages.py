@@ -106,3 +106,5 @@ class ConversationStatus:
     #: The name the agent gives ``model`` (qwen-code: "qwen3-coder-plus" for
     #: "$runtime|openai|qwen3-coder-plus(openai)"); None when it gives none.
     model_name: str | None = None
+    #: Relays sharing a store: the relay that owns the conversation now (None: nobody, or one relay alone).
+    relay: str | None = None

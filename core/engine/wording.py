@@ -261,6 +261,8 @@ def status_text(status: ConversationStatus) -> str:
         lines.append(f"Context used: {round(status.context_pct)}%")
     state = "answering" if status.busy else "idle"
     lines.append(f"State: {state}, {status.queue_length} queued")
+    if status.relay is not None:
+        lines.append(f"Relay: {status.relay}")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +136,22 @@ async def test_a_message_left_with_no_owner_is_taken_by_a_sweep(pair: Pair) -> N
     a.store.record_inbound("memory", "orphan", "memory:c2", {"text": script(9), "user_id": USER})
     await until(answered(a, 9), "the orphan's answer", timeout=30)
     assert sorted([*prompted(a), *prompted(b)]) == [9] and complete(a, 9) == 1
+
+
+async def test_status_names_the_relay_that_owns_the_conversation_whichever_relay_is_asked(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the answer")
+    assert b.engine.status(KEY).relay == "relay-a"
+    asked = await b.send("/status", message_id="status")
+    await until(lambda: any(m.origin == asked.message_id for m in a.surface.messages.values()), "the status")
+    (shown,) = [m.text for m in a.surface.messages.values() if m.origin == asked.message_id]
+    assert "Relay: relay-a" in shown
+
+
+async def test_a_single_relay_names_no_relay(relay: Callable[..., Any]) -> None:
+    r = await relay()
+    await r.ask(script(1))
+    assert r.engine.ownership is None and r.engine.status(KEY).relay is None
+    shown = (await r.ask("/status")).text
+    assert "Relay:" not in shown and "State: idle" in shown
