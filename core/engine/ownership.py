@@ -117,24 +117,62 @@ class Ownership:
         lease = self.leases.get(key)
         return self.store if lease is None else self.store.fenced(lease)
 
+    async def exclusive(self, name: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` while this relay alone holds the lease ``name`` (a platform's poller, a
+        gateway): the others stand by, trying every third of the lease time. A lease lost (taken
+        over, or not renewed before its deadline) cancels ``work`` and this relay stands by again;
+        returns when ``work`` returns, with the lease released."""
+        beat = self.ttl_s / 3
+        while True:
+            lease = self.store.leases.acquire(name, self.relay, self.ttl_s)
+            if lease is None:
+                await self._sleep(beat)
+                continue
+            log.info("%s: this relay holds %s now", self.relay, name)
+            task = asyncio.create_task(_run(work), name=f"exclusive:{name}")
+            try:
+                while lease is not None and not task.done():
+                    await asyncio.wait({task}, timeout=beat)
+                    if not task.done():
+                        lease = self._renewed(lease)
+                if task.done():
+                    if lease is not None:
+                        self.store.leases.release(lease)
+                    task.result()  # its failure is the caller's (the receiver reconnects)
+                    return
+                log.warning("%s: this relay no longer holds %s; standing by", self.relay, name)
+            finally:
+                if not task.done():
+                    task.cancel()
+                    await asyncio.wait({task})
+
+    def _renewed(self, lease: Lease) -> Lease | None:
+        """``lease`` renewed; None when it is lost (or would be before the next try)."""
+        try:
+            return self.store.leases.renew(lease)
+        except LeaseLost:
+            return None
+        except StoreError as exc:
+            if lease.remaining_s() < self.ttl_s / 2:
+                return None
+            log.warning("renewing %s failed (tried again): %s", lease.name, exc)
+            return lease
+
     async def run(self) -> None:
         """Until cancelled: the heartbeat (with the sweep) and the listener."""
         await asyncio.gather(self._beat(), self._listen())
 
     def renew(self) -> None:
-        """Renew every lease; one taken over, or past its deadline unrenewed, is lost."""
+        """Renew every lease; one taken over, or past its deadline unrenewed, is lost.
+
+        A failed renewal gives the lease up at the last try before its deadline (the next beat may
+        come after it): no other relay can take it over before then, so two never act at once."""
         for key, lease in list(self.leases.items()):
-            try:
-                self.leases[key] = self.store.leases.renew(lease)
-            except LeaseLost:
-                self.lost(key, "another relay took its lease over")
-            except StoreError as exc:
-                # Lost at the failure before the deadline (the next beat may come after it): no
-                # other relay can take it over before then, so two never act at once.
-                if lease.remaining_s() < self.ttl_s / 2:
-                    self.lost(key, f"its lease could not be renewed: {exc}")
-                else:
-                    log.warning("renewing the lease of %s failed (tried again): %s", key, exc)
+            renewed = self._renewed(lease)
+            if renewed is None:
+                self.lost(key, "it was taken over, or could not be renewed before its deadline")
+            else:
+                self.leases[key] = renewed
 
     async def sweep(self) -> None:
         """Take the conversations left with unanswered messages and no live owner, and answer them."""
@@ -172,3 +210,7 @@ class Ownership:
             except StoreError as exc:
                 log.warning("listening for messages journaled by other relays failed (listening again): %s", exc)
             await self._sleep(_RELISTEN_S)
+
+
+async def _run(work: Callable[[], Awaitable[None]]) -> None:
+    await work()

@@ -8,7 +8,8 @@ conversation whose owner lost its lease goes to another relay, and the old owner
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,47 @@ async def test_a_single_relay_names_no_relay(relay: Callable[..., Any]) -> None:
     assert r.engine.ownership is None and r.engine.status(KEY).relay is None
     shown = (await r.ask("/status")).text
     assert "Relay:" not in shown and "State: idle" in shown
+
+
+async def test_one_relay_at_a_time_runs_an_exclusive_receive_loop_and_another_takes_it_over(pair: Pair) -> None:
+    a, b = pair
+    running: list[str] = []
+    log: list[str] = []
+
+    def loop(name: str) -> Callable[[], Awaitable[None]]:
+        async def work() -> None:
+            running.append(name)
+            log.append(f"{name} polls")
+            try:
+                await asyncio.Event().wait()
+            finally:
+                running.remove(name)
+                log.append(f"{name} stops")
+        return work
+
+    on_a = asyncio.create_task(a.lifecycle.host("memory").exclusive("poller", loop("a")))
+    await until(lambda: running == ["a"], "relay a polls")
+    on_b = asyncio.create_task(b.lifecycle.host("memory").exclusive("poller", loop("b")))
+    tasks = {"a": on_a, "b": on_b}
+    try:
+        await asyncio.sleep(1.0)  # relay b stands by through several tries (every third of the 1 s lease)
+        assert running == ["a"]
+        # Another relay takes the lease over behind relay a's back (a stall): a stops at its next renewal.
+        a.store.backend.execute("UPDATE leases SET expires_at = {now} - 1 WHERE name = 'memory:poller'")
+        other = a.store.leases.acquire("memory:poller", "relay-x", 30)
+        assert other is not None
+        await until(lambda: running == [], "relay a stopped polling")
+        assert not on_a.done() and not on_b.done()  # both stand by
+        a.store.leases.release(other)
+        await until(lambda: len(running) == 1, "a relay polls again")
+        # The one polling dies without letting go: the other polls once its lease expired.
+        (holder,) = running
+        tasks[holder].cancel()
+        await asyncio.wait({tasks[holder]})
+        survivor = "b" if holder == "a" else "a"
+        await until(lambda: running == [survivor], "the other relay took over")
+        assert log[-3:] == [f"{holder} polls", f"{holder} stops", f"{survivor} polls"]  # never both at once
+    finally:
+        for task in tasks.values():
+            task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
