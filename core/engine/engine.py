@@ -157,10 +157,12 @@ class Engine:
         assert ownership is not None
         lock = self._pickups.setdefault(key, asyncio.Lock())
         async with lock:
-            for item in self.journal.unfinished(key):
+            unfinished = self.journal.unfinished(key)
+            taken = self._taken.setdefault(key, set())
+            taken &= {(u.message.surface, u.message.message_id) for u in unfinished}  # the rest are done
+            for item in unfinished:
                 msg = item.message
                 surface = self.surfaces.get(msg.surface)
-                taken = self._taken.setdefault(key, set())
                 if surface is None or (msg.surface, msg.message_id) in taken:
                     continue
                 if self.closing or ownership.lease(key) is None:

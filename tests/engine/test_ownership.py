@@ -9,6 +9,7 @@ conversation whose owner lost its lease goes to another relay, and the old owner
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,3 +201,44 @@ async def test_one_relay_at_a_time_runs_an_exclusive_receive_loop_and_another_ta
         for task in tasks.values():
             task.cancel()
         await asyncio.gather(*tasks.values(), return_exceptions=True)
+
+
+async def test_an_owner_cut_off_from_the_database_gives_up_before_its_lease_expires(
+        tmp_path: Path, postgres: PostgresServer) -> None:
+    # Relay a reaches the database as a role of its own, so it alone can be cut off (its connections
+    # ended, new ones refused), as a network partition between it and the database would.
+    role = f"relay_cut_{os.getpid()}"
+    postgres.psql(f"CREATE ROLE {role} SUPERUSER LOGIN PASSWORD 'cut-pw'")
+    shared = postgres.schema_url("cut")
+    surface = make_surface()
+    for name in "ab":
+        (tmp_path / name).mkdir()
+    a = PgRelay(tmp_path / "a", surface, state_dir=tmp_path / "agent-state",
+                url=shared.replace("postgres:relay-test-pw@", f"{role}:cut-pw@"),
+                overrides={"store": {"lease_s": 1.0, "relay_name": "relay-a"}})
+    b = PgRelay(tmp_path / "b", surface, state_dir=tmp_path / "agent-state", url=shared,
+                overrides={"store": {"lease_s": 1.0, "relay_name": "relay-b"}})
+    try:
+        await a.start()
+        await b.start()
+        await a.send(script(1, sleep_s=3.0), message_id="slow")
+        await until(lambda: any("answer-1 begins" in m.text for m in surface.messages.values()), "the answer begins")
+        postgres.psql(f"ALTER ROLE {role} NOLOGIN")
+        postgres.psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
+        calls_before = len(surface.calls)
+        await until(lambda: KEY not in a.engine.conversations, "relay a gave the conversation up")
+        gave_up = len(surface.calls)
+        assert b.engine.ownership is not None and b.engine.ownership.holder(KEY) == "relay-a"  # not expired yet
+        await b.send(script(2), message_id="next")
+        await until(answered(b, 1, 2), "relay b's answers", timeout=30)
+        assert b.engine.ownership.holder(KEY) == "relay-b"
+        assert complete(b, 1) == 1 and complete(b, 2) == 1
+        assert prompted(b) == [1, 2]
+        # Relay a said nothing after it was cut off: no error, no "interrupted" line.
+        assert gave_up == calls_before or all(call[0] == "typing" for call in surface.calls[calls_before:gave_up])
+        shown = [m.text for m in surface.messages.values()]
+        assert all(text.startswith(("answer-", "Queued")) for text in shown), shown
+    finally:
+        postgres.psql(f"ALTER ROLE {role} LOGIN")
+        for r in (a, b):
+            await r.close()
