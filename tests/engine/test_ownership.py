@@ -242,3 +242,35 @@ async def test_an_owner_cut_off_from_the_database_gives_up_before_its_lease_expi
         postgres.psql(f"ALTER ROLE {role} LOGIN")
         for r in (a, b):
             await r.close()
+
+
+@pytest.mark.parametrize("shared_sessions", [True, False])
+async def test_the_new_owner_loads_the_session_where_it_can_reach_it_and_else_says_it_starts_anew(
+        tmp_path: Path, postgres: PostgresServer, shared_sessions: bool) -> None:
+    url = postgres.schema_url("moved")
+    surface = make_surface()
+    relays = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        state = tmp_path / ("agent-state" if shared_sessions else f"agent-state-{name}")
+        relays.append(PgRelay(tmp_path / name, surface, state_dir=state, url=url,
+                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    a, b = relays
+    try:
+        for r in relays:
+            await r.start()
+        await a.send(script(1))
+        await until(answered(a, 1), "relay a's answer")
+        session = a.session_id()
+        await a.close()  # relay a stops (its leases released): relay b owns the conversation from its next message
+        await b.send(script(2), message_id="next")
+        await until(answered(b, 2), "relay b's answer")
+        notices = [m.text for m in surface.messages.values() if wording.SESSION_LOST in m.text]
+        if shared_sessions:
+            assert b.session_id() == session and not notices
+            assert "session/load" in b.methods()
+        else:
+            assert b.session_id() != session and len(notices) == 1
+    finally:
+        for r in relays:
+            await r.close()
