@@ -31,6 +31,7 @@ from core.engine.journal import Journal
 from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
 from core.engine.ownership import Ownership, default_relay_name
 from core.engine.ports import ConversationView
+from core.engine.presses import PRESS, PRESS_DONE, PressForwarding
 from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, parse_approval_reply, route
 from core.engine.surface import Surface
@@ -73,6 +74,12 @@ class Engine:
             self.ownership = Ownership(store, config.store.relay_name or default_relay_name(), config.store.lease_s,
                                        pickup=self._spawn_pickup, on_lost=self._disown, serves=self._serves)
         self.journal = Journal(store, self.ownership.fenced if self.ownership is not None else None)
+        self.presses: PressForwarding | None = None
+        if self.ownership is not None:
+            ownership = self.ownership
+            self.presses = PressForwarding(store, ownership.relay, owns=lambda key: ownership.lease(key) is not None,
+                                           handle=self._press_here)
+            ownership.handlers = {PRESS: self.presses.on_note, PRESS_DONE: self.presses.on_note}
         self._pickups: dict[str, asyncio.Lock] = {}
         #: Messages of an owned conversation already handed to it in this tenure (a pickup skips them).
         self._taken: dict[str, set[tuple[str, str]]] = {}
@@ -343,6 +350,14 @@ class Engine:
         if surface is None or not self.access.permits(press.surface, press.user_id):
             log.warning("button press refused: %s user %s", press.surface, press.user_id)
             return PressResult("refused", wording.unauthorised_text(press.user_id))
+        key, ownership = press.conversation_key, self.ownership
+        if ownership is not None and self.presses is not None and ownership.lease(key) is None \
+                and ownership.holder(key) is not None:
+            return await self.presses.forward(press)  # another relay owns the conversation: its approvals
+        return await self._press_here(press)
+
+    async def _press_here(self, press: ButtonPress) -> PressResult:
+        """Resolve a press of a conversation this relay answers (its approvals, resends and choices)."""
         pending = self.approvals.resolve_token(press.conversation_key, press.token)
         if pending is not None:
             return PressResult("resolved", wording.approval_outcome_text(pending.future.result()))

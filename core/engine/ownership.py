@@ -23,9 +23,10 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
-from core.store import Lease, LeaseLost, Notifier, Store, StoreError
+from core.store import Lease, LeaseLost, Note, Notifier, Store, StoreError
 
 __all__ = ["CHANNEL", "LEASE_PREFIX", "Ownership", "default_relay_name"]
 
@@ -63,6 +64,9 @@ class Ownership:
         self._on_lost = on_lost
         self._serves = serves
         self._sleep = sleep
+        #: Other channels this relay listens on, and what handles their notes (each in a task of its own).
+        self.handlers: dict[str, Callable[[Note], Coroutine[Any, Any, None]]] = {}
+        self._handling: set[asyncio.Task[None]] = set()
 
     def lease(self, key: str) -> Lease | None:
         """The lease this relay holds on ``key`` and may still act on, or None."""
@@ -200,12 +204,16 @@ class Ownership:
     async def _listen(self) -> None:
         while True:
             try:
-                async with self._notifier.listen(CHANNEL) as notes:
+                async with self._notifier.listen(CHANNEL, *self.handlers) as notes:
                     for key in list(self.leases):  # what was journaled while nobody listened here
                         self._pickup(key)
                     await self.sweep()
                     async for note in notes:
-                        if self.lease(note.payload) is not None:
+                        if note.channel != CHANNEL:
+                            task = asyncio.create_task(self.handlers[note.channel](note), name=f"note:{note.channel}")
+                            self._handling.add(task)
+                            task.add_done_callback(self._handling.discard)
+                        elif self.lease(note.payload) is not None:
                             self._pickup(note.payload)
             except StoreError as exc:
                 log.warning("listening for messages journaled by other relays failed (listening again): %s", exc)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from core.engine import wording
+from core.engine.messages import PressResult
 from core.engine.ownership import LEASE_PREFIX
 from core.lifecycle import Lifecycle
 from core.plugin import SurfaceSettings
@@ -274,3 +275,18 @@ async def test_the_new_owner_loads_the_session_where_it_can_reach_it_and_else_sa
     finally:
         for r in relays:
             await r.close()
+
+
+async def test_an_approval_pressed_on_another_relay_reaches_the_owner(pair: Pair) -> None:
+    a, b = pair
+    msg = await a.send("tool t1 execute ls\npermission t1\ntext answer-5 begins\ntext answer-5 ends")
+    await until(lambda: any(m.buttons for m in a.surface.messages.values()), "the approval")
+    (approval,) = [m for m in a.surface.messages.values() if m.buttons]
+    (allow,) = [btn for btn in approval.buttons if btn.label == "Allow once"]
+    # The platform delivered the press to relay b (another Socket Mode connection, the load balancer).
+    result = await b.press(allow.token)
+    assert result.outcome == "resolved", result
+    await until(answered(a, 5), "the answer after the approval")
+    assert "permission:selected:allow-once" in a.answer(msg)
+    assert await b.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)  # once only
+    assert await a.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)
