@@ -31,6 +31,7 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
+from core.gate_text import suggests_reset as gate_suggests_reset
 from core.gate_text import tool_gate_prose
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
 from core.signin import auth_prose, login_command
@@ -46,6 +47,7 @@ __all__ = [
     "is_session_lost",
     "login_command",
     "person_text",
+    "suggests_reset",
     "text_kind",
 ]
 
@@ -437,6 +439,20 @@ def _format_acp_error(error: _Failure, *, backend: str = "generic",
                       advertised_models: Sequence[str] = ()) -> str:
     """Plain, redacted, actionable prose for a raw JSON-RPC error or any exception."""
     return classify(error, backend=backend, advertised_models=advertised_models).prose
+
+
+#: The kinds whose prose tells the person to start a new conversation.
+_RESETTING = frozenset({"session_lost", "context_overflow", "malformed"})
+
+
+def suggests_reset(error: _Failure) -> bool:
+    """True when the prose for ``error`` tells the person to start a new conversation: a surface then
+    adds its own way of doing that (``core.engine.blocks.ErrorProse.reset``)."""
+    kind = classify(error).kind
+    if kind == "tool_gate":
+        data = _facts(error, "generic", ()).data
+        return gate_suggests_reset(data if isinstance(data, Mapping) else {})
+    return kind in _RESETTING
 
 
 def is_session_lost(exc: BaseException) -> bool:

@@ -16,13 +16,15 @@ from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import Notice
 from core.config import RelayConfig
 from core.engine import wording
+from core.engine.blocks import ErrorProse
 from core.engine.choices import ModelChoices, Offer
 from core.engine.conversation import Conversation
 from core.engine.delivery import Outbox
 from core.engine.messages import Button, ConversationStatus, InboundMessage, PressResult
 from core.engine.router import Command
 from core.engine.status import conversation_status
-from core.failures import _format_acp_error
+from core.engine.streamer import Content
+from core.failures import _format_acp_error, suggests_reset
 from core.store import Store
 
 __all__ = ["Control"]
@@ -116,12 +118,14 @@ class Control:
                 if session.models and conv.surface.capabilities_for(conv.key).can_buttons:
                     offer, buttons = self.choices.offer(conv.key, session.models, session.model_names)
         except (AcpError, AcpRuntimeError) as exc:
-            text = _format_acp_error(exc)
-        mid = await self._answer(conv, message, text, buttons=buttons)
+            failed: Content = (ErrorProse(_format_acp_error(exc), suggests_reset(exc)),)
+            mid = await self._answer(conv, message, failed)
+        else:
+            mid = await self._answer(conv, message, text, buttons=buttons)
         if offer is not None and mid:
             offer.message_id = mid
 
-    async def _answer(self, conv: Conversation, message: InboundMessage | None, text: str, *,
+    async def _answer(self, conv: Conversation, message: InboundMessage | None, text: Content, *,
                       private: bool = False, buttons: tuple[Button, ...] = ()) -> str | None:
         if message is None:
             return await self.outbox.say(conv.surface, conv.key, text, buttons=buttons)

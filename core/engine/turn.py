@@ -38,7 +38,7 @@ from core.engine.patience import AGENT_RETRY_KEY, PATIENCE_TICK_S, Patience
 from core.engine.ports import ConversationView
 from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError
-from core.failures import AGENTS_THAT_RETRY, _format_acp_error, is_session_lost
+from core.failures import AGENTS_THAT_RETRY, _format_acp_error, is_session_lost, suggests_reset
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
@@ -107,7 +107,7 @@ class TurnRunner:
         doc = Document(max_bytes=self.deps.max_answer_bytes)
         journal = self.deps.journal
         streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id,
-                                             log=journal.reply_log(item.message))
+                                             origin=item.message.origin, log=journal.reply_log(item.message))
         async with streamer:
             if item.replay:  # a restart: the answer goes on in the messages the person already sees
                 await streamer.resume(journal.reply_messages(item.message))
@@ -137,7 +137,7 @@ class _Turn:
 
     async def run(self) -> None:
         conv, doc = self.conv, self.doc
-        async with TypingIndicator(conv.surface, conv.key, sleep=self.deps.sleep) as typing:
+        async with TypingIndicator(conv.surface, conv.key, origin=self.msg.origin, sleep=self.deps.sleep) as typing:
             try:
                 await self.answer()
             finally:
@@ -204,7 +204,8 @@ class _Turn:
             self.on_event(Notice(wording.retry_gave_up(self.deps.policy.attempts), key="retry"))
         if (line := self.patience.gave_up()) is not None:
             self._patience_line(line)
-        doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""))
+        doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""),
+                      reset=suggests_reset(exc))
         if isinstance(exc, AcpTimeoutError) and exc.partial_output:
             if not doc.text:
                 doc.apply(TextChunk(exc.partial_output))

@@ -36,7 +36,7 @@ from core.engine.surface import Inbound
 from core.engine.tasks import TaskSet
 from surfaces.slack import wording
 from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
-from surfaces.slack.keys import Thread
+from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.render import ACTION_PREFIX
 from surfaces.slack.surface import SURFACE_NAME, SlackSurface
 from surfaces.slack.threads import Threads
@@ -72,7 +72,7 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 
 
 class Listeners:
-    """Translate Slack's requests for ``engine``; ``surface`` learns who asked in each thread."""
+    """Translate Slack's requests for ``engine``; each message carries who asked as its ``origin``."""
 
     def __init__(self, engine: Inbound, surface: SlackSurface, threads: Threads,
                  allowed_user_ids: Collection[str]) -> None:
@@ -130,9 +130,8 @@ class Listeners:
             # stranger started with a mention are the people's own (the stranger is refused once).
             self.threads.join(thread)
         self.threads.note_latest(thread, got.user)
-        self.surface.heard(thread, got.user, got.ts)
         self._accept(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
-                                    message_id(thread.team, thread.channel, got.ts)))
+                                    message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts)))
 
     def _accept(self, message: InboundMessage) -> None:
         then = self.engine.accept(message)  # journaled once this returns
@@ -156,8 +155,8 @@ class Listeners:
             return
         await ack(text=wording.COMPACT_SENT)  # (sent when this returns: after the command is journaled)
         text = f"/compact {person_text(str(command.get('text') or ''))}".rstrip()
-        self.surface.heard(thread, user, None)
-        self._accept(InboundMessage(SURFACE_NAME, thread.key, user, text, f"{team}:command:{trigger or channel}"))
+        self._accept(InboundMessage(SURFACE_NAME, thread.key, user, text, f"{team}:command:{trigger or channel}",
+                                    origin=Asker(user)))
 
     # -- buttons -----------------------------------------------------------------------------
 

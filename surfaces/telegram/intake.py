@@ -18,6 +18,7 @@ from typing import Any
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
+from core.engine.blocks import Text
 from core.engine.lanes import Lanes
 from core.engine.surface import DeliveryError, Inbound
 from surfaces.telegram.inbound import Incoming, fetch_image, message_in, press_in
@@ -100,7 +101,7 @@ class Intake:
 
     async def _say(self, key: str, text: str) -> None:
         try:
-            await self.surface.send(key, text, plain=True)
+            await self.surface.send(key, self.surface.formatter.render((Text(text),), plain=True))
         except DeliveryError as exc:
             log.warning("could not tell %s: %s", key, exc)
 
