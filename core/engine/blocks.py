@@ -28,9 +28,9 @@ the block goes on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from core.acp.types import RefusalInfo
 from core.engine import wording
@@ -53,6 +53,7 @@ __all__ = [
     "Tools",
     "block_from_json",
     "markdown_of",
+    "rendered_as",
 ]
 
 
@@ -333,10 +334,12 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
     return Text(text)
 
 
-def markdown_of(blocks: Iterable[Block]) -> str:
+def markdown_of(blocks: Sequence[Block]) -> str:
     """The blocks' neutral wording, one paragraph each (what the core splits, and what a Markdown
     surface shows of kinds it draws no other way)."""
-    return "\n\n".join(m for m in (b.markdown() for b in blocks) if m)
+    if len(blocks) == 1:  # a piece of one block: the usual case, on every cut the splitter tries
+        return blocks[0].markdown()
+    return "\n\n".join([m for b in blocks if (m := b.markdown())])
 
 
 class Rendered(Protocol):
@@ -355,3 +358,13 @@ class Formatter(Protocol):
         """``blocks`` as one platform message. ``plain``: the platform rejected the markup, and the
         core has already taken it out: the blocks are ``Text`` to be shown exactly as they are."""
         ...
+
+
+_R = TypeVar("_R")
+
+
+def rendered_as(message: Rendered, kind: type[_R]) -> _R:
+    """``message`` as the surface's own form ``kind``; a ``TypeError`` when another formatter made it."""
+    if not isinstance(message, kind):
+        raise TypeError(f"not rendered by this surface's formatter: {type(message).__name__}")
+    return message

@@ -12,8 +12,9 @@ rendered) again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
-from core.engine.blocks import Block, Formatter, Part, Text, markdown_of
+from core.engine.blocks import Block, Formatter, Part, Text, markdown_of, rendered_as
 from core.engine.splitter import Splitter, open_fence, plain_text
 from core.engine.streamed import Layout, Piece, Span, Thread
 from core.redact import redact, unfinished_secret_at
@@ -79,19 +80,18 @@ def _segments(layout: Layout, piece: str, at: int, carry: str) -> Part:
     text = layout.text
     if not piece.startswith(carry):
         return (Text(piece),)  # a piece of the carried opener itself (a limit too small for one line)
-    body, suffix = piece[len(carry):], ""
+    body, suffix = (piece, "") if not carry else (piece[len(carry):], "")
     if not text.startswith(body, at):
         cut = body.rfind("\n")
         if cut < 0 or not text.startswith(body[:cut], at):
             return (Text(piece),)
         body, suffix = body[:cut], body[cut:]
     stop = at + len(body)
+    spans = [span for span in layout.spans if span.end > at and span.start < stop]
+    if len(spans) == 1 and (isinstance(spans[0].block, Text) or (at, stop) != (spans[0].start, spans[0].end)):
+        return (Text(piece, closer=suffix),)  # within one block (the usual piece of a long answer): as it is
     out: list[Block] = []
-    for span in layout.spans:
-        if span.end <= at:
-            continue
-        if span.start >= stop:
-            break
+    for span in spans:
         start, end = max(span.start, at), min(span.end, stop)
         whole = (start, end) == (span.start, span.end) and not span.code
         out.append(span.block if whole else Text(text[start:end]))
@@ -133,13 +133,11 @@ class Pieces:
             blocks = (Text(plain_text(markdown_of(blocks))),)
         layout = _layout(blocks, thread.plain)
         if thread.splitter is None or thread.split_for != key:
-            thread.splitter = Splitter.shaped(lambda piece, at, carry: self._shape(thread, piece, at, carry),
-                                              self.limit)
+            thread.splitter = Splitter.shaped(partial(self._shape, thread), self.limit)
             thread.split_for, thread.layout = key, None
         stable = _stable(thread.layout, layout)
         thread.layout = layout
-        pieces = [shown for _, shown in thread.splitter.split_shown(layout.text, stable=stable)]
-        out = [p for p in pieces if isinstance(p, Piece)]  # (always: the shape below makes them)
+        out = [rendered_as(shown, Piece) for _, shown in thread.splitter.split_shown(layout.text, stable=stable)]
         thread.cut = (key, final, part, out)
         return out
 

@@ -36,7 +36,7 @@ class ReplyLog(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)  # (not frozen: one is made for every cut the splitter tries)
 class Piece:
     """One platform message's worth of a reply: its neutral ``text`` (what the core compares and keeps
     for a redelivery), the ``blocks`` it shows, and the surface's form of them, rendered once."""

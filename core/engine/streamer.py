@@ -5,10 +5,13 @@ background task (alive between ``start`` and ``aclose``, or inside ``async with`
 latest state at most once per ``interval_s``. ``finish`` stops that task and ALWAYS delivers the
 final state, retrying until it is shown or raising a ``DeliveryError``.
 
-A reply is a list of PARTS (``Document.parts``); each part is shown in its own messages, below the
-part before it. Each part is split at the surface's limit (see ``core.engine.splitter``), one
-message per piece; a message is edited only when its piece changed, so earlier pieces stay as they
-are while the answer grows below them.
+A reply is a list of PARTS (``Document.parts``: each a tuple of ``core.engine.blocks``; a string is
+one ``Text`` block); each part is shown in its own messages, below the part before it. Each part is
+split at the surface's limit by the length its formatter reports (see ``core.engine.pieces``), one
+message per piece, and the piece is delivered as the formatter rendered it; a message is edited
+only when its piece changed, so earlier pieces stay as they are while the answer grows below them.
+The streamer of an answer holds its message's ``origin`` and hands it back to the surface
+(``capabilities_for``, ``stream``).
 
 Where the conversation can stream natively (``Capabilities.can_stream_natively``), the piece being
 written is a native stream (a Telegram draft, a Slack stream) instead of a message edited again and

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
-from core.engine.blocks import Text
+from core.engine.blocks import Text, rendered_as
 from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong, Rendered, SurfaceDefaults
 from core.redact import redact
 from surfaces.dashboard.render import DashboardFormatter, DashboardMessage
@@ -63,11 +63,6 @@ def _tab(key: str, message: Rendered | None = None) -> str:
     return tab
 
 
-def _mine(message: Rendered) -> DashboardMessage:
-    if not isinstance(message, DashboardMessage):
-        raise TypeError(f"not rendered by the dashboard's formatter: {type(message).__name__}")
-    return message
-
 
 class Subscriber:
     """One browser connection: its queue of events. ``None`` means the relay is shutting down."""
@@ -101,7 +96,7 @@ class DashboardSurface(SurfaceDefaults):
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
         """Append a relay message to the tab; returns its id."""
-        tab, shown = _tab(conversation_key, message), _mine(message)
+        tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
         try:
             entry = self.transcript.add(tab, "agent", shown.text, buttons=buttons, plain=shown.plain,
                                         blocks=shown.blocks)
@@ -119,13 +114,13 @@ class DashboardSurface(SurfaceDefaults):
             file_id = self.transcript.add_file(tab, name, data)
         except sqlite3.Error as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
-        link = f"{_mine(caption).text} [{name}]({file_url(tab, file_id)})"
+        link = f"{rendered_as(caption, DashboardMessage).text} [{name}]({file_url(tab, file_id)})"
         return await self.send(conversation_key, self.formatter.render((Text(link),)))
 
     async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
                    buttons: tuple[Button, ...] = ()) -> None:
         """Replace a message's text and buttons."""
-        tab, shown = _tab(conversation_key, message), _mine(message)
+        tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
         try:
             entry = self.transcript.update(tab, message_id, shown.text, buttons=buttons, plain=shown.plain,
                                            blocks=shown.blocks)

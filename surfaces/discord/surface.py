@@ -24,6 +24,7 @@ from typing import Any
 
 import discord
 
+from core.engine.blocks import rendered_as
 from core.engine.surface import (
     AnswerUnreadable,
     Button,
@@ -105,9 +106,8 @@ class DiscordSurface(SurfaceDefaults):
         self.capabilities = capabilities
         self.interactions = Interactions()
 
-    def _content(self, message: Rendered) -> str:
-        if not isinstance(message, DiscordMessage):
-            raise TypeError(f"not rendered by the Discord formatter: {type(message).__name__}")
+    def _content(self, rendered: Rendered) -> str:
+        message = rendered_as(rendered, DiscordMessage)
         if message.length > self.capabilities.max_message_length:
             raise MessageTooLong(f"{message.length} characters; Discord takes {self.capabilities.max_message_length}")
         return message.content

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.blocks import Text
+from core.engine.blocks import Text, rendered_as
 from core.engine.messages import Button, InboundMessage
 from core.engine.surface import (
     Capabilities,
@@ -59,11 +59,6 @@ COMMANDS: Mapping[str, str] = MappingProxyType({
 })
 _NOT_A_MEMBER = "user_not_in_channel"
 
-
-def _mine(message: Rendered) -> SlackMessage:
-    if not isinstance(message, SlackMessage):
-        raise TypeError(f"not rendered by the Slack formatter: {type(message).__name__}")
-    return message
 
 
 class SlackSurface(SurfaceDefaults):
@@ -138,7 +133,7 @@ class SlackSurface(SurfaceDefaults):
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
         """Post into the conversation's thread; returns the message ts."""
-        thread, shown = self._thread(conversation_key), _mine(message)
+        thread, shown = self._thread(conversation_key), rendered_as(message, SlackMessage)
         extra: dict[str, Any] = {"mrkdwn": False} if shown.plain else {}
         response = await self._api(self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread_ts, unfurl_links=False, unfurl_media=False,
@@ -154,7 +149,7 @@ class SlackSurface(SurfaceDefaults):
         try:
             response = await self._api(self.client.chat_postEphemeral(
                 channel=thread.channel, user=message.user_id, thread_ts=thread.thread_ts,
-                **_mine(answer).payload(buttons)))
+                **rendered_as(answer, SlackMessage).payload(buttons)))
         except DeliveryFailed as exc:
             if error_code(exc.__cause__ or exc) != _NOT_A_MEMBER:
                 raise
@@ -167,7 +162,7 @@ class SlackSurface(SurfaceDefaults):
         thread = self._thread(conversation_key)
         response = await self._api(self.client.files_upload_v2(
             channel=thread.channel, thread_ts=thread.thread_ts, content=data, filename=name, title=name,
-            initial_comment=_mine(caption).markdown))
+            initial_comment=rendered_as(caption, SlackMessage).markdown))
         file_id = (response.get("file") or {}).get("id")
         if not file_id:
             raise DeliveryFailed("slack: files.completeUploadExternal answered without a file id")
@@ -188,7 +183,7 @@ class SlackSurface(SurfaceDefaults):
     async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
                    buttons: tuple[Button, ...] = ()) -> None:
         """Replace a message's text and buttons (Slack takes an identical update without complaint)."""
-        await self._update(self._thread(conversation_key), message_id, _mine(message), buttons)
+        await self._update(self._thread(conversation_key), message_id, rendered_as(message, SlackMessage), buttons)
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """Remove a message the reply no longer needs."""
@@ -204,7 +199,7 @@ class SlackSurface(SurfaceDefaults):
     async def stream(self, conversation_key: str, stream_id: str | None, message: Rendered, *,
                      reply_to: str | None = None, origin: object | None = None) -> str:
         """Start (for the asker, ``origin``) or grow a native stream showing ``message`` (the whole piece so far)."""
-        thread, shown = self._thread(conversation_key), _mine(message)
+        thread, shown = self._thread(conversation_key), rendered_as(message, SlackMessage)
         if stream_id is None:
             asker = origin.user if isinstance(origin, Asker) else None
             return await self._api(self._streams.start(thread, shown, asker))
@@ -213,4 +208,5 @@ class SlackSurface(SurfaceDefaults):
 
     async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
         """Stop the stream: its message shows ``message`` as an ordinary message (returned)."""
-        return await self._api(self._streams.stop(self._thread(conversation_key), stream_id, _mine(message)))
+        shown = rendered_as(message, SlackMessage)
+        return await self._api(self._streams.stop(self._thread(conversation_key), stream_id, shown))

@@ -27,6 +27,7 @@ from telegram import (
 )
 from telegram.constants import ChatAction, KeyboardButtonStyle, MessageLimit
 
+from core.engine.blocks import rendered_as
 from core.engine.surface import (
     AnswerUnreadable,
     Button,
@@ -110,9 +111,8 @@ class TelegramSurface(SurfaceDefaults):
         """A forum topic shares its group's pace."""
         return keys.rate_key(conversation_key)
 
-    def _body(self, message: Rendered) -> tuple[str, list[MessageEntity]]:
-        if not isinstance(message, TelegramMessage):
-            raise TypeError(f"not rendered by the Telegram formatter: {type(message).__name__}")
+    def _body(self, rendered: Rendered) -> tuple[str, list[MessageEntity]]:
+        message = rendered_as(rendered, TelegramMessage)
         if not message.text.strip():
             raise MarkupRejected("nothing to show")
         if message.length > self.capabilities.max_message_length:
@@ -146,9 +146,8 @@ class TelegramSurface(SurfaceDefaults):
                         fallback: Rendered, reply_to: str | None = None) -> str:
         """``sendDocument`` with the caption (the rest of an answer too long to show)."""
         ref = keys.parse_key(conversation_key)
-        if not isinstance(caption, TelegramMessage):
-            raise TypeError(f"not rendered by the Telegram formatter: {type(caption).__name__}")
-        body, entities = caption.text, list(caption.entities)
+        shown = rendered_as(caption, TelegramMessage)
+        body, entities = shown.text, list(shown.entities)
         with delivery_errors("sendDocument"):
             sent = await self.bot.send_document(
                 ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],

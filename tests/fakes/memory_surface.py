@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from core.engine.blocks import Block, Part, Rendered, Text, markdown_of
+from core.engine.blocks import Block, Part, Rendered, Text, markdown_of, rendered_as
 from core.engine.surface import (
     Button,
     ButtonPress,
@@ -79,7 +79,7 @@ class StoredMessage:
     blocks: Part = ()  # the blocks the core had the formatter render
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MemoryMessage:
     """What ``MemoryFormatter`` renders: the neutral Markdown, the escaped text, and its length."""
 
@@ -101,22 +101,17 @@ class MemoryFormatter:
         markdown = markdown_of(blocks)
         rendered = markdown if plain else self.surface.render(markdown)
         return MemoryMessage(markdown, rendered, plain, measure(rendered, self.surface.capabilities.length_unit),
-                             tuple(blocks))
+                             blocks if isinstance(blocks, tuple) else tuple(blocks))
 
     def text(self, markdown: str, *, plain: bool = False) -> MemoryMessage:
         """One ``Text`` block rendered (for tests that post Markdown themselves)."""
         return self.render((Text(markdown),), plain=plain)
 
 
-def _mine(message: Rendered) -> MemoryMessage:
-    if not isinstance(message, MemoryMessage):
-        raise TypeError(f"not rendered by the memory surface's formatter: {message!r}")
-    return message
-
 
 def text_of(message: Rendered) -> str:
     """The neutral Markdown of something the memory formatter rendered (what tests read as sent)."""
-    return _mine(message).markdown
+    return rendered_as(message, MemoryMessage).markdown
 
 
 def markup_ok(text: str) -> bool:
@@ -185,7 +180,7 @@ class MemorySurface(SurfaceDefaults):
 
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
-        shown = _mine(message)
+        shown = rendered_as(message, MemoryMessage)
         text, plain = shown.markdown, shown.plain
         self.calls.append(("send", conversation_key, text, "plain" if plain else "markup"))
         self._check("send", shown)
@@ -196,7 +191,7 @@ class MemorySurface(SurfaceDefaults):
 
     async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
                     private: bool = False) -> str:
-        self.calls.append(("reply", message.conversation_key, _mine(answer).markdown,
+        self.calls.append(("reply", message.conversation_key, rendered_as(answer, MemoryMessage).markdown,
                            "private" if private else "public"))
         if message.origin is not None:
             self.origins.append(("reply", message.origin))
@@ -206,7 +201,7 @@ class MemorySurface(SurfaceDefaults):
 
     async def stream(self, conversation_key: str, stream_id: str | None, message: Rendered, *,
                      reply_to: str | None = None, origin: object | None = None) -> str:
-        shown = _mine(message)
+        shown = rendered_as(message, MemoryMessage)
         text = shown.markdown
         self.calls.append(("stream", conversation_key, text, stream_id or "new"))
         if origin is not None:
@@ -222,7 +217,7 @@ class MemorySurface(SurfaceDefaults):
         return stream_id
 
     async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
-        shown = _mine(message)
+        shown = rendered_as(message, MemoryMessage)
         self.calls.append(("end_stream", conversation_key, shown.markdown, stream_id))
         self._raise_injected("end_stream")
         live = self.streams[stream_id]
@@ -243,7 +238,7 @@ class MemorySurface(SurfaceDefaults):
 
     async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
                    buttons: tuple[Button, ...] = ()) -> None:
-        shown = _mine(message)
+        shown = rendered_as(message, MemoryMessage)
         text, plain = shown.markdown, shown.plain
         self.calls.append(("edit", conversation_key, message_id, text, "plain" if plain else "markup"))
         self._check("edit", shown)
