@@ -27,7 +27,7 @@ from telegramify_markdown.converter import STANDARD_OPTIONS
 from core.engine.blocks import Block, markdown_of
 from core.engine.surface import measure
 
-__all__ = ["TelegramFormatter", "TelegramMessage", "entities", "literal_html", "render", "render_text"]
+__all__ = ["TelegramFormatter", "TelegramMessage", "literal_html", "render"]
 
 _CONFIG = RenderConfig.isolated()
 _symbols = _CONFIG.markdown_symbol
@@ -73,16 +73,6 @@ def render(markdown: str) -> tuple[str, list[MessageEntity]]:
     """The text Telegram shows and its entities (offsets in UTF-16 units, as the Bot API counts)."""
     text, found = convert(literal_html(markdown), config=_CONFIG)
     return text, [MessageEntity(**e.to_dict()) for e in found]
-
-
-def render_text(markdown: str) -> str:
-    """Only the text of ``render``: what Telegram measures against its length limit."""
-    return render(markdown)[0]
-
-
-def entities(markdown: str) -> list[MessageEntity]:
-    """Only the entities of ``render``."""
-    return render(markdown)[1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from discord.gateway import DiscordWebSocket
@@ -294,6 +295,29 @@ async def test_every_kind_of_block_is_rendered_once_with_its_length_and_shown(su
     mid = await sut.surface.send(sut.conversation_key, rendered)
     text = shown(sut, mid).text
     assert all(words in text for _, words in _EVERY_BLOCK), text
+
+
+@dataclass(frozen=True, slots=True)
+class ComingSoon(Block):
+    """A kind no formatter knows yet (the pickers and forms of later issues will be such kinds first)."""
+
+    kind: ClassVar[str] = "coming-soon"
+    choices: tuple[str, ...]
+
+    def markdown(self) -> str:
+        return "Choose one: " + ", ".join(self.choices)
+
+    def scrubbed(self, scrub: Callable[[str], str]) -> ComingSoon:
+        return ComingSoon(tuple(scrub(c) for c in self.choices))
+
+    def to_json(self) -> dict[str, object]:
+        return {"type": self.kind, "choices": list(self.choices)}
+
+
+async def test_a_kind_the_formatter_does_not_know_is_shown_as_its_words(sut: SurfaceUnderTest) -> None:
+    rendered = sut.surface.formatter.render((Text("Which one?"), ComingSoon(("alpha", "beta"))))
+    mid = await sut.surface.send(sut.conversation_key, rendered)
+    assert "Choose one: alpha, beta" in shown(sut, mid).text
 
 
 async def test_a_code_block_keeps_its_code(sut: SurfaceUnderTest) -> None:
