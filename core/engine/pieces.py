@@ -80,7 +80,7 @@ def _segments(layout: Layout, piece: str, at: int, carry: str) -> Part:
     text = layout.text
     if not piece.startswith(carry):
         return (Text(piece),)  # a piece of the carried opener itself (a limit too small for one line)
-    body, suffix = (piece, "") if not carry else (piece[len(carry):], "")
+    body, suffix = piece[len(carry):] if carry else piece, ""
     if not text.startswith(body, at):
         cut = body.rfind("\n")
         if cut < 0 or not text.startswith(body[:cut], at):

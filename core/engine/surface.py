@@ -16,7 +16,8 @@ What a surface is given to show is never a string to be parsed again: the core h
 surface's own ``Rendered`` form and says its length as the platform counts it, the core cuts the
 reply by those lengths, and ``send`` / ``reply`` / ``send_once`` / ``edit`` / ``stream`` /
 ``end_stream`` / ``send_file`` receive that very ``Rendered`` (plain text too: the formatter renders
-it, with ``plain=True``). A surface's methods narrow it to their own type and deliver it.
+it, with ``plain=True``). A surface's methods narrow it to their own type
+(``core.engine.blocks.rendered_as``) and deliver it.
 
 ``origin`` is what a surface put on an ``InboundMessage`` (an interaction, the asker of a thread):
 the core hands it back with every call it makes for that message's reply, and it is None for a
