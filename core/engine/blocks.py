@@ -133,6 +133,10 @@ class PlanStep:
     content: str
     status: str
 
+    def words(self) -> str:
+        """The entry's words (``in progress`` marked), for a surface that draws the checkbox itself."""
+        return wording.plan_words(self.content, self.status)
+
 
 @dataclass(frozen=True, slots=True)
 class Plan(Block):
@@ -246,9 +250,13 @@ class RefusalCard(Block):
         category, why, model = wording.refusal_fields(info, streamed)
         return cls(category, why, model)
 
+    def lines(self) -> list[str]:
+        """The lead line, then one line per field the provider gave (``wording.refusal_card_lines``)."""
+        return wording.refusal_card_lines(self.category, self.why, self.model)
+
     def markdown(self) -> str:
-        """``wording.refusal_card_lines``, one per line."""
-        return "\n".join(wording.refusal_card_lines(self.category, self.why, self.model))
+        """``lines``, one per line."""
+        return "\n".join(self.lines())
 
     def scrubbed(self, scrub: _Scrub) -> RefusalCard:
         """The provider's words scrubbed."""

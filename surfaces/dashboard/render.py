@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.engine import wording
 from core.engine.blocks import Block, Footer, Plan, RefusalCard, Text, Tools, markdown_of
 
 __all__ = ["DashboardFormatter", "DashboardMessage"]
@@ -41,10 +40,10 @@ def _page(block: Block) -> dict[str, Any]:
     if isinstance(block, Tools):
         return {"type": "tools", "calls": [{"status": c.status, "words": c.words()} for c in block.calls]}
     if isinstance(block, Plan):
-        return {"type": "plan", "steps": [{"state": _STEP_STATES.get(s.status, "todo"),
-                                           "words": wording.plan_words(s.content, s.status)} for s in block.steps]}
+        return {"type": "plan", "steps": [{"state": _STEP_STATES.get(s.status, "todo"), "words": s.words()}
+                                          for s in block.steps]}
     if isinstance(block, RefusalCard):
-        return {"type": "refusal", "lines": wording.refusal_card_lines(block.category, block.why, block.model)}
+        return {"type": "refusal", "lines": block.lines()}
     if isinstance(block, Footer):
         return {"type": "footer", "words": block.words()}
     return {"type": "markdown", "kind": block.kind if not isinstance(block, Text) else "text",
