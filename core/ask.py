@@ -39,7 +39,7 @@ from core.engine import wording
 from core.engine.approvals import scope_key
 from core.engine.holdback import is_echo
 from core.engine.wording import refusal_card_text
-from core.failures import AGENTS_THAT_RETRY, _format_acp_error
+from core.failures import AGENTS_THAT_RETRY, describe
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["EXIT_INTERRUPTED", "run_ask"]
@@ -225,7 +225,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
         nonlocal last_failure
         if isinstance(exc, AcpError | AcpRuntimeError):
             last_failure = exc
-        err.write(f"{_format_acp_error(exc, backend=spec.backend or 'generic')} "
+        err.write(f"{describe(exc, backend=spec.backend or 'generic').prose} "
                   f"(retrying in {delay:.0f}s)\n")
 
     def retries_itself() -> bool:
@@ -252,7 +252,7 @@ async def run_ask(spec: AgentSpec, prompt: str, *, timeout_s: float, request_tim
             printer.tool_lines()
             _newline(out, printer)
             backend = runtime.backend if runtime is not None else spec.backend or "generic"
-            err.write(_format_acp_error(exc, backend=backend) + "\n")
+            err.write(describe(exc, backend=backend).prose + "\n")
             return 1
         _newline(out, printer)
         if printer.end is not None and printer.end.stop_reason == STOP_REASON_REFUSAL:

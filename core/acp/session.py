@@ -475,7 +475,7 @@ class AcpSession(SessionOffers):
                 await self.runtime.request("session/set_config_option", {
                     "sessionId": self.session_id, "configId": self.model_config_id, "value": model_id})
             except AcpError as exc:
-                if exc.code != -32601:
+                if exc.rpc_code != -32601:
                     raise
             else:
                 self.current_model = model_id

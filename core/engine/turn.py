@@ -38,7 +38,7 @@ from core.engine.patience import AGENT_RETRY_KEY, PATIENCE_TICK_S, Patience
 from core.engine.ports import ConversationView
 from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError
-from core.failures import AGENTS_THAT_RETRY, _format_acp_error, is_session_lost
+from core.failures import AGENTS_THAT_RETRY, describe, is_session_lost
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
@@ -173,7 +173,7 @@ class _Turn:
             self.failed(exc)
         except Exception as exc:  # the funnel: the traceback is logged here, once
             log.exception("turn in %s failed unexpectedly", self.conv.key)
-            doc.set_error(_format_acp_error(exc, backend=self.backend))
+            doc.set_error(describe(exc, backend=self.backend).prose)
         finally:
             ticker.cancel()
 
@@ -204,7 +204,7 @@ class _Turn:
             self.on_event(Notice(wording.retry_gave_up(self.deps.policy.attempts), key="retry"))
         if (line := self.patience.gave_up()) is not None:
             self._patience_line(line)
-        doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""))
+        doc.set_error(describe(exc, backend=self.backend).prose, raw_message=getattr(exc, "message", ""))
         if isinstance(exc, AcpTimeoutError) and exc.partial_output:
             if not doc.text:
                 doc.apply(TextChunk(exc.partial_output))

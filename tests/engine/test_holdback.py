@@ -45,9 +45,10 @@ def test_dropped_text_is_gone() -> None:
 
 
 def test_an_echo_is_the_errors_words_or_on_its_own_the_same_failure() -> None:
-    auth = AcpAuthRequired("Authentication required", code=-32000)
+    auth = AcpAuthRequired("Authentication required", rpc_code=-32000)
     assert is_echo("Invalid API key · Fix external API key", auth)
-    assert not is_echo("Invalid API key · Fix external API key", AcpError("Internal error: Overloaded", code=-32603))
+    overloaded = AcpError("Internal error: Overloaded", rpc_code=-32603)
+    assert not is_echo("Invalid API key · Fix external API key", overloaded)
     assert is_echo("API Error: 400 Improperly formed request.",
-                   AcpError("Internal error: API Error: 400 Improperly formed request.", code=-32603))
+                   AcpError("Internal error: API Error: 400 Improperly formed request.", rpc_code=-32603))
     assert not is_echo("Here is half an answer", auth)
