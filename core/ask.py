@@ -18,6 +18,7 @@ import sys
 from typing import TextIO
 
 from core.acp.client import AcpError
+from core.acp.error_text import is_echo
 from core.acp.runtime import AcpRuntime
 from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeError
@@ -37,7 +38,6 @@ from core.acp.types import (
 )
 from core.engine import wording
 from core.engine.approvals import scope_key
-from core.engine.holdback import is_echo
 from core.engine.wording import refusal_card_text
 from core.failures import AGENTS_THAT_RETRY, describe
 from core.retry import Attempt, RetryPolicy, with_retries

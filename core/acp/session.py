@@ -24,6 +24,7 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.connection import JsonRpcConnection, Reply
+from core.acp.error_text import ThreadFailure
 from core.acp.gate_modes import (
     UNASKED_GRACE_S,
     asking_mode,
@@ -36,7 +37,6 @@ from core.acp.gate_modes import (
 from core.acp.offers import SessionOffers
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.spec import AgentSpec
-from core.acp.thread_failure import ThreadFailure
 from core.acp.tool_gate import Approver, decide
 from core.acp.types import (
     STOP_REASON_CANCELLED,

@@ -19,8 +19,7 @@ sentence saying so; the rest is kept (``overflow``) for the relay to offer as a 
 
 from __future__ import annotations
 
-import re
-
+from core.acp.error_text import squash, strip_echo
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_REFUSAL,
@@ -44,15 +43,6 @@ __all__ = ["PART_CHARS", "Document"]
 
 #: A part whose answer text reaches this many characters is left as it is at the next good break.
 PART_CHARS = 64 * 1024
-
-#: A suffix shorter than this is not treated as an echo of the error (a word such as "Error"
-#: at the end of a real answer must survive).
-_MIN_ECHO = 8
-_SENTENCE_START = re.compile(r"(?:^|\n|(?<=[.!?:;])[ \t]+)")
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
 
 
 class Document:
@@ -242,12 +232,12 @@ class Document:
         """
         self._error = prose.strip()
         self._built.pop(self._part, None)
-        needle = _squash(raw_message) + "\n" + _squash(prose)
-        self._set_text(_strip_echo(self.text, needle))
+        needle = squash(raw_message) + "\n" + squash(prose)
+        self._set_text(strip_echo(self.text, needle))
 
     def drop_echo(self, streamed: str) -> None:
         """Remove text an attempt streamed that only echoed its error (the ladder retries)."""
-        self._set_text(_strip_echo(self.text, _squash(streamed)))
+        self._set_text(strip_echo(self.text, squash(streamed)))
 
     def set_partial_note(self, note: str = wording.PARTIAL_NOTE) -> None:
         """Mark the answer as incomplete (timeout with partial output, stop mid-answer)."""
@@ -326,16 +316,3 @@ class Document:
             sections.append(self._error)
         return sections
 
-
-def _strip_echo(text: str, needle: str) -> str:
-    """Drop the longest trailing run of whole lines or sentences of ``text`` found in ``needle``."""
-    if not text.strip() or not needle.strip():
-        return text
-    # An echo cannot be longer than the needle (modulo whitespace), so only look that far back.
-    window_start = max(0, len(text) - 2 * len(needle) - 64)
-    for m in _SENTENCE_START.finditer(text, window_start):
-        start = m.end()
-        tail = _squash(text[start:])
-        if len(tail) >= _MIN_ECHO and tail in needle:
-            return text[:start].rstrip()
-    return text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.acp.client import AcpError, AcpTimeoutError
+from core.acp.error_text import RawErrorHold, is_echo
 from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import (
     STOP_REASON_CANCELLED,
@@ -30,7 +31,6 @@ from core.config import TimeoutsConfig
 from core.engine import wording
 from core.engine.delivery import Outbox
 from core.engine.document import Document
-from core.engine.holdback import RawErrorHold, is_echo
 from core.engine.indicator import TypingIndicator
 from core.engine.journal import Journal
 from core.engine.messages import InboundMessage, QueueItem
