@@ -73,7 +73,7 @@ class Control:
     async def session_for(self, conv: Conversation) -> AcpSession:
         """The conversation's session outside a turn; its notices (a new session...) are said at once."""
         notices: list[Notice] = []
-        session = await conv.ensure_session(notices)
+        session = await conv.binding.ensure(notices)
         for notice in notices:
             await self.outbox.say(conv.surface, conv.key, notice.text)
         return session
@@ -83,7 +83,7 @@ class Control:
         session = await self.session_for(conv)
         await session.set_model(model)
         chosen = session.current_model or model  # the id, also when the person gave the model's name
-        self.store.save_conversation(dataclasses.replace(conv.record(), model=chosen))  # keeps session_meta
+        self.store.save_conversation(dataclasses.replace(conv.binding.record(), model=chosen))  # keeps session_meta
 
     async def choose_model(self, conv: Conversation, token: str) -> PressResult | None:
         """A press on a model list's button: switch, and show the choice in the list's message."""

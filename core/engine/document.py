@@ -25,7 +25,6 @@ from core.acp.types import (
     STOP_REASON_REFUSAL,
     AcpEvent,
     CompactionStatus,
-    KiroMetadata,
     Notice,
     PlanEntry,
     PlanUpdate,
@@ -34,7 +33,6 @@ from core.acp.types import (
     TextChunk,
     ToolCall,
     TurnEnded,
-    UsageUpdate,
 )
 from core.engine import wording
 from core.engine.splitter import open_fence
@@ -99,11 +97,6 @@ class Document:
         """The answer text past ``max_bytes``: not shown in the reply ("" when nothing was cut)."""
         return "".join(self._overflow)
 
-    @property
-    def context_pct(self) -> float | None:
-        """The last context usage the agent reported, in percent."""
-        return self._context_pct
-
     def apply(self, event: AcpEvent) -> None:
         """Fold one event into the document. Events it does not show are ignored."""
         if isinstance(event, TextChunk):
@@ -120,12 +113,6 @@ class Document:
                 self._plan_part = self._part
             self._built.pop(self._plan_part, None)
             self._plan = event.entries
-        elif isinstance(event, KiroMetadata):
-            if event.context_pct is not None:
-                self._context_pct = event.context_pct
-        elif isinstance(event, UsageUpdate):
-            if event.used is not None and event.size:
-                self._context_pct = event.used / event.size * 100
         elif isinstance(event, CompactionStatus):
             self.set_notice("compaction", wording.compaction_status_text(event.status))
         elif isinstance(event, RateLimitNotice):
@@ -245,13 +232,10 @@ class Document:
         self._built.pop(self._part, None)
 
     def finish(self, elapsed_s: float, context_pct: float | None = None) -> None:
-        """Close the turn: adds the footer (time taken, and context usage when known).
-
-        ``context_pct`` is used when no event of this turn reported the context usage.
-        """
+        """Close the turn: adds the footer (time taken, and ``context_pct``, the share of the context
+        window in use, when known: the session computes it from what the agent reports)."""
         self._elapsed_s = max(0.0, elapsed_s)
-        if self._context_pct is None:
-            self._context_pct = context_pct
+        self._context_pct = context_pct
         self._built.pop(self._part, None)
 
     def to_markdown(self) -> str:
