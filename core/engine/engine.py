@@ -218,6 +218,14 @@ class Engine:
 
         return dispatch
 
+    async def prompt(self, message: InboundMessage) -> None:
+        """Queue ``message`` as a prompt whatever its words: never a command or an answer to a question
+        (``acp-relay ask``: its whole argument is the prompt). Journaled like any message; its surface
+        must be attached, and the engine started."""
+        surface = self.surfaces[message.surface]
+        if self.journal.record(message):
+            await self._enqueue(self.conversation(message.conversation_key, surface), QueueItem(message), replay=False)
+
     def permits(self, surface: str, user_id: str) -> bool:
         """``user_id`` is on ``surface``'s allow-list."""
         return self.access.permits(surface, user_id)
