@@ -13,13 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.acp.types import (
-    STOP_REASON_CANCELLED,
-    STOP_REASON_REFUSAL,
-    AcpEvent,
-    PermissionRequest,
-    RefusalInfo,
-)
+from core.acp.types import STOP_REASON_REFUSAL, AcpEvent, PermissionRequest, RefusalInfo
 from core.engine.binding import SessionBinding
 from core.engine.messages import QueueItem
 from core.engine.surface import Surface
@@ -87,11 +81,6 @@ class TurnOutcome:
     def refused(self) -> bool:
         """The model declined the request (a refusal is not a failure, and never retried)."""
         return self.stop_reason == STOP_REASON_REFUSAL
-
-    @property
-    def stopped(self) -> bool:
-        """The turn was stopped (by the person, or the agent ended it as cancelled)."""
-        return self.stop_reason == STOP_REASON_CANCELLED
 
 
 class Reply(Protocol):
