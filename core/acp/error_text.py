@@ -149,6 +149,11 @@ class AttemptText:
         """What the attempt streamed so far (held text included)."""
         return "".join(self._chunks)
 
+    @property
+    def streamed(self) -> bool:
+        """The attempt streamed any text at all (cheap: asked on every event)."""
+        return bool(self._chunks)
+
     def reset(self) -> None:
         """A new attempt begins."""
         self._chunks.clear()

@@ -102,6 +102,7 @@ class Conversation:
                     raise
             except Exception:  # a bug past the turn's own funnel must not stall the queue behind it
                 log.exception("turn in %s failed unexpectedly", self.key)
+            self.running = None
             self.deps.journal.complete(item.message)
             self.binding.save_context()
 

@@ -161,7 +161,7 @@ class _Turn:
 
     def _silent(self) -> bool:
         """Nothing but silence so far from an agent that retries in silence."""
-        return self._retries_itself() and not self.text.text and not self.tool_ran
+        return self._retries_itself() and not self.text.streamed and not self.tool_ran
 
     async def _keep_patient(self) -> None:
         """Bring the "still retrying" line up to date while the turn runs."""
@@ -250,7 +250,7 @@ class _Turn:
         elif isinstance(event, TurnEnded):
             self.refusal = event.refusal
         shown = self.text.take(event)
-        self.current.side_effects = self.tool_ran or bool(self.text.text)
+        self.current.side_effects = self.tool_ran or self.text.streamed
         for each in shown:
             self.reply.show(each)
 
