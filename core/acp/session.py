@@ -266,9 +266,11 @@ class AcpSession(SessionOffers):
                 if may_run_unasked(event, asked) and event.tool_call_id not in turn.unasked:
                     turn.unasked[event.tool_call_id] = asyncio.get_running_loop().call_later(
                         UNASKED_GRACE_S, self._still_unasked, turn, event.tool_call_id)
-        if isinstance(event, KiroMetadata | UsageUpdate) and (pct := event.context_pct) is not None:
+        elif isinstance(event, UsageUpdate) and (pct := event.context_pct) is not None:
             self.context_pct = stats.context_pct = pct
-        if isinstance(event, KiroMetadata):
+        elif isinstance(event, KiroMetadata):
+            if (pct := event.context_pct) is not None:
+                self.context_pct = stats.context_pct = pct
             stats.credits = event.credits if event.credits is not None else stats.credits
             stats.turn_ms = event.turn_ms if event.turn_ms is not None else stats.turn_ms
             if event.refusal is not None:
