@@ -37,6 +37,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from core.errors import RelayError
 from core.loading import registered
 from core.plugin import SurfaceSettings
 from core.redact import redact
@@ -240,13 +241,16 @@ def _redacted(value: Any) -> Any:
     return value
 
 
-class ConfigError(Exception):
+class ConfigError(RelayError):
     """The config file is missing, unreadable, or its JSON does not match the schema.
 
     ``problems`` holds ``(json_path, message)`` pairs, e.g.
     ``("surfaces.telegram.allowed_user_ids[0]", "Input should be a valid integer")``;
     ``str()`` is a header naming the file followed by one problem per line.
     """
+
+    code = "config"
+    worded = True
 
     def __init__(self, path: Path | None, problems: list[tuple[str, str]]) -> None:
         self.path = path

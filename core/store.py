@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from core.errors import RelayError
 from core.private_files import SQLITE_COMPANIONS, private_file
 
 __all__ = [
@@ -79,8 +80,10 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at, session_meta, context_pct"
 
 
-class StoreError(Exception):
+class StoreError(RelayError):
     """The store cannot be used; ``path`` names the file, ``detail`` says why."""
+
+    code = "store"
 
     def __init__(self, path: str, detail: str) -> None:
         self.path = path

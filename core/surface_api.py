@@ -47,7 +47,7 @@ from core.engine.surface import (
 )
 from core.engine.tasks import TaskSet
 from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
-from core.failures import INTERNAL_FAILURE, classify
+from core.failures import INTERNAL_FAILURE, Described, describe
 from core.plugin import (
     ControlFailed,
     Controls,
@@ -79,6 +79,7 @@ __all__ = [
     "DeliveryError",
     "DeliveryFailed",
     "DeliveryRefused",
+    "Described",
     "Host",
     "InboundMessage",
     "Launched",
@@ -104,6 +105,7 @@ __all__ = [
     "SurfaceState",
     "TaskSet",
     "close_open_fence",
+    "describe",
     "error_prose",
     "measure",
     "plain_text",
@@ -118,4 +120,4 @@ __all__ = [
 def error_prose(exc: BaseException) -> str:
     """The plain sentence a person is shown for ``exc``: the agent's failure as a turn says it, the one
     fixed sentence for anything the relay did not expect. Never a traceback, always redacted."""
-    return classify(exc).prose
+    return describe(exc).prose
