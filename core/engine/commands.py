@@ -24,7 +24,7 @@ from core.engine.messages import Button, ConversationStatus, InboundMessage, Pre
 from core.engine.router import Command
 from core.engine.status import conversation_status
 from core.engine.streamer import Content
-from core.failures import _format_acp_error, suggests_reset
+from core.failures import describe
 from core.store import Store
 
 __all__ = ["Control"]
@@ -75,7 +75,7 @@ class Control:
     async def session_for(self, conv: Conversation) -> AcpSession:
         """The conversation's session outside a turn; its notices (a new session...) are said at once."""
         notices: list[Notice] = []
-        session = await conv.ensure_session(notices)
+        session = await conv.binding.ensure(notices)
         for notice in notices:
             await self.outbox.say(conv.surface, conv.key, notice.text)
         return session
@@ -85,7 +85,7 @@ class Control:
         session = await self.session_for(conv)
         await session.set_model(model)
         chosen = session.current_model or model  # the id, also when the person gave the model's name
-        self.store.save_conversation(dataclasses.replace(conv.record(), model=chosen))  # keeps session_meta
+        self.store.save_conversation(dataclasses.replace(conv.binding.record(), model=chosen))  # keeps session_meta
 
     async def choose_model(self, conv: Conversation, token: str) -> PressResult | None:
         """A press on a model list's button: switch, and show the choice in the list's message."""
@@ -96,7 +96,7 @@ class Control:
         try:
             await self.set_model(conv, model)
         except (AcpError, AcpRuntimeError) as exc:
-            return PressResult("resolved", _format_acp_error(exc))
+            return PressResult("resolved", describe(exc).prose)
         session = conv.session
         text = wording.model_switched_text((session.model_label(model) if session else None) or model)
         if offer.message_id:
@@ -118,7 +118,8 @@ class Control:
                 if session.models and conv.surface.capabilities_for(conv.key).can_buttons:
                     offer, buttons = self.choices.offer(conv.key, session.models, session.model_names)
         except (AcpError, AcpRuntimeError) as exc:
-            failed: Content = (ErrorProse(_format_acp_error(exc), suggests_reset(exc)),)
+            described = describe(exc)
+            failed: Content = (ErrorProse(described.prose, described.reset),)
             mid = await self._answer(conv, message, failed)
         else:
             mid = await self._answer(conv, message, text, buttons=buttons)

@@ -20,14 +20,12 @@ sentence saying so; the rest is kept (``overflow``) for the relay to offer as a 
 
 from __future__ import annotations
 
-import re
-
+from core.acp.error_text import squash, strip_echo
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_REFUSAL,
     AcpEvent,
     CompactionStatus,
-    KiroMetadata,
     Notice,
     PlanEntry,
     PlanUpdate,
@@ -36,7 +34,6 @@ from core.acp.types import (
     TextChunk,
     ToolCall,
     TurnEnded,
-    UsageUpdate,
 )
 from core.engine import wording
 from core.engine.blocks import (
@@ -61,15 +58,6 @@ __all__ = ["PART_CHARS", "Document"]
 
 #: A part whose answer text reaches this many characters is left as it is at the next good break.
 PART_CHARS = 64 * 1024
-
-#: A suffix shorter than this is not treated as an echo of the error (a word such as "Error"
-#: at the end of a real answer must survive).
-_MIN_ECHO = 8
-_SENTENCE_START = re.compile(r"(?:^|\n|(?<=[.!?:;])[ \t]+)")
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
 
 
 class Document:
@@ -127,11 +115,6 @@ class Document:
         """The answer text past ``max_bytes``: not shown in the reply ("" when nothing was cut)."""
         return "".join(self._overflow)
 
-    @property
-    def context_pct(self) -> float | None:
-        """The last context usage the agent reported, in percent."""
-        return self._context_pct
-
     def apply(self, event: AcpEvent) -> None:
         """Fold one event into the document. Events it does not show are ignored."""
         if isinstance(event, TextChunk):
@@ -148,12 +131,6 @@ class Document:
                 self._plan_part = self._part
             self._built.pop(self._plan_part, None)
             self._plan = event.entries
-        elif isinstance(event, KiroMetadata):
-            if event.context_pct is not None:
-                self._context_pct = event.context_pct
-        elif isinstance(event, UsageUpdate):
-            if event.used is not None and event.size:
-                self._context_pct = event.used / event.size * 100
         elif isinstance(event, CompactionStatus):
             self.set_notice("compaction", wording.compaction_status_text(event.status))
         elif isinstance(event, RateLimitNotice):
@@ -262,12 +239,12 @@ class Document:
         self._error = prose.strip()
         self._reset = reset
         self._built.pop(self._part, None)
-        needle = _squash(raw_message) + "\n" + _squash(prose)
-        self._set_text(_strip_echo(self.text, needle))
+        needle = squash(raw_message) + "\n" + squash(prose)
+        self._set_text(strip_echo(self.text, needle))
 
     def drop_echo(self, streamed: str) -> None:
         """Remove text an attempt streamed that only echoed its error (the ladder retries)."""
-        self._set_text(_strip_echo(self.text, _squash(streamed)))
+        self._set_text(strip_echo(self.text, squash(streamed)))
 
     def set_partial_note(self, note: str = wording.PARTIAL_NOTE) -> None:
         """Mark the answer as incomplete (timeout with partial output, stop mid-answer)."""
@@ -275,13 +252,10 @@ class Document:
         self._built.pop(self._part, None)
 
     def finish(self, elapsed_s: float, context_pct: float | None = None) -> None:
-        """Close the turn: adds the footer (time taken, and context usage when known).
-
-        ``context_pct`` is used when no event of this turn reported the context usage.
-        """
+        """Close the turn: adds the footer (time taken, and ``context_pct``, the share of the context
+        window in use, when known: the session computes it from what the agent reports)."""
         self._elapsed_s = max(0.0, elapsed_s)
-        if self._context_pct is None:
-            self._context_pct = context_pct
+        self._context_pct = context_pct
         self._built.pop(self._part, None)
 
     def to_markdown(self) -> str:
@@ -347,16 +321,3 @@ class Document:
             blocks.append(ErrorProse(self._error, self._reset))
         return blocks
 
-
-def _strip_echo(text: str, needle: str) -> str:
-    """Drop the longest trailing run of whole lines or sentences of ``text`` found in ``needle``."""
-    if not text.strip() or not needle.strip():
-        return text
-    # An echo cannot be longer than the needle (modulo whitespace), so only look that far back.
-    window_start = max(0, len(text) - 2 * len(needle) - 64)
-    for m in _SENTENCE_START.finditer(text, window_start):
-        start = m.end()
-        tail = _squash(text[start:])
-        if len(tail) >= _MIN_ECHO and tail in needle:
-            return text[:start].rstrip()
-    return text

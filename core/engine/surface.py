@@ -45,6 +45,7 @@ from core.engine.messages import (
     InboundMessage,
     PressResult,
 )
+from core.errors import RelayError
 
 __all__ = [
     "AnswerUnreadable",
@@ -118,20 +119,27 @@ def measure(text: str, unit: LengthUnit) -> int:
     return len(text)
 
 
-class StartupError(Exception):
+class StartupError(RelayError):
     """A surface cannot run with this configuration: a non-loopback dashboard without a token, a
     port in use, an invalid bot token, an intent the platform refuses (at start, or when the
     platform says so later). The message is one plain sentence for the operator, naming the config
     key; ``acp-relay run`` prints it and exits 2.
     """
 
+    code = "startup"
+    worded = True
 
-class DeliveryError(Exception):
+
+class DeliveryError(RelayError):
     """A platform refused or failed a delivery. Surfaces raise these ``from`` the SDK's error."""
+
+    code = "delivery"
 
 
 class RateLimited(DeliveryError):
     """The platform said 429: wait ``retry_after_s`` and send again."""
+
+    code = "delivery.rate_limited"
 
     def __init__(self, retry_after_s: float, message: str = "rate limited") -> None:
         super().__init__(message)
@@ -141,17 +149,25 @@ class RateLimited(DeliveryError):
 class MessageTooLong(DeliveryError):
     """The rendered text is over the platform's limit: re-split and resend."""
 
+    code = "delivery.too_long"
+
 
 class MarkupRejected(DeliveryError):
     """The platform could not parse the markup: resend as plain text."""
+
+    code = "delivery.markup_rejected"
 
 
 class NotModified(DeliveryError):
     """An edit with identical content. Not an error for the streamer."""
 
+    code = "delivery.not_modified"
+
 
 class DeliveryFailed(DeliveryError):
     """Anything else that may pass (network, 5xx): retried, and kept in the ledger if it never lands."""
+
+    code = "delivery.failed"
 
 
 class AnswerUnreadable(DeliveryError):
@@ -160,9 +176,13 @@ class AnswerUnreadable(DeliveryError):
     be shown: it is never sent again as it is, and never reported as undelivered. A surface that can
     still find the id in the answer returns it instead of raising."""
 
+    code = "delivery.unreadable"
+
 
 class DeliveryRefused(DeliveryError):
     """The chat will never take this (the bot was removed, 403, the channel is gone): not retried."""
+
+    code = "delivery.refused"
 
 
 @runtime_checkable

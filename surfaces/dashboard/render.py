@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.engine.blocks import Block, Footer, Plan, RefusalCard, Text, Tools, markdown_of
+from core.surface_api import (
+    Block,
+    Footer,
+    Plan,
+    RefusalCard,
+    Text,
+    Tools,
+    markdown_of,
+)
 
 __all__ = ["DashboardFormatter", "DashboardMessage"]
 

@@ -15,9 +15,17 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
-from core.engine.blocks import Text, rendered_as
-from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong, Rendered, SurfaceDefaults
-from core.redact import redact
+from core.surface_api import (
+    Button,
+    Capabilities,
+    DeliveryFailed,
+    MessageTooLong,
+    Rendered,
+    SurfaceDefaults,
+    Text,
+    redact,
+    rendered_as,
+)
 from surfaces.dashboard.render import DashboardFormatter, DashboardMessage
 from surfaces.dashboard.transcript import Entry, Transcript
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from core.engine.surface import Button
-from core.private_files import SQLITE_COMPANIONS, private_file
+from core.surface_api import SQLITE_COMPANIONS, Button, private_file
 
 __all__ = ["Entry", "Transcript"]
 

@@ -18,8 +18,13 @@ from dataclasses import dataclass
 
 import discord
 
-from core.engine.blocks import Block, Footer, RefusalCard, markdown_of
-from core.engine.splitter import code_lines
+from core.surface_api import (
+    Block,
+    Footer,
+    RefusalCard,
+    code_lines,
+    markdown_of,
+)
 from surfaces.discord.wording import REFUSAL_HINT
 
 __all__ = ["DiscordFormatter", "DiscordMessage", "to_discord"]

@@ -24,8 +24,7 @@ from typing import Any
 
 import discord
 
-from core.engine.blocks import rendered_as
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     Button,
     Capabilities,
@@ -36,6 +35,7 @@ from core.engine.surface import (
     RateLimit,
     Rendered,
     SurfaceDefaults,
+    rendered_as,
 )
 from surfaces.discord.answers import Answer, listen, unreadable
 from surfaces.discord.errors import PLATFORM_ERRORS, delivery_error

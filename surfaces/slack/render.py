@@ -20,9 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.engine.blocks import Block, ErrorProse, Text, markdown_of
-from core.engine.messages import Button
-from core.engine.splitter import code_lines, plain_text
+from core.surface_api import (
+    Block,
+    Button,
+    ErrorProse,
+    Text,
+    code_lines,
+    markdown_of,
+    plain_text,
+)
 from surfaces.slack import wording
 
 __all__ = ["ACTION_PREFIX", "SlackFormatter", "SlackMessage", "escape", "payload", "render"]

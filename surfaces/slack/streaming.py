@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.surface import DeliveryFailed, RateLimited
+from core.surface_api import DeliveryFailed, RateLimited
 from surfaces.slack.errors import SDK_FAILURES, delivery_error, error_code, message_ts, translated
 from surfaces.slack.keys import Thread
 from surfaces.slack.render import SlackMessage
@@ -68,10 +68,11 @@ class NativeStreams:
         if not thread.is_dm and not recipient:
             raise DeliveryFailed("slack: a stream in a channel needs its recipient")
         text = message.streamable
-        extra = {} if thread.is_dm else {"recipient_user_id": recipient, "recipient_team_id": thread.team}
+        to_user, to_team = (None, None) if thread.is_dm else (recipient, thread.team)  # None: left out
         try:
             response = await self._client.chat_startStream(channel=thread.channel, thread_ts=thread.thread_ts,
-                                                           markdown_text=text or None, **extra)
+                                                           markdown_text=text or None, recipient_user_id=to_user,
+                                                           recipient_team_id=to_team)
         except SlackApiError as exc:
             error = delivery_error(exc)
             if type(error) is DeliveryFailed and error_code(exc) and exc.response.status_code < 500:

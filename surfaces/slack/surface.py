@@ -25,15 +25,17 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.blocks import Text, rendered_as
-from core.engine.messages import Button, InboundMessage
-from core.engine.surface import (
+from core.surface_api import (
+    Button,
     Capabilities,
     DeliveryError,
     DeliveryFailed,
+    InboundMessage,
     Rendered,
     StartupError,
     SurfaceDefaults,
+    Text,
+    rendered_as,
 )
 from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, delivery_error, error_code, message_ts
 from surfaces.slack.indicator import WorkingIndicator

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from telegram.constants import FloodLimit, MessageLimit
 
-from core.engine.surface import Capabilities, DeliveryFailed, RateLimit
+from core.surface_api import Capabilities, DeliveryFailed, RateLimit
 
 __all__ = ["GROUP", "PRIVATE", "SURFACE_NAME", "ChatRef", "capabilities_for", "conversation_key", "parse_key",
            "rate_key"]

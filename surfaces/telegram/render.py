@@ -24,8 +24,11 @@ from telegram import MessageEntity
 from telegramify_markdown import RenderConfig, convert
 from telegramify_markdown.converter import STANDARD_OPTIONS
 
-from core.engine.blocks import Block, markdown_of
-from core.engine.surface import measure
+from core.surface_api import (
+    Block,
+    markdown_of,
+    measure,
+)
 
 __all__ = ["TelegramFormatter", "TelegramMessage", "literal_html", "render"]
 

@@ -27,8 +27,7 @@ from telegram import (
 )
 from telegram.constants import ChatAction, KeyboardButtonStyle, MessageLimit
 
-from core.engine.blocks import rendered_as
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     Button,
     Capabilities,
@@ -37,6 +36,7 @@ from core.engine.surface import (
     MessageTooLong,
     Rendered,
     SurfaceDefaults,
+    rendered_as,
 )
 from surfaces.telegram import keys
 from surfaces.telegram.errors import NoSuchMethod, delivery_errors

@@ -1,4 +1,4 @@
-"""The dashboard's HTTP boundary with a stand-in engine: routes, event stream and security."""
+"""The dashboard's HTTP boundary with a stand-in host: routes, event stream and security."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from core.config import RelayConfig
 from core.engine import wording
 from core.engine.surface import StartupError
-from surfaces.dashboard import launch
 from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
+from surfaces.dashboard.launching import Dashboard
 from surfaces.dashboard.server import (
     AUTH,
     MIN_TOKEN_LENGTH,
@@ -32,14 +32,14 @@ from surfaces.dashboard.transcript import Transcript
 from surfaces.dashboard.wording import INTERNAL_FAILURE
 from tests.rendering import md
 
-from .conftest import EventStream, StandInEngine
+from .conftest import EventStream, StandInHost, lifecycle
 
 API = "/api/conversations/tab1"
 TOKEN = "a-token-of-24-characters"
 
 
 class Served:
-    def __init__(self, client: TestClient[Any, Any], engine: StandInEngine, surface: DashboardSurface) -> None:
+    def __init__(self, client: TestClient[Any, Any], engine: StandInHost, surface: DashboardSurface) -> None:
         self.client, self.engine, self.surface = client, engine, surface
 
     @property
@@ -47,12 +47,12 @@ class Served:
         return str(self.client.make_url("/")).rstrip("/")
 
 
-async def serve(tmp_path: Path, token: str | None = None, engine: StandInEngine | None = None,
+async def serve(tmp_path: Path, token: str | None = None, engine: StandInHost | None = None,
                 bearer: bool = True) -> tuple[Served, TestServer]:
     """A dashboard app; its client sends the access token (made for the run without ``token``)
     as a script would, unless ``bearer`` is false."""
     surface = DashboardSurface(Transcript.open(tmp_path / "dash.db"))
-    engine = engine or StandInEngine()
+    engine = engine or StandInHost()
     app = create_app(surface, engine, access_token=token)
     server = TestServer(app)
     headers = {"Authorization": f"Bearer {app[AUTH].access_token}"} if bearer else {}
@@ -117,8 +117,10 @@ async def test_the_relay_refuses_to_start_the_dashboard_with_a_weak_token(
     monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", token)
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": host, "port": 0}}})
+    relay = lifecycle(config)
     with pytest.raises(StartupError, match="could be guessed"):
-        await launch(StandInEngine(), config)  # type: ignore[arg-type]
+        await relay.launch("dashboard")
+    await relay.close()
     assert not (tmp_path / "relay-dashboard.db").exists()
 
 
@@ -130,8 +132,10 @@ async def test_a_port_in_use_is_one_sentence_not_a_crash(tmp_path: Path, monkeyp
         port = taken.getsockname()[1]
         config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                              "surfaces": {"dashboard": {"host": "127.0.0.1", "port": port}}})
+        relay = lifecycle(config)
         with pytest.raises(StartupError) as caught:
-            await launch(StandInEngine(), config)  # type: ignore[arg-type]
+            await relay.launch("dashboard")
+        await relay.close()
     assert str(caught.value) == (f"127.0.0.1:{port} is already in use (another acp-relay?); "
                                  "change surfaces.dashboard.port")
     assert isinstance(caught.value, BindFailed)
@@ -143,8 +147,10 @@ async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
     monkeypatch.delenv("ACP_RELAY_DASHBOARD_TOKEN", raising=False)
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
+    relay = lifecycle(config)
     with pytest.raises(StartupError, match="without an access token"):
-        await launch(StandInEngine(), config)  # type: ignore[arg-type]
+        await relay.launch("dashboard")
+    await relay.close()
     assert not (tmp_path / "relay-dashboard.db").exists()
 
 
@@ -153,8 +159,9 @@ async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
     monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", "tok-123-and-more-characters")
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
-    engine = StandInEngine()
-    dashboard = await launch(engine, config)  # type: ignore[arg-type]
+    relay = lifecycle(config)
+    dashboard = await relay.launch("dashboard")
+    assert isinstance(dashboard, Dashboard)
     try:
         err = capsys.readouterr().err
         assert dashboard.login_url in err.splitlines()
@@ -172,8 +179,8 @@ async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
         async with aiohttp.ClientSession() as other, other.post(f"{base}/login", data={"code": code}) as r:
             assert r.status == 403  # used already
     finally:
-        await dashboard.close()
-    assert engine.attached == [("dashboard", ["local"])]
+        await relay.close()
+    assert "dashboard" in relay.engine.surfaces and relay.engine.permits("dashboard", "local")
 
 
 # -- security --------------------------------------------------------------------------------
@@ -273,7 +280,7 @@ async def test_a_deeply_nested_body_is_a_bad_request(served: Served) -> None:
     assert served.engine.messages == [] and served.engine.presses == [] and served.engine.switched == []
 
 
-class BrokenEngine(StandInEngine):
+class BrokenHost(StandInHost):
     """An engine with a bug: its exception text must not reach the browser."""
 
     async def stop(self, conversation_key: str) -> None:
@@ -286,7 +293,7 @@ class BrokenEngine(StandInEngine):
 async def test_an_unexpected_exception_is_a_plain_json_500_logged_once(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     asyncio.get_running_loop().set_debug(True)  # aiohttp then puts tracebacks into its own error pages
-    s, _ = await serve(tmp_path, engine=BrokenEngine())
+    s, _ = await serve(tmp_path, engine=BrokenHost())
     try:
         with caplog.at_level(logging.ERROR):
             async with s.client.post(f"{API}/stop", json={}) as r:

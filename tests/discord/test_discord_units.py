@@ -11,27 +11,33 @@ import pytest
 
 from core.config import RelayConfig
 from core.engine.blocks import Footer, RefusalCard, Text
+from core.engine.host import StoreState
 from core.engine.surface import DeliveryFailed, DeliveryRefused, MessageTooLong, RateLimited
 from core.store import Store
-from surfaces.discord import check
 from surfaces.discord.channels import KnownChannels, snowflake_time
 from surfaces.discord.errors import delivery_error
 from surfaces.discord.inbound import thread_name
 from surfaces.discord.render import DiscordFormatter, to_discord
+from surfaces.discord.settings import DiscordConfig, check
 
 
 def config(**discord_keys: Any) -> RelayConfig:
     return RelayConfig.model_validate({"surfaces": {"discord": {"enabled": True, **discord_keys}}})
 
 
+def settings(**discord_keys: Any) -> DiscordConfig:
+    found = config(**discord_keys).surfaces.discord
+    assert isinstance(found, DiscordConfig)
+    return found
+
+
 def test_check_names_the_token_variable_and_malformed_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DISCORD_BOT_TOKEN", raising=False)
-    problems = dict(check(config(api_base_url="discord.com/api/v10", gateway_url="https://gateway.discord.gg")))
-    assert set(problems) == {"surfaces.discord.token_env", "surfaces.discord.api_base_url",
-                             "surfaces.discord.gateway_url"}
-    assert "$DISCORD_BOT_TOKEN is not set" in problems["surfaces.discord.token_env"]
+    problems = dict(check(settings(api_base_url="discord.com/api/v10", gateway_url="https://gateway.discord.gg")))
+    assert set(problems) == {"token_env", "api_base_url", "gateway_url"}  # paths inside surfaces.discord
+    assert "$DISCORD_BOT_TOKEN is not set" in problems["token_env"]
     monkeypatch.setenv("DISCORD_BOT_TOKEN", "x")
-    assert check(config(api_base_url="https://discord.com/api/v10", gateway_url="wss://gateway.discord.gg")) == []
+    assert check(settings(api_base_url="https://discord.com/api/v10", gateway_url="wss://gateway.discord.gg")) == []
 
 
 def test_guild_ids_are_integers_like_every_discord_id() -> None:
@@ -81,13 +87,13 @@ def test_thread_names_come_from_the_prompt() -> None:
 def test_known_channels_survive_a_restart_and_only_move_forward(tmp_path: Path) -> None:
     first = 1_300_000_000_000_000_000
     with Store.open(tmp_path / "relay.db") as store:
-        known = KnownChannels(store, "discord")
+        known = KnownChannels(StoreState(store, "discord"))
         known.note(10, first, "thread", 5)
         known.note(10, first - 1, "thread", 5)  # an older message does not move it back
         known.note(11, first + 1, "dm")
         store.set_offset("discord", "channel:12", "not json")
     with Store.open(tmp_path / "relay.db") as store:
-        again = KnownChannels(store, "discord")
+        again = KnownChannels(StoreState(store, "discord"))
         assert again.get(10) is not None and again.get(10).last == first and again.get(10).parent == 5
         assert again.get(12) is None
         now = snowflake_time(first + 1)

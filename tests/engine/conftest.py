@@ -1,7 +1,7 @@
 """Fixtures of the engine tier: a real Engine on a MemorySurface driving the scripted agent.
 
-``relay(...)`` builds an engine the way ``acp-relay run`` does (``build_engine`` on a file-backed
-store) with the fake agent run as a real subprocess that records every frame it receives
+``relay(...)`` builds an engine the way ``acp-relay run`` does (a ``core.lifecycle.Lifecycle`` on a
+file-backed store) with the fake agent run as a real subprocess that records every frame it receives
 (``--record``) and keeps its sessions in a state directory (``--state-dir``), so a restarted relay
 (``await r.restart()``: new Engine, new pool, same store file) can ``session/load`` them.
 
@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.conversation import Conversation
 from core.engine.engine import Engine
@@ -33,9 +32,11 @@ from core.engine.surface import (
     PressResult,
     Rendered,
 )
+from core.lifecycle import Lifecycle
+from core.plugin import SurfaceSettings
 from core.store import Store
 from tests.conftest import FAKE_AGENT_PATH
-from tests.fakes.memory_surface import MemorySurface, StoredMessage, text_of
+from tests.fakes.memory_surface import MemorySurface, StoredMessage, attaching, text_of
 from tests.waiting import fast_sleep, until
 
 KEY = "memory:c1"
@@ -111,6 +112,7 @@ class Relay:
     agent_env: dict[str, str] = field(default_factory=dict)
     engine: Engine = field(init=False)
     store: Store = field(init=False)
+    lifecycle: Lifecycle = field(init=False)
     _ids: int = 0
     closed: bool = field(init=False, default=True)
 
@@ -137,25 +139,25 @@ class Relay:
             data.setdefault(section, {}).update(values)
         return RelayConfig.model_validate(data)
 
-    def build(self) -> Relay:
+    async def build(self) -> Relay:
         """A new engine on the store file, attached to the surface, not started yet."""
         self.store = Store.open(self.db)
         self.closed = False
-        self.engine = build_engine(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
-        self.engine.attach(self.surface, self.allowed)
+        self.lifecycle = Lifecycle(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
+        self.engine = self.lifecycle.engine
+        await self.lifecycle.launch(self.surface.name, attaching(self.surface, self.allowed),
+                                    settings=SurfaceSettings(enabled=True))
         return self
 
     async def start(self) -> Relay:
-        await self.build().engine.start()
+        await (await self.build()).lifecycle.start()
         return self
 
     async def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        await self.engine.close()
-        await self.engine.pool.close()
-        self.store.close()
+        await self.lifecycle.close()
 
     async def restart(self, *, state_dir: Path | None = None, flags: Sequence[str] | None = None) -> None:
         """Stop this relay and start a new one on the same store file (the surface keeps its

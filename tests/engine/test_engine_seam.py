@@ -21,7 +21,7 @@ async def test_a_message_before_start_is_journaled_and_answered_once_after_the_r
     r = await relay()
     await r.ask("text before the restart")
     await r.close()
-    r.build()  # a polling surface starts receiving inside launch(), before engine.start()
+    await r.build()  # a polling surface starts receiving inside launch(), before engine.start()
     early = await r.send("text arrived before start")
     await asyncio.sleep(0.2)
     assert r.prompts() == ["text before the restart"], "nothing reaches the agent before start()"

@@ -5,7 +5,12 @@ key it can post to, and ``read(message_id)``, which reads back what the PLATFORM
 (for surfaces backed by a fake platform server, from the server's state): the text a person reads
 (markup gone), and the labels of its buttons; None once the message is gone; and the ``origin`` its
 inbound messages come with (what the surface needs back to answer one: a channel stream's asker).
-Surfaces join by appending their factory to the list. Every case reads back what the surface did.
+Every case reads back what the surface did.
+
+Every registered surface (``core.loading.registered``: the entry points) must have its factory here,
+under its name (a test checks). A surface in a package of its own runs the same cases from a
+checkout of acp-relay: ``ACP_RELAY_CONTRACT=its_package.contract:factory pytest
+tests/engine/test_surface_contract.py`` adds its factory (see docs/writing-a-surface.md).
 
 What a surface shows, the core hands its ``formatter`` as blocks; the surface delivers what the
 formatter rendered (``md`` and ``shown_blocks`` below do what the core does).
@@ -14,20 +19,25 @@ formatter rendered (``md`` and ``shown_blocks`` below do what the core does).
 from __future__ import annotations
 
 import html
+import importlib
 import inspect
+import json
+import os
+import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from acp_relay_toy.surface import ToySurface
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 from fakes.discord_api import FakeDiscord, shown_text
 from fakes.memory_surface import MemorySurface
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.config import TelegramConfig
 from core.engine import wording
 from core.engine.blocks import (
     Block,
@@ -55,6 +65,7 @@ from core.engine.surface import (
     Rendered,
     Surface,
 )
+from core.loading import registered
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
 from surfaces.discord.gateway import RelayClient, use_endpoints
@@ -62,6 +73,7 @@ from surfaces.discord.surface import DiscordSurface
 from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.surface import SlackSurface
 from surfaces.telegram.running import build_application
+from surfaces.telegram.settings import TelegramConfig
 from surfaces.telegram.surface import TelegramSurface
 from tests.fakes.slack_api import BOT_TOKEN, SlackFake
 from tests.fakes.telegram_api import TOKEN, FakeBotApi
@@ -195,14 +207,51 @@ async def slack_surface() -> AsyncIterator[SurfaceUnderTest]:
                                origin=Asker("U0ALICE"))  # a channel stream is for its asker
 
 
-SURFACE_FACTORIES: list[Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]] = [
-    memory_surface,
-    streaming_memory_surface,
-    dashboard_surface,
-    discord_surface,
-    telegram_surface,
-    slack_surface,
-]
+@asynccontextmanager
+async def toy_surface() -> AsyncIterator[SurfaceUnderTest]:
+    """The toy surface of tests/toy_surface (a package of its own): its outbox is what it shows."""
+    with tempfile.TemporaryDirectory() as folder:
+        surface = ToySurface(Path(folder))
+
+        def read(mid: str) -> Shown | None:
+            shown: dict[str, tuple[str, bool]] = {}
+            for line in surface.outbox.read_text().splitlines():
+                entry = json.loads(line)
+                if entry["op"] == "delete":
+                    shown.pop(entry["id"], None)
+                else:
+                    shown[entry["id"]] = (entry["text"], entry["plain"])
+            if mid not in shown:
+                return None
+            text, plain = shown[mid]
+            return Shown(text if plain else plain_text(text))  # a person reads the Markdown rendered
+
+        yield SurfaceUnderTest(surface, "toy:contract", read)
+
+
+Factory = Callable[[], AbstractAsyncContextManager[SurfaceUnderTest]]
+
+
+def _external() -> dict[str, Factory]:
+    """The factory ``ACP_RELAY_CONTRACT`` names (``module:function``), for a surface of another package."""
+    named = os.environ.get("ACP_RELAY_CONTRACT", "")
+    if not named:
+        return {}
+    module, _, function = named.partition(":")
+    return {named: getattr(importlib.import_module(module), function)}
+
+
+#: Each registered surface's factory under its name, the core's in-memory fakes, and any external one.
+SURFACE_FACTORIES: dict[str, Factory] = {
+    "memory": memory_surface,
+    "memory-streaming": streaming_memory_surface,
+    "dashboard": dashboard_surface,
+    "discord": discord_surface,
+    "telegram": telegram_surface,
+    "slack": slack_surface,
+    "toy": toy_surface,
+    **_external(),
+}
 
 #: The methods of the seam: (name, is a coroutine, keyword-only parameters it must accept).
 _METHODS: tuple[tuple[str, bool, frozenset[str]], ...] = (
@@ -232,7 +281,12 @@ _EVERY_BLOCK: tuple[tuple[Block, str], ...] = (
 )
 
 
-@pytest.fixture(params=SURFACE_FACTORIES, ids=lambda f: f.__name__)
+def test_every_registered_surface_runs_the_contract() -> None:
+    assert set(registered()) - set(SURFACE_FACTORIES) == set(), "a registered surface has no factory here"
+    assert {"dashboard", "discord", "slack", "telegram"} <= set(registered())
+
+
+@pytest.fixture(params=list(SURFACE_FACTORIES.values()), ids=lambda f: f.__name__)
 async def sut(request: pytest.FixtureRequest) -> AsyncIterator[SurfaceUnderTest]:
     async with request.param() as under_test:
         yield under_test

@@ -31,7 +31,7 @@ import heapq
 import itertools
 import re
 from collections import deque
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -46,12 +46,15 @@ from core.engine.surface import (
     MarkupRejected,
     MessageTooLong,
     NotModified,
+    StartupError,
+    Surface,
     SurfaceDefaults,
     measure,
 )
+from core.plugin import Host
 
-__all__ = ["DEFAULT_COMMANDS", "FakeClock", "MemoryFormatter", "MemoryMessage", "MemorySurface", "StoredMessage",
-           "text_of"]
+__all__ = ["DEFAULT_COMMANDS", "Attached", "FakeClock", "MemoryFormatter", "MemoryMessage", "MemorySurface",
+           "StoredMessage", "attaching", "text_of"]
 
 T = TypeVar("T")
 
@@ -302,6 +305,30 @@ class MemorySurface(SurfaceDefaults):
               message_id: str = "") -> ButtonPress:
         """A neutral button press."""
         return ButtonPress(self.name, conversation_key, user_id, token, message_id)
+
+
+class Attached:
+    """A surface with no platform connection, as a ``Lifecycle`` runs it (nothing to stop or close)."""
+
+    async def stop_receiving(self) -> None:
+        pass
+
+    async def fatal(self) -> StartupError:
+        await asyncio.get_running_loop().create_future()  # never: no connection to lose
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        pass
+
+
+def attaching(surface: Surface, allowed_user_ids: Collection[str]) -> Callable[[Host, object], Awaitable[Attached]]:
+    """A launch for ``Lifecycle.launch``: attach the ready-made ``surface`` to its host."""
+
+    async def launch(host: Host, settings: object) -> Attached:
+        host.attach(surface, allowed_user_ids)
+        return Attached()
+
+    return launch
 
 
 class FakeClock:
