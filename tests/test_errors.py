@@ -96,7 +96,7 @@ RATE_LIMIT = {"code": -32603, "message": "Internal error", "data": "ThrottlingEx
     (errors.AcpError("Improperly formed request.", rpc_code=-32603), Described(
         "The model provider rejected the request as malformed, so sending it again would fail the same way. "
         "Use /compact to shrink and repair the conversation, or start a new conversation.", False,
-        "acp.malformed")),
+        "acp.malformed", reset=True)),  # the prose suggests a new conversation: a surface adds its way
     (errors.AcpTimeoutError("no answer within 5s"), Described(
         "The agent timed out before finishing its answer; please try again.", True, "acp.timeout")),
     (errors.AcpRuntimeDead("gone", exit_code=3), Described("The agent process has ended (exit code 3). "
