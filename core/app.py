@@ -13,9 +13,9 @@ import signal
 import sys
 
 from core.agents import choose_agent, gate_problems
-from core.config import RelayConfig, mask_args
+from core.config import RelayConfig
 from core.lifecycle import Lifecycle, SurfaceFailed
-from core.redact import redact
+from core.redact import mask_args, redact
 from core.store import Store, StoreError, open_store
 
 __all__ = ["run_relay"]

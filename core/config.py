@@ -38,9 +38,10 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from core.errors import RelayError
 from core.loading import registered
 from core.plugin import SurfaceSettings
-from core.redact import redact
+from core.redact import MASK, mask_args, redact
 
 __all__ = [
     "BUILTIN_AGENT_NAMES",
@@ -54,7 +55,6 @@ __all__ = [
     "TimeoutsConfig",
     "load_config",
     "load_config_strict",
-    "mask_args",
     "secret",
     "secret_values",
 ]
@@ -63,10 +63,6 @@ _log = logging.getLogger("acp_relay.config")
 
 # Agent env keys that look like credentials; their values are masked in effective_dump().
 _RE_SECRET_KEY = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|(?:^|_)PASS(?:_|$)", re.IGNORECASE)
-_MASK = "****"
-# An agent argument that names a credential: its value (next argument, or after "=") is masked.
-_RE_SECRET_FLAG = re.compile(
-    r"^--?[\w-]*(?:api[-_]?key|token|secret|password|passwd|pass|credentials?|auth)$", re.IGNORECASE)
 
 #: The agents used when the config defines none, in the order they are looked for on PATH.
 #: ``core.agents.BUILTIN_AGENTS`` is built from these names, so the two cannot drift apart.
@@ -217,25 +213,11 @@ class RelayConfig(_Model):
         if mask_secrets:
             for agent in data["agents"].values():
                 agent["env"] = {
-                    key: _MASK if _RE_SECRET_KEY.search(key) else value for key, value in agent["env"].items()
+                    key: MASK if _RE_SECRET_KEY.search(key) else value for key, value in agent["env"].items()
                 }
                 agent["args"] = mask_args(agent["args"])
             data = _redacted(data)
         return data
-
-
-def mask_args(args: list[str]) -> list[str]:
-    """Agent arguments with the value after a credential flag (``--api-key X``, ``--token=X``) masked."""
-    out: list[str] = []
-    for arg in args:
-        flag, eq, _value = arg.partition("=")
-        if out and _RE_SECRET_FLAG.match(out[-1]) and not arg.startswith("-"):
-            out.append(_MASK)
-        elif eq and _RE_SECRET_FLAG.match(flag):
-            out.append(f"{flag}={_MASK}")
-        else:
-            out.append(arg)
-    return out
 
 
 def _redacted(value: Any) -> Any:
@@ -249,13 +231,16 @@ def _redacted(value: Any) -> Any:
     return value
 
 
-class ConfigError(Exception):
+class ConfigError(RelayError):
     """The config file is missing, unreadable, or its JSON does not match the schema.
 
     ``problems`` holds ``(json_path, message)`` pairs, e.g.
     ``("surfaces.telegram.allowed_user_ids[0]", "Input should be a valid integer")``;
     ``str()`` is a header naming the file followed by one problem per line.
     """
+
+    code = "config"
+    worded = True
 
     def __init__(self, path: Path | None, problems: list[tuple[str, str]]) -> None:
         self.path = path
@@ -290,7 +275,7 @@ def secret_values(config: RelayConfig) -> list[str]:
         values += [value for key, value in agent.env.items() if _RE_SECRET_KEY.search(key) or redact(value) != value]
         for arg, masked in zip(agent.args, mask_args(agent.args), strict=True):
             if arg != masked:
-                values.append(arg.partition("=")[2] if masked.endswith(f"={_MASK}") else arg)
+                values.append(arg.partition("=")[2] if masked.endswith(f"={MASK}") else arg)
     return values
 
 

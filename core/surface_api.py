@@ -10,23 +10,45 @@ through it. What is here:
 - the seam the core calls: ``Surface``, ``SurfaceDefaults`` (the fallbacks), ``Capabilities``,
   ``RateLimit``, ``LengthUnit``, ``measure``;
 - what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
-  ``ConversationStatus``;
+  ``ConversationStatus``; the reply as typed blocks (``Block`` and its kinds: ``Text``, ``Tools``,
+  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``),
+  the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
+  back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
-  ``plain_text``, ``close_open_fence``, ``error_prose``, and the core's marks and sentences a surface
-  still shows or recognises (``FOOTER_GLYPH``, ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
+  ``plain_text``, ``close_open_fence``, ``error_prose``, and the one sentence for the relay's own
+  failure (``INTERNAL_FAILURE``): a surface styles the reply by its blocks' kinds, never by the core's words.
 """
 
 from __future__ import annotations
 
 from core.config import secret
+from core.engine.blocks import (
+    Block,
+    ErrorProse,
+    Footer,
+    Formatter,
+    Notices,
+    Part,
+    PartialNote,
+    Plan,
+    PlanStep,
+    RefusalCard,
+    Rendered,
+    StopMark,
+    Text,
+    ToolLine,
+    Tools,
+    markdown_of,
+    rendered_as,
+)
 from core.engine.listening import Listener
 from core.engine.messages import Attachment, Button, ButtonPress, ConversationStatus, InboundMessage, PressResult
 from core.engine.receiving import Receiver, ReconnectLater
 from core.engine.router import route
-from core.engine.splitter import close_open_fence, plain_text
+from core.engine.splitter import close_open_fence, code_lines, plain_text
 from core.engine.surface import (
     AnswerUnreadable,
     Capabilities,
@@ -46,8 +68,7 @@ from core.engine.surface import (
     measure,
 )
 from core.engine.tasks import TaskSet
-from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
-from core.failures import INTERNAL_FAILURE, classify
+from core.failures import INTERNAL_FAILURE, Described, describe
 from core.plugin import (
     ControlFailed,
     Controls,
@@ -63,13 +84,11 @@ from core.refusal_log import RefusalLog
 from core.store import StoreError
 
 __all__ = [
-    "FOOTER_GLYPH",
     "INTERNAL_FAILURE",
-    "REFUSAL_LEAD",
     "SQLITE_COMPANIONS",
-    "TOOL_GLYPHS",
     "AnswerUnreadable",
     "Attachment",
+    "Block",
     "Button",
     "ButtonPress",
     "Capabilities",
@@ -79,6 +98,10 @@ __all__ = [
     "DeliveryError",
     "DeliveryFailed",
     "DeliveryRefused",
+    "Described",
+    "ErrorProse",
+    "Footer",
+    "Formatter",
     "Host",
     "InboundMessage",
     "Launched",
@@ -87,15 +110,23 @@ __all__ = [
     "MarkupRejected",
     "MessageTooLong",
     "NotModified",
+    "Notices",
+    "Part",
+    "PartialNote",
+    "Plan",
+    "PlanStep",
     "PressResult",
     "Problems",
     "RateLimit",
     "RateLimited",
     "Receiver",
     "ReconnectLater",
+    "RefusalCard",
     "RefusalLog",
+    "Rendered",
     "SecretRegistration",
     "StartupError",
+    "StopMark",
     "StoreError",
     "Surface",
     "SurfaceDefaults",
@@ -103,13 +134,20 @@ __all__ = [
     "SurfaceSettings",
     "SurfaceState",
     "TaskSet",
+    "Text",
+    "ToolLine",
+    "Tools",
     "close_open_fence",
+    "code_lines",
+    "describe",
     "error_prose",
+    "markdown_of",
     "measure",
     "plain_text",
     "private_file",
     "redact",
     "register_secrets",
+    "rendered_as",
     "route",
     "secret",
 ]
@@ -118,4 +156,4 @@ __all__ = [
 def error_prose(exc: BaseException) -> str:
     """The plain sentence a person is shown for ``exc``: the agent's failure as a turn says it, the one
     fixed sentence for anything the relay did not expect. Never a traceback, always redacted."""
-    return classify(exc).prose
+    return describe(exc).prose

@@ -65,8 +65,8 @@ class FileSurface(MemorySurface):
         await super().delete(key, message_id)
         self.log(method="delete", id=message_id)
 
-    async def typing(self, key, active):
-        await super().typing(key, active)
+    async def typing(self, key, active, *, origin=None):
+        await super().typing(key, active, origin=origin)
         if not active and "--slow-typing-off" in sys.argv:
             await asyncio.sleep(3)  # a platform slow to clear the indicator (one more Slack call)
 
@@ -74,14 +74,14 @@ class FileSurface(MemorySurface):
         with open(out_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
 
-    async def send(self, key, text, *, buttons=(), plain=False, reply_to=None):
-        mid = await super().send(key, text, buttons=buttons, plain=plain, reply_to=reply_to)
-        self.log(method="send", id=mid, text=text, reply_to=reply_to, buttons=len(buttons))
+    async def send(self, key, message, *, buttons=(), reply_to=None):
+        mid = await super().send(key, message, buttons=buttons, reply_to=reply_to)
+        self.log(method="send", id=mid, text=message.markdown, reply_to=reply_to, buttons=len(buttons))
         return mid
 
-    async def edit(self, key, message_id, text, *, buttons=(), plain=False):
-        await super().edit(key, message_id, text, buttons=buttons, plain=plain)
-        self.log(method="edit", id=message_id, text=text, buttons=len(buttons))
+    async def edit(self, key, message_id, message, *, buttons=()):
+        await super().edit(key, message_id, message, buttons=buttons)
+        self.log(method="edit", id=message_id, text=message.markdown, buttons=len(buttons))
 
 
 async def main():

@@ -60,6 +60,8 @@ class LeaseHolder:
 class LeaseLost(StoreError):
     """The owner's lease was taken over: it must not touch what the lease guards again."""
 
+    code = "store.lease_lost"
+
     def __init__(self, path: str, lease: Lease, holder: str | None, token: int | None) -> None:
         self.lease = lease
         now = f"now held by {holder} (token {token})" if holder is not None else "it is gone"

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import RelayError
+
 __all__ = [
     "ConversationRecord",
     "InboundRecord",
@@ -16,15 +18,17 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(RelayError):
     """The store cannot be used; ``path`` names the file (or the database, its password left out),
     ``detail`` says why. ``transient``: a network fault or a server starting up, worth trying again;
     otherwise a fact of the configuration or the data that trying again will not change."""
 
+    code = "store"
+
     def __init__(self, path: str, detail: str, *, transient: bool = False) -> None:
         self.path = path
         self.detail = detail
-        self.transient = transient
+        self.transient = transient  # type: ignore[misc]  # per-instance verdict shadows the class one
         super().__init__(f"store {path}: {detail}")
 
 

@@ -7,13 +7,12 @@ security rules and ``auth`` for the login (a token always, one-time links, serve
 
 Agent text never becomes a control: the sanitiser drops form elements (buttons, inputs, ...) and
 class, id, style and data-* attributes, and only the buttons the page builds from a message's
-``buttons`` are approval buttons. The core's footer and refusal card are styled by position only:
-the footer is the last top-level block of a message, the card the block just before it (the order
-of ``core.engine.document``); the same words anywhere else are plain agent text.
+``buttons`` are approval buttons. Each message reaches the page as typed blocks (``render``): the
+core's tool lines, plan, refusal card and footer are drawn from their fields, so the same words
+written by the agent are plain agent text.
 
 The page draws its own icons (inline SVG) where the core's tool lines and footer have emoji, which
-a browser without an emoji font shows as empty boxes; the server puts the core's glyph table
-(``core.engine.wording.TOOL_GLYPHS``, ``FOOTER_GLYPH``) into the page, so the two never drift.
+a browser without an emoji font shows as empty boxes: a block says its status, not its glyph.
 """
 
 from __future__ import annotations

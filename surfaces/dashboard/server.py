@@ -30,9 +30,6 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from core.surface_api import (
-    FOOTER_GLYPH,
-    REFUSAL_LEAD,
-    TOOL_GLYPHS,
     ButtonPress,
     ControlFailed,
     Host,
@@ -162,15 +159,8 @@ async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
 
 
 def _index_page() -> str:
-    """``index.html`` with the marks of the core's document that the page recognises, from the core itself.
-
-    The tool lines' and the footer's glyphs are emoji, which a browser without an emoji font shows
-    as empty boxes: the page draws its own icon in their place. The refusal card is found by its lead.
-    """
-    marks = {"tool_glyphs": {glyph: status for status, glyph in TOOL_GLYPHS.items()},
-             "footer_glyph": FOOTER_GLYPH, "refusal_lead": REFUSAL_LEAD}
-    data = json.dumps(marks).replace("<", "\\u003c")  # ASCII, and it cannot end the <script> it sits in
-    return (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace("{{core-marks}}", data)
+    """``index.html``, read once."""
+    return (STATIC_DIR / "index.html").read_text(encoding="utf-8")
 
 
 async def index(request: web.Request) -> web.StreamResponse:

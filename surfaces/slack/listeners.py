@@ -34,7 +34,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from core.surface_api import ButtonPress, Host, InboundMessage
 from surfaces.slack import wording
 from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
-from surfaces.slack.keys import Thread
+from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.render import ACTION_PREFIX
 from surfaces.slack.surface import SURFACE_NAME, SlackSurface
 from surfaces.slack.threads import Threads
@@ -70,7 +70,7 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 
 
 class Listeners:
-    """Translate Slack's requests for ``host``; ``surface`` learns who asked in each thread."""
+    """Translate Slack's requests for ``host``; each message carries who asked as its ``origin``."""
 
     def __init__(self, host: Host, surface: SlackSurface, threads: Threads) -> None:
         self.host = host
@@ -119,9 +119,9 @@ class Listeners:
             # stranger started with a mention are the people's own (the stranger is refused once).
             self.threads.join(thread)
         self.threads.note_latest(thread, got.user)
-        self.surface.heard(thread, got.user, got.ts)
         await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
-                                              message_id(thread.team, thread.channel, got.ts)))
+                                              message_id(thread.team, thread.channel, got.ts),
+                                              origin=Asker(got.user, got.ts)))
 
     # -- the slash command -------------------------------------------------------------------
 
@@ -140,9 +140,8 @@ class Listeners:
             return
         await ack(text=wording.COMPACT_SENT)  # (sent when this returns: after the command is journaled)
         text = f"/compact {person_text(str(command.get('text') or ''))}".rstrip()
-        self.surface.heard(thread, user, None)
         await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, user, text,
-                                              f"{team}:command:{trigger or channel}"))
+                                              f"{team}:command:{trigger or channel}", origin=Asker(user)))
 
     # -- buttons -----------------------------------------------------------------------------
 

@@ -169,5 +169,5 @@ async def test_gemini_400_is_malformed(replay: Replay) -> None:
     with pytest.raises(AcpError) as info:
         async with asyncio.timeout(HANG):
             await session.prompt("say hi")
-    assert info.value.code == 400, "gemini-cli answers with the HTTP status as the JSON-RPC code"
+    assert info.value.rpc_code == 400, "gemini-cli answers with the HTTP status as the JSON-RPC code"
     assert classify(info.value).kind == "malformed"

@@ -23,12 +23,20 @@ import pytest
 from core.config import RelayConfig
 from core.engine.conversation import Conversation
 from core.engine.engine import Engine
-from core.engine.surface import Button, ButtonPress, Capabilities, DeliveryFailed, InboundMessage, PressResult
+from core.engine.surface import (
+    Button,
+    ButtonPress,
+    Capabilities,
+    DeliveryFailed,
+    InboundMessage,
+    PressResult,
+    Rendered,
+)
 from core.lifecycle import Lifecycle
 from core.plugin import SurfaceSettings
 from core.store import Store
 from tests.conftest import FAKE_AGENT_PATH
-from tests.fakes.memory_surface import MemorySurface, StoredMessage, attaching
+from tests.fakes.memory_surface import MemorySurface, StoredMessage, attaching, text_of
 from tests.waiting import fast_sleep, until
 
 KEY = "memory:c1"
@@ -72,15 +80,15 @@ class ObservingSurface(MemorySurface):
             self.calls.append((method, key, text))
             raise DeliveryFailed("the platform is unavailable")
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
-        self._gate("send", conversation_key, text)
-        return await super().send(conversation_key, text, buttons=buttons, plain=plain, reply_to=reply_to)
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
+        self._gate("send", conversation_key, text_of(message))
+        return await super().send(conversation_key, message, buttons=buttons, reply_to=reply_to)
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
-        self._gate("edit", conversation_key, text)
-        await super().edit(conversation_key, message_id, text, buttons=buttons, plain=plain)
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
+        self._gate("edit", conversation_key, text_of(message))
+        await super().edit(conversation_key, message_id, message, buttons=buttons)
 
 
 def make_surface(**caps: Any) -> ObservingSurface:

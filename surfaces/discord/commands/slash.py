@@ -112,9 +112,9 @@ class SlashCommands:
         if key is None:
             await interaction.edit_original_response(content=wording.CHANNEL_NOT_ALLOWED)
             return
+        live = self.surface.interactions.open(interaction, ephemeral=ephemeral)
         message = InboundMessage(SURFACE_NAME, key, user_id, f"/{name} {argument}".rstrip(), str(interaction.id),
-                                 display_name=interaction.user.display_name)
-        live = self.surface.interactions.open(message.message_id, interaction, ephemeral=ephemeral)
+                                 display_name=interaction.user.display_name, origin=live)
         try:
             await self.host.handle(message)  # answered through the interaction before it is closed
         finally:
