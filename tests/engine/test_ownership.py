@@ -20,13 +20,10 @@ import pytest
 from core.engine import wording
 from core.engine.messages import PressResult
 from core.engine.ownership import LEASE_PREFIX
-from core.lifecycle import Lifecycle
-from core.plugin import SurfaceSettings
 from core.store import Store
 from tests.engine.conftest import KEY, USER, Relay, make_surface
-from tests.fakes.memory_surface import attaching
 from tests.postgres import PostgresServer
-from tests.waiting import fast_sleep, until
+from tests.waiting import until
 
 FOOTER = "⏱"
 
@@ -37,16 +34,10 @@ class PgRelay(Relay):
 
     url: str = ""
 
-    async def build(self) -> PgRelay:
+    def open_store(self) -> Store:
         from core.store.postgres import PostgresBackend  # psycopg: only where the server runs
 
-        self.store = Store.on(PostgresBackend.connect(self.url))
-        self.closed = False
-        self.lifecycle = Lifecycle(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
-        self.engine = self.lifecycle.engine
-        await self.lifecycle.launch(self.surface.name, attaching(self.surface, self.allowed),
-                                    settings=SurfaceSettings(enabled=True))
-        return self
+        return Store.on(PostgresBackend.connect(self.url))
 
 
 Pair = tuple[PgRelay, PgRelay]
