@@ -83,12 +83,15 @@ class Engine:
             self.presses = PressForwarding(store, ownership.relay, owns=lambda key: ownership.lease(key) is not None,
                                            handle=self._press_here)
             ownership.handlers = {PRESS: self.presses.on_note, PRESS_DONE: self.presses.on_note}
+            ownership.on_beat = lambda: self.outbox.schedule_redelivery()  # a dead relay's kept answers too
         self._pickups: dict[str, asyncio.Lock] = {}
         #: Messages of an owned conversation already handed to it in this tenure (a pickup skips them).
         self._taken: dict[str, set[tuple[str, str]]] = {}
         self.choices = ModelChoices()
         self.outbox = Outbox(store, self.tasks, self.surfaces, default_interval_s=config.engine.edit_interval_s,
                              sleep=sleep, clock=clock)
+        if self.ownership is not None:
+            self.outbox.owns = self.ownership.answers
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
         self.control = Control(config, store, self.outbox, self.choices,

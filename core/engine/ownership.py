@@ -67,6 +67,8 @@ class Ownership:
         #: Other channels this relay listens on, and what handles their notes (each in a task of its own).
         self.handlers: dict[str, Callable[[Note], Coroutine[Any, Any, None]]] = {}
         self._handling: set[asyncio.Task[None]] = set()
+        #: Called after each sweep (the engine resends the kept answers of what it owns now).
+        self.on_beat: Callable[[], None] = lambda: None
 
     def lease(self, key: str) -> Lease | None:
         """The lease this relay holds on ``key`` and may still act on, or None."""
@@ -85,6 +87,14 @@ class Ownership:
             return False
         self.leases[key] = lease
         return True
+
+    def answers(self, key: str) -> bool:
+        """``take``, with a database that cannot be reached meaning no (nothing is done meanwhile)."""
+        try:
+            return self.take(key)
+        except StoreError as exc:
+            log.warning("could not tell who answers %s: %s", key, exc)
+            return False
 
     def wake(self, key: str) -> None:
         """Wake the owner of ``key``: a message was journaled for it here."""
@@ -200,6 +210,7 @@ class Ownership:
             await self._sleep(self.ttl_s / 3)
             self.renew()
             await self.sweep()
+            self.on_beat()
 
     async def _listen(self) -> None:
         while True:

@@ -281,3 +281,26 @@ async def test_an_approval_pressed_on_another_relay_reaches_the_owner(pair: Pair
     assert "permission:selected:allow-once" in a.answer(msg)
     assert await b.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)  # once only
     assert await a.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)
+
+
+async def test_an_answer_kept_in_the_ledger_is_resent_by_the_owner_alone(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    for n in range(3):  # answers a chat would not take, kept for the conversation a owns
+        a.store.add_outbound(KEY, {"surface": "memory", "text": f"kept answer {n}"})
+    b.engine.outbox.schedule_redelivery()
+    a.engine.outbox.schedule_redelivery()
+    await until(lambda: not a.store.pending_outbound(), "the ledger emptied")
+    await until(lambda: not a.engine.outbox.redelivering and not b.engine.outbox.redelivering, "redelivery over")
+    shown = [m.text for m in a.surface.messages.values()]
+    assert [sum(f"kept answer {n}" in text for text in shown) for n in range(3)] == [1, 1, 1], shown
+
+
+async def test_a_dead_relays_kept_answer_is_resent_by_the_conversations_next_owner(pair: Pair) -> None:
+    a, b = pair
+    # A relay that died with an answer in the ledger, for a conversation nobody owns now.
+    a.store.add_outbound("memory:c3", {"surface": "memory", "text": "kept for c3"})
+    await until(lambda: not a.store.pending_outbound(), "the ledger emptied", timeout=30)
+    shown = [m.text for m in a.surface.messages.values()]
+    assert sum("kept for c3" in text for text in shown) == 1, shown
