@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from core.config import RelayConfig
+from core.engine.blocks import Rendered, rendered_as
 from core.engine.surface import Capabilities, InboundMessage
 from core.lifecycle import Lifecycle
 from core.plugin import SurfaceSettings
 from core.store import Store
-from tests.fakes.memory_surface import MemorySurface, attaching
+from tests.fakes.memory_surface import MemoryMessage, MemorySurface, attaching
 from tests.postgres import PostgresServer
 
 __all__ = ["main"]
@@ -55,18 +56,18 @@ class TimedSurface(MemorySurface):
         self.first: dict[str, float] = {}
         self.done: set[str] = set()
 
-    async def send(self, conversation_key: str, text: str, **kw: Any) -> str:
+    async def send(self, conversation_key: str, message: Rendered, **kw: Any) -> str:
         reply_to = kw.get("reply_to")
         if reply_to is not None and reply_to not in self.first:
             self.first[reply_to] = time.perf_counter()
-        mid = await super().send(conversation_key, text, **kw)
-        if reply_to is not None and "⏱" in text:
+        mid = await super().send(conversation_key, message, **kw)
+        if reply_to is not None and "⏱" in rendered_as(message, MemoryMessage).markdown:
             self.done.add(reply_to)
         return mid
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, **kw: Any) -> None:
-        await super().edit(conversation_key, message_id, text, **kw)
-        if "⏱" in text:
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, **kw: Any) -> None:
+        await super().edit(conversation_key, message_id, message, **kw)
+        if "⏱" in rendered_as(message, MemoryMessage).markdown:
             origin = self.messages[message_id].reply_to
             if origin is not None:
                 self.done.add(origin)
