@@ -298,7 +298,7 @@ async def test_an_answer_kept_in_the_ledger_is_resent_by_the_owner_alone(pair: P
 
 
 async def test_a_dead_relays_kept_answer_is_resent_by_the_conversations_next_owner(pair: Pair) -> None:
-    a, b = pair
+    a, _ = pair
     # A relay that died with an answer in the ledger, for a conversation nobody owns now.
     a.store.add_outbound("memory:c3", {"surface": "memory", "text": "kept for c3"})
     await until(lambda: not a.store.pending_outbound(), "the ledger emptied", timeout=30)
