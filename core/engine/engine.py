@@ -31,6 +31,7 @@ from core.engine.delivery import Outbox
 from core.engine.journal import Journal
 from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
 from core.engine.ownership import Ownership, default_relay_name
+from core.engine.pickups import Pickups
 from core.engine.presses import PRESS, PRESS_DONE, PressForwarding
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
@@ -52,7 +53,7 @@ CONVERSATIONS_IN_MEMORY = 1000
 State = Literal["new", "starting", "running", "closing", "closed"]
 
 
-class Engine:
+class Engine(Pickups):
     """De-duplicates, checks access, routes commands, queues prompts and runs turns."""
 
     def __init__(self, config: RelayConfig, store: Store, pool: RuntimePool, *,
@@ -157,47 +158,6 @@ class Engine:
 
         self.tasks.spawn(load(), name=f"reattach-{conv.key}")
 
-    # -- ownership (relays sharing a store) ------------------------------------------------
-
-    def _serves(self, key: str) -> bool:
-        return key.split(":", 1)[0] in self.surfaces
-
-    def _disown(self, key: str) -> None:
-        """The lease on ``key`` was lost: stop it here at once, forget it (the new owner answers)."""
-        self._taken.pop(key, None)
-        conv = self.conversations.pop(key, None)
-        if conv is not None:
-            conv.disown()
-
-    def _spawn_pickup(self, key: str) -> None:
-        if self.state == "running":
-            self.tasks.spawn(self._pickup(key), name=f"pickup-{key}")
-
-    async def _pickup(self, key: str) -> None:
-        """Answer ``key``'s journaled messages not handed to it yet, in arrival order (this relay owns it)."""
-        ownership = self.ownership
-        assert ownership is not None
-        lock = self._pickups.setdefault(key, asyncio.Lock())
-        async with lock:
-            unfinished = self.journal.unfinished(key)
-            taken = self._taken.setdefault(key, set())
-            taken &= {(u.message.surface, u.message.message_id) for u in unfinished}  # the rest are done
-            for item in unfinished:
-                msg = item.message
-                surface = self.surfaces.get(msg.surface)
-                if surface is None or (msg.surface, msg.message_id) in taken:
-                    continue
-                if self.closing or ownership.lease(key) is None:
-                    return  # no longer ours: its new owner (or this relay's next start) answers the rest
-                taken.add((msg.surface, msg.message_id))
-                if item.tool_may_have_run:  # a dead owner's turn may have run a tool: ask first
-                    self._reattach(self.conversation(key, surface))
-                    await self.resends.ask(surface, item)
-                    continue
-                await self._dispatch(self.conversation(key, surface), msg, replay=item.reply_started)
-        if not lock.locked() and self._pickups.get(key) is lock:
-            del self._pickups[key]
-
     async def _send_again(self, surface: Surface, msg: InboundMessage) -> None:
         await self._dispatch(self.conversation(msg.conversation_key, surface), msg, replay=True)
 
@@ -291,19 +251,6 @@ class Engine:
             await self._dispatch(self.conversation(message.conversation_key, surface), message)
 
         return dispatch
-
-    def _owned(self, key: str) -> Callable[[], Awaitable[None]] | None:
-        """Relays sharing a store: the owner answers. Taken here if nobody owns it; else its owner is woken."""
-        assert self.ownership is not None
-        if not self.ownership.take(key):
-            self.ownership.wake(key)
-            return None
-
-        async def pickup() -> None:
-            if not self.closing:
-                await self._pickup(key)
-
-        return pickup
 
     async def prompt(self, message: InboundMessage) -> None:
         """Queue ``message`` as a prompt whatever its words: never a command or an answer to a question
