@@ -108,12 +108,14 @@ class Ownership:
     def release(self, key: str) -> None:
         """Let ``key`` go (evicted from memory, or the relay stops): the next message's relay takes it."""
         lease = self.leases.pop(key, None)
-        if lease is None:
-            return
+        if lease is not None:
+            self._let_go(lease)
+
+    def _let_go(self, lease: Lease) -> None:
         try:
             self.store.leases.release(lease)
         except StoreError as exc:  # it expires by itself
-            log.warning("could not release %s: %s", key, exc)
+            log.warning("could not release %s: %s", lease.name, exc)
 
     def release_all(self) -> None:
         """Let every lease go (a clean stop: the others take over without waiting for the expiry)."""
@@ -135,7 +137,7 @@ class Ownership:
         """Run ``work`` while this relay alone holds the lease ``name`` (a platform's poller, a
         gateway): the others stand by, trying every third of the lease time. A lease lost (taken
         over, or not renewed before its deadline) cancels ``work`` and this relay stands by again;
-        returns when ``work`` returns, with the lease released."""
+        returns when ``work`` returns, and a cancelled call cancels ``work``, with the lease released."""
         beat = self.ttl_s / 3
         while True:
             lease = self.store.leases.acquire(name, self.relay, self.ttl_s)
@@ -155,6 +157,12 @@ class Ownership:
                     task.result()  # its failure is the caller's (the receiver reconnects)
                     return
                 log.warning("%s: this relay no longer holds %s; standing by", self.relay, name)
+            except asyncio.CancelledError:  # the relay stops: the next one takes over without waiting
+                task.cancel()
+                await asyncio.wait({task})
+                if lease is not None:
+                    self._let_go(lease)
+                raise
             finally:
                 if not task.done():
                     task.cancel()

@@ -169,6 +169,11 @@ class Gateway:
 
     async def connect(self) -> None:
         """Runs while connected; ``StartupError`` for what no reconnect can fix."""
+        await self.login()
+        await self.run()
+
+    async def login(self) -> None:
+        """Log in once (the REST API: every relay sends); ``StartupError`` for a refused token."""
         if not self._logged_in:
             try:
                 with listen() as answer:
@@ -186,8 +191,17 @@ class Gateway:
                     raise ReconnectLater(retry_after(exc), "Discord rate limited the login") from exc
                 raise
             self._logged_in = True
+
+    async def run(self) -> None:
+        """Stay on the gateway until the connection ends; cancelled, leave it (its websocket closed,
+        so another relay can hold the gateway)."""
         try:
             await self.client.connect(reconnect=True)
+        except asyncio.CancelledError:
+            ws = self.client.ws
+            if ws is not None and ws.open:
+                await ws.close(code=1000)
+            raise
         except discord.PrivilegedIntentsRequired as exc:
             raise StartupError(wording.close_code_text(4014, self._token_env)) from exc
         except discord.ConnectionClosed as exc:

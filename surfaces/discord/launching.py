@@ -140,7 +140,12 @@ async def launch(host: Host, settings: DiscordConfig, *, capabilities: Capabilit
     client.events = Events(router.on_message, on_interaction, on_ready, commands.sync, on_connect,
                            router.unreadable)
     gateway = Gateway(client, token, settings.token_env)
-    receiver = host.receiver(gateway.connect, first_delay_s=first_reconnect_delay_s, sleep=sleep)
+
+    async def receive() -> None:
+        await gateway.login()  # every relay logs in: any relay sends
+        await host.exclusive("gateway", gateway.run)  # relays sharing a store: one holds the gateway
+
+    receiver = host.receiver(receive, first_delay_s=first_reconnect_delay_s, sleep=sleep)
     receiver.start()
     running = DiscordRelay(client, surface, router, presses, commands, catch_up, receiver, tasks)
     ready = asyncio.create_task(caught_up.wait(), name="discord-caught-up")

@@ -71,6 +71,8 @@ class Relay:
     launched: DiscordRelay = field(init=False)
     lifecycle: Lifecycle = field(init=False)
     running: bool = False
+    #: How long ``launch`` waits for the gateway (a relay standing by for it waits this long).
+    startup_wait_s: float = 15.0
 
     @property
     def channel(self) -> int:
@@ -104,16 +106,20 @@ class Relay:
             data.setdefault(section, {}).update(values)
         return RelayConfig.model_validate(data)
 
+    def open_store(self, config: RelayConfig) -> Store:
+        """The relay's store: its SQLite file (a subclass may open another)."""
+        return Store.open(config.store.path)
+
     async def start(self, *, wait_ready: bool = True) -> Relay:
         config = self.config()
-        self.store = Store.open(config.store.path)
+        self.store = self.open_store(config)
         self.lifecycle = Lifecycle(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
         self.engine = self.lifecycle.engine
         tuning: dict[str, Any] = {"sleep": self.reconnect_sleep} if self.reconnect_sleep else {}
         try:
             launched = await self.lifecycle.launch("discord", lambda host, settings: launch(
                 host, settings, capabilities=self.capabilities, guild_ready_timeout=0.05,
-                first_reconnect_delay_s=0.05, identify_delay_s=0.05, **tuning))
+                first_reconnect_delay_s=0.05, identify_delay_s=0.05, startup_wait_s=self.startup_wait_s, **tuning))
         except BaseException:
             await self.lifecycle.close()
             raise

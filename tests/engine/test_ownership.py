@@ -182,7 +182,7 @@ async def test_one_relay_at_a_time_runs_an_exclusive_receive_loop_and_another_ta
         assert not on_a.done() and not on_b.done()  # both stand by
         a.store.leases.release(other)
         await until(lambda: len(running) == 1, "a relay polls again")
-        # The one polling dies without letting go: the other polls once its lease expired.
+        # The one polling stops (and lets go): the other polls.
         (holder,) = running
         tasks[holder].cancel()
         await asyncio.wait({tasks[holder]})
