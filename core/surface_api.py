@@ -11,7 +11,8 @@ through it. What is here:
   ``RateLimit``, ``LengthUnit``, ``measure``;
 - what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
   ``ConversationStatus``; the reply as typed blocks (``Block`` and its kinds: ``Text``, ``Tools``,
-  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``),
+  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``,
+  ``Choices``, a picker whose options come as buttons),
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
@@ -27,6 +28,7 @@ from __future__ import annotations
 from core.config import secret
 from core.engine.blocks import (
     Block,
+    Choices,
     ErrorProse,
     Footer,
     Formatter,
@@ -96,6 +98,7 @@ __all__ = [
     "Button",
     "ButtonPress",
     "Capabilities",
+    "Choices",
     "ControlFailed",
     "Controls",
     "ConversationStatus",

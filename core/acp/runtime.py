@@ -11,6 +11,7 @@ from typing import Any
 
 from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied, AcpPromptBusy
 from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
+from core.acp.listing import SessionListing, read_listing
 from core.acp.process import AgentProcess, child_env
 from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeDead, AcpWorkspaceBindingError
@@ -86,7 +87,10 @@ class AcpRuntime:
     async def _initialize(self) -> None:
         params = {
             "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+            # notices and compaction updates are shown as notice lines (without ``session.notices``,
+            # claude-agent-acp writes its notices into the answer as bold lines).
+            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False,
+                                   "session": {"notices": {}, "compaction": {}}},
             "clientInfo": CLIENT_INFO,
         }
         try:
@@ -172,6 +176,26 @@ class AcpRuntime:
         caps = self.init_result.get("agentCapabilities") or {}
         return bool(isinstance(caps, dict) and caps.get("loadSession"))
 
+    def _session_capability(self, name: str) -> bool:
+        caps = self.init_result.get("agentCapabilities") or {}
+        session = caps.get("sessionCapabilities") if isinstance(caps, dict) else None
+        return isinstance(session, dict) and isinstance(session.get(name), dict)
+
+    @property
+    def list_supported(self) -> bool:
+        """``sessionCapabilities.list``: ``session/list`` names the agent's sessions."""
+        return self._session_capability("list")
+
+    @property
+    def resume_supported(self) -> bool:
+        """``sessionCapabilities.resume``: ``session/resume`` reattaches a session without replaying it."""
+        return self._session_capability("resume")
+
+    @property
+    def close_supported(self) -> bool:
+        """``sessionCapabilities.close``: ``session/close`` lets the agent free a session."""
+        return self._session_capability("close")
+
     @property
     def busy(self) -> bool:
         """A turn runs, or a request (a session/load replaying history, say) awaits its answer."""
@@ -233,6 +257,31 @@ class AcpRuntime:
         session.loaded(result if isinstance(result, dict) else {})
         await session.prepare()
         return session
+
+    async def resume_session(self, session_id: str, *, timeout_s: float | None = None) -> AcpSession:
+        """``session/resume``: reattach a session the agent keeps, with no history replayed."""
+        existing = self.sessions.get(session_id)
+        if existing is not None:
+            return existing
+        result = await self.request("session/resume", {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []},
+                                    timeout_s=timeout_s)
+        session = AcpSession(self, session_id, result if isinstance(result, dict) else {})
+        self.sessions[session_id] = session
+        await session.prepare()
+        return session
+
+    async def list_sessions(self, cursor: str | None = None) -> tuple[list[SessionListing], str | None]:
+        """``session/list`` for this runtime's folder: the sessions (newest first) and the next page's cursor."""
+        params: dict[str, Any] = {"cwd": self.cwd}
+        if cursor:
+            params["cursor"] = cursor
+        return read_listing(await self.request("session/list", params))
+
+    async def close_session(self, session_id: str) -> None:
+        """``session/close`` where the agent offers it (it frees the session); the relay stops routing it."""
+        self.forget(session_id)
+        if self.close_supported and self.alive:
+            await self.request("session/close", {"sessionId": session_id})
 
     def forget(self, session_id: str) -> None:
         """Stop routing frames to a session (its conversation let go of it); the agent is not told."""

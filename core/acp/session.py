@@ -226,6 +226,7 @@ class AcpSession(SessionOffers):
             return  # the runtime logged it (once per method)
         if event is None:
             return
+        self.note(event)
         if isinstance(event, ConfigOptions):
             self._read_config_options(event.options)
         elif isinstance(event, ModeChanged):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.acp.pool import RuntimePool
 from core.acp.session import AcpSession
@@ -15,6 +15,7 @@ from core.engine.binding import SessionBinding
 from core.engine.choices import ModelChoices
 from core.engine.journal import Journal
 from core.engine.messages import QueueItem
+from core.engine.picks import Picks
 from core.engine.reply import TurnScope
 from core.engine.surface import Surface
 from core.engine.tasks import TaskSet
@@ -41,6 +42,8 @@ class ConversationDeps:
     approvals: Approvals
     choices: ModelChoices
     cancel_wait_s: float
+    #: The open pickers (projects, agents, sessions, modes); a reset expires them.
+    picks: Picks = field(default_factory=Picks)
 
 
 class Conversation:
@@ -70,6 +73,7 @@ class Conversation:
         """Start a new generation durably; the next message starts a new ACP session."""
         self.deps.approvals.forget_session(self.key)
         self.deps.choices.forget(self.key)
+        self.deps.picks.forget(self.key)
         return self.binding.reset()
 
     # -- queue and turns -----------------------------------------------------------------

@@ -109,3 +109,9 @@ class ConversationStatus:
     #: The name the agent gives ``model`` (qwen-code: "qwen3-coder-plus" for
     #: "$runtime|openai|qwen3-coder-plus(openai)"); None when it gives none.
     model_name: str | None = None
+    #: The configured project chosen for the conversation ("" none), the session's title, the mode
+    #: chosen from the chat, and what the conversation has cost so far in words ("" unknown).
+    project: str = ""
+    title: str = ""
+    mode: str = ""
+    cost: str = ""
