@@ -121,7 +121,8 @@ class ConversationRecord:
     context_pct: float | None = None
     #: The configured project chosen from the chat ("" none: the agent's own folder).
     project: str = ""
-    #: The mode (or ``configId=value`` of a select option) chosen from the chat, applied to new sessions.
+    #: The modes and select options chosen from the chat, one a line (a mode id, or ``configId=value``),
+    #: applied again to each new session.
     mode: str | None = None
     #: The session's title, as the agent last gave it.
     title: str = ""

@@ -25,6 +25,8 @@ log = logging.getLogger("acp_relay.acp.runtime")
 
 CLIENT_INFO = {"name": "acp-relay", "title": "acp-relay", "version": "0.1.0"}
 PROTOCOL_VERSION = 1
+#: Updates kept for a session whose answer is still being read: sessions, and frames each.
+_EARLY_SESSIONS, _EARLY_FRAMES = 4, 16
 _NOT_LOGGED_IN = re.compile(r"not logged in|please log ?in|login required", re.I)
 
 
@@ -41,6 +43,7 @@ class AcpRuntime:
         self.cwd = str(spec.expanded_cwd())
         self.sessions: dict[str, AcpSession] = {}
         self._unknown_methods: set[str] = set()  # agent methods already logged as unknown
+        self._early: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # session id -> updates before its answer
         self.init_result: dict[str, Any] = {}
         self.backend = spec.backend or detect_backend(spec.command, spec.args)
         self.last_used = time.monotonic()
@@ -228,7 +231,7 @@ class AcpRuntime:
         self._check_cwd(cwd)
         result = await self.request("session/new", {"cwd": self.cwd, "mcpServers": []})
         session = AcpSession(self, str(result["sessionId"]), result)
-        self.sessions[session.session_id] = session
+        self._register(session)
         await session.prepare()
         return session
 
@@ -266,7 +269,7 @@ class AcpRuntime:
         result = await self.request("session/resume", {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []},
                                     timeout_s=timeout_s)
         session = AcpSession(self, session_id, result if isinstance(result, dict) else {})
-        self.sessions[session_id] = session
+        self._register(session)
         await session.prepare()
         return session
 
@@ -302,11 +305,25 @@ class AcpRuntime:
             return
         if not isinstance(params, dict):
             return
-        session = self.sessions.get(str(params.get("sessionId", "")))
+        sid = str(params.get("sessionId", ""))
+        session = self.sessions.get(sid)
         if session is None:
-            log.debug("%s for a session this runtime does not serve", method)
+            # The answer to session/new (or /resume) is read first, but the session is registered only
+            # when its caller runs again: updates the agent sends right after it (its commands) wait.
+            early = self._early.setdefault(sid, [])
+            if len(early) < _EARLY_FRAMES:
+                early.append((method, params))
+            while len(self._early) > _EARLY_SESSIONS:
+                self._early.pop(next(iter(self._early)))
+            log.debug("%s for a session this runtime does not serve (yet)", method)
             return
         session.on_frame(method, params)
+
+    def _register(self, session: AcpSession) -> None:
+        """Serve ``session`` from now on, with the updates that came for it before its answer was read."""
+        self.sessions[session.session_id] = session
+        for method, params in self._early.pop(session.session_id, []):
+            session.on_frame(method, params)
 
     async def _on_request(self, method: str, params: Any) -> Any:
         if method == "session/request_permission" and isinstance(params, dict):

@@ -162,11 +162,12 @@ class SessionBinding:
 
     async def _restore_mode(self, session: AcpSession, mode: str, notify: list[Notice]) -> None:
         """The mode chosen from the chat, on a new session; said when the agent no longer takes it."""
-        try:
-            await apply_mode(session, mode)
-        except (AcpError, LookupError) as exc:
-            notify.append(Notice(switch_wording.mode_not_kept_text(mode), key="mode"))
-            log.info("the mode %s chosen in %s was not applied: %r", mode, self.key, exc)
+        for choice in mode.splitlines():
+            try:
+                await apply_mode(session, choice)
+            except (AcpError, LookupError) as exc:
+                notify.append(Notice(switch_wording.mode_not_kept_text(choice), key=f"mode-{choice}"))
+                log.info("the mode %s chosen in %s was not applied: %r", choice, self.key, exc)
 
     def spec(self, rec: ConversationRecord | None = None) -> AgentSpec:
         """The agent (and folder) the conversation runs now, as stored."""

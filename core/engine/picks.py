@@ -22,10 +22,17 @@ class Pick:
 
     kind: str
     values: list[str]
+    labels: list[str]
     more: str | None = None
     numbered: bool = False  # shown as numbered lines: a numbered reply chooses
     tokens: dict[str, int] = field(default_factory=dict)  # token -> option index (-1: more)
     message_id: str = ""
+    chosen: int = -1  # the option taken
+
+    @property
+    def label(self) -> str:
+        """The label of the option taken ("" for none, or the next page)."""
+        return self.labels[self.chosen] if 0 <= self.chosen < len(self.labels) else ""
 
 
 class Picks:
@@ -38,7 +45,7 @@ class Picks:
               more: str | None = None, more_label: str = "", numbered: bool = False) -> tuple[Pick, tuple[Button, ...]]:
         """Open a list of (label, value) options, replacing the conversation's earlier one; ``numbered``:
         shown as numbered lines (no buttons), answered by a number."""
-        pick = Pick(kind, [value for _, value in options], more, numbered)
+        pick = Pick(kind, [value for _, value in options], [label for label, _ in options], more, numbered)
         buttons = []
         for index, (label, _) in enumerate(options):
             token = secrets.token_urlsafe(12)
@@ -59,6 +66,7 @@ class Picks:
             return None
         del self._open[key]
         index = pick.tokens[token]
+        pick.chosen = index
         return pick, (pick.values[index] if index >= 0 else None)
 
     def take_number(self, key: str, text: str) -> tuple[Pick, str | None] | None:
@@ -70,6 +78,7 @@ class Picks:
         number = int(word)
         if 1 <= number <= len(pick.values):
             del self._open[key]
+            pick.chosen = number - 1
             return pick, pick.values[number - 1]
         if pick.more is not None and number == len(pick.values) + 1:
             del self._open[key]

@@ -43,7 +43,7 @@ def _mode(session: AcpSession | None, rec: ConversationRecord | None) -> str:
     """The session's mode by the name the agent gives it, else the mode chosen from the chat."""
     if session is not None and session.current_mode:
         return session.mode_names.get(session.current_mode, session.current_mode)
-    return rec.mode or "" if rec is not None else ""
+    return ", ".join((rec.mode or "").splitlines()) if rec is not None else ""
 
 
 def _live_costs(session: AcpSession | None, rec: ConversationRecord | None) -> dict[str, dict[str, object]]:

@@ -47,17 +47,17 @@ _NEXT = "A new session starts with your next message; the previous one is kept a
 
 def projects_text(current: str, folder: str) -> str:
     """Above the project buttons."""
-    return f"Project: {current or 'none'} ({folder}). Choose a project:"
+    return f"Project: {current or 'none'} (`{folder}`). Choose a project:"
 
 
 def project_switched_text(name: str, folder: str) -> str:
     """A project was chosen."""
-    return f"Switched to the project {name} ({folder}). {_NEXT}"
+    return f"Switched to the project {name} (`{folder}`). {_NEXT}"
 
 
 def project_folder_missing_text(name: str, folder: str) -> str:
     """The configured folder is gone."""
-    return f"The folder of the project {name} ({folder}) does not exist, so nothing was changed."
+    return f"The folder of the project {name} (`{folder}`) does not exist, so nothing was changed."
 
 
 def agents_text(current: str) -> str:
@@ -95,12 +95,12 @@ def age_text(seconds: float | None) -> str:
 
 def sessions_text(folder: str) -> str:
     """Above the session buttons."""
-    return f"The agent's sessions in {folder}, newest first. Choose one to continue it here:"
+    return f"The agent's sessions in `{folder}`, newest first. Choose one to continue it here:"
 
 
 def no_sessions_text(folder: str) -> str:
     """The agent lists none for this folder."""
-    return f"The agent has no sessions in {folder} yet."
+    return f"The agent has no sessions in `{folder}` yet."
 
 
 def attached_text(title: str, age: str, replayed: int) -> str:

@@ -30,7 +30,7 @@ from core.engine.streamer import Content
 from core.failures import describe, is_session_lost
 from core.store import ConversationRecord
 
-__all__ = ["SWITCH_ACTIONS", "Answer", "Switches"]
+__all__ = ["SWITCH_ACTIONS", "Answer", "Switches", "with_choice"]
 
 log = logging.getLogger("acp_relay.engine.switches")
 
@@ -64,8 +64,9 @@ class Switches:
             described = describe(exc)
             await self.answer(conv, message, (ErrorProse(described.prose, described.reset),), ())
 
-    async def choose(self, conv: Conversation, action: str, value: str) -> str:
-        """Switch to ``value`` (a name, a session id, a mode); the sentence saying what happened."""
+    async def choose(self, conv: Conversation, action: str, value: str, label: str = "") -> str:
+        """Switch to ``value`` (a name, a session id, a mode; ``label``: its button's words, which for a
+        session are its title and age); the sentence saying what happened."""
         if conv.busy or conv.queue:
             return say.BUSY_SWITCH
         if action == "project":
@@ -73,7 +74,7 @@ class Switches:
         if action == "agent":
             return await self._agent(conv, value)
         if action == "sessions":
-            return await self._attach(conv, value)
+            return await self._attach(conv, value, label)
         return await self._mode(conv, value)
 
     # -- presses and numbered replies ------------------------------------------------------
@@ -100,7 +101,7 @@ class Switches:
             if value is None:  # the "more" button: the next page of sessions, in place of this one
                 await self._list(conv, pick.kind, message, pick.more or "", edit=pick.message_id)
                 return say.MORE_LABEL
-            text = await self.choose(conv, pick.kind, value)
+            text = await self.choose(conv, pick.kind, value, pick.label)
         except (AcpError, AcpRuntimeError) as exc:
             return describe(exc).prose
         if pick.message_id and message is None:  # a press: the list's message now says what was chosen
@@ -206,7 +207,7 @@ class Switches:
         self.picks.forget(conv.key)
         await conv.binding.switch(rec)
 
-    async def _attach(self, conv: Conversation, session_id: str) -> str:
+    async def _attach(self, conv: Conversation, session_id: str, label: str) -> str:
         rec = conv.binding.record()
         if session_id == rec.session_id and conv.session is not None:
             return say.already_text("session", session_id)
@@ -217,7 +218,11 @@ class Switches:
                 return say.unknown_session_text(session_id)
             raise
         conv.deps.approvals.forget_session(conv.key)
-        return say.attached_text(session.title, "", session.replayed)
+        title, _, age = label.partition(_AGE)
+        if title and not session.title and title != session_id[:12]:
+            session.title = title  # the list's title, until the agent says another
+            conv.binding.save_context()
+        return say.attached_text(session.title, age, session.replayed)
 
     async def _mode(self, conv: Conversation, wanted: str) -> str:
         session = conv.session or await conv.binding.ensure([])
@@ -228,11 +233,23 @@ class Switches:
             return say.unknown_name_text("mode", wanted, [c.label for c in mode_choices(session)])
         except AcpToolGateUnroutable:
             return say.mode_refused_text(named.label if named else wanted, session.runtime.spec.tool_gate)
-        conv.binding.store.save_conversation(replace(conv.binding.record(), mode=choice.value))
+        rec = conv.binding.record()
+        conv.binding.store.save_conversation(replace(rec, mode=with_choice(rec.mode, choice.value)))
         return say.mode_switched_text(choice.label)
+
+
+def with_choice(stored: str | None, value: str) -> str:
+    """The stored mode choices (one a line: a mode id, or ``configId=value``) with ``value`` in place of
+    the earlier choice of the same mode or option."""
+    key = value.partition("=")[0] if "=" in value else ""
+    kept = [c for c in (stored or "").splitlines() if c and (c.partition("=")[0] if "=" in c else "") != key]
+    return "\n".join([*kept, value])
+
+
+_AGE = " · "
 
 
 def _session_label(title: str, session_id: str, age: str) -> str:
     """A session's button: its title (else the start of its id), and how long ago it was used."""
     name = title or session_id[:12]
-    return f"{name} · {age}" if age else name
+    return f"{name}{_AGE}{age}" if age else name
