@@ -19,6 +19,7 @@ through it. What is here:
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
+  ``command_word`` (an agent command's name as every platform spells it),
   ``plain_text``, ``close_open_fence``, ``error_prose``, and the core's marks and sentences a surface
   still shows or recognises (``FOOTER_GLYPH``, ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
 """
@@ -49,7 +50,7 @@ from core.engine.blocks import (
 from core.engine.listening import Listener
 from core.engine.messages import Attachment, Button, ButtonPress, ConversationStatus, InboundMessage, PressResult
 from core.engine.receiving import Receiver, ReconnectLater
-from core.engine.router import route
+from core.engine.router import command_word, route
 from core.engine.splitter import close_open_fence, code_lines, plain_text
 from core.engine.surface import (
     AnswerUnreadable,
@@ -146,6 +147,7 @@ __all__ = [
     "Tools",
     "close_open_fence",
     "code_lines",
+    "command_word",
     "describe",
     "error_prose",
     "markdown_of",

@@ -379,7 +379,8 @@ def help_text(commands: Mapping[str, str], agent_commands: Sequence[tuple[str, s
         names = " or ".join(f"`{s}`" for s in spellings[action])
         lines.append(f"{names}: {known.get(action, action)}")
     if agent_commands:
-        prefix = next((s[0] for s, a in commands.items() if a == "help" and s[:1] in "/!"), "/")
+        helps = {s[:1] for s, a in commands.items() if a == "help"}
+        prefix = "!" if "!" in helps else "/"  # the typed alias where there is one (a slash is the platform's)
         lines.append("The agent's own commands:")
         lines += [f"`{prefix}{command_word(name)}`" + (f": {' '.join(desc.split())}" if desc.strip() else "")
                   for name, desc in agent_commands]

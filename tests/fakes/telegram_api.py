@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -66,6 +67,7 @@ class FakeBotApi(MessageMethods):
         self.files: dict[str, bytes] = {}
         self.events: list[Call] = []
         self.commands: list[Json] = []
+        self.chat_commands: dict[int, list[Json]] = {}  # chat id -> its own menu
         self.webhook: Json = {}
         self.answered: dict[str, str | None] = {}
         #: getUpdates answers at once, whatever its ``timeout`` (a server that does not long-poll).
@@ -351,7 +353,25 @@ class FakeBotApi(MessageMethods):
         return self.me
 
     async def _api_setMyCommands(self, params: Json) -> bool:
-        self.commands = list(params.get("commands") or [])
+        """Telegram's checks: at most 100 commands, names of 1-32 of a-z, 0-9 and _, descriptions of
+        1-256 characters. A ``chat`` scope sets that chat's menu (``chat_commands``)."""
+        commands = params.get("commands") or []
+        if isinstance(commands, str):
+            commands = json.loads(commands)
+        if len(commands) > 100:
+            raise ApiError(400, "Bad Request: too many commands")
+        for command in commands:
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", str(command.get("command", ""))):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(str(command.get("description", ""))) <= 256:
+                raise ApiError(400, "Bad Request: command description is invalid")
+        scope = params.get("scope")
+        if isinstance(scope, str):
+            scope = json.loads(scope)
+        if isinstance(scope, dict) and scope.get("type") == "chat":
+            self.chat_commands[int(scope["chat_id"])] = list(commands)
+        else:
+            self.commands = list(commands)
         return True
 
     async def _api_deleteWebhook(self, params: Json) -> bool:
