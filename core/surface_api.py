@@ -10,9 +10,9 @@ through it. What is here:
 - the seam the core calls: ``Surface``, ``SurfaceDefaults`` (the fallbacks), ``Capabilities``,
   ``RateLimit``, ``LengthUnit``, ``measure``;
 - what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
-  ``ConversationStatus``; the reply as typed blocks (``Block`` and its kinds: ``Text``, ``Tools``,
-  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``,
-  ``Choices``, a picker whose options come as buttons),
+  ``ConversationStatus``, ``ChoiceList`` (what a panel's picker offers); the reply as typed blocks
+  (``Block`` and its kinds: ``Text``, ``Tools``, ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``,
+  ``PartialNote``, ``StopMark``, ``Footer``, ``Choices``, a picker whose options come as buttons),
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
@@ -48,7 +48,15 @@ from core.engine.blocks import (
     rendered_as,
 )
 from core.engine.listening import Listener
-from core.engine.messages import Attachment, Button, ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.engine.messages import (
+    Attachment,
+    Button,
+    ButtonPress,
+    ChoiceList,
+    ConversationStatus,
+    InboundMessage,
+    PressResult,
+)
 from core.engine.receiving import Receiver, ReconnectLater
 from core.engine.router import command_word, route
 from core.engine.splitter import close_open_fence, code_lines, plain_text
@@ -99,6 +107,7 @@ __all__ = [
     "Button",
     "ButtonPress",
     "Capabilities",
+    "ChoiceList",
     "Choices",
     "ControlFailed",
     "Controls",

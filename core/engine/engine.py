@@ -29,12 +29,20 @@ from core.engine.commands import Control
 from core.engine.conversation import Conversation, ConversationDeps
 from core.engine.delivery import Outbox
 from core.engine.journal import Journal
-from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
+from core.engine.messages import (
+    ButtonPress,
+    ChoiceList,
+    ConversationStatus,
+    InboundMessage,
+    PressResult,
+    QueueItem,
+)
 from core.engine.picks import Picks
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, agent_command, parse_approval_reply, route
 from core.engine.surface import Surface
+from core.engine.switches import SWITCH_ACTIONS
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnDeps, TurnRunner
 from core.redact import register_secrets
@@ -334,3 +342,15 @@ class Engine:
     async def set_model(self, conversation_key: str, model: str) -> None:
         """Switch the conversation's model (its first message need not have been sent yet)."""
         await self.control.set_model(self._by_key(conversation_key), model)
+
+    async def choice_list(self, conversation_key: str, kind: str, page: str = "") -> ChoiceList:
+        """What the project, agent, sessions or mode control offers (the panel's pickers)."""
+        if kind not in SWITCH_ACTIONS:
+            raise KeyError(kind)
+        return await self.control.switches.listing(self._by_key(conversation_key), kind, page)
+
+    async def choose(self, conversation_key: str, kind: str, value: str) -> str:
+        """Switch the conversation's project, agent, session or mode; the sentence saying what happened."""
+        if kind not in SWITCH_ACTIONS:
+            raise KeyError(kind)
+        return await self.control.switches.choose(self._by_key(conversation_key), kind, value)

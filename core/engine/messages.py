@@ -9,6 +9,7 @@ __all__ = [
     "Attachment",
     "Button",
     "ButtonPress",
+    "ChoiceList",
     "ConversationStatus",
     "InboundMessage",
     "PressOutcome",
@@ -82,6 +83,19 @@ class PressResult:
 
     outcome: PressOutcome
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceList:
+    """What one of the conversation controls offers (projects, agents, sessions, modes): ``prompt`` says
+    what is chosen now, ``options`` are (label, value) pairs, ``current`` the index of the one in use
+    (-1: none), ``more`` the value that asks for the next page (None: the last page). Without
+    options, ``prompt`` is the sentence saying why there are none."""
+
+    prompt: str
+    options: tuple[tuple[str, str], ...] = ()
+    current: int = -1
+    more: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

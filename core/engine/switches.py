@@ -24,7 +24,7 @@ from core.engine import switch_wording as say
 from core.engine.blocks import Choices, ErrorProse
 from core.engine.conversation import Conversation
 from core.engine.delivery import Outbox
-from core.engine.messages import Button, InboundMessage, PressResult
+from core.engine.messages import Button, ChoiceList, InboundMessage, PressResult
 from core.engine.picks import PAGE, Pick, Picks
 from core.engine.streamer import Content
 from core.failures import describe, is_session_lost
@@ -112,60 +112,64 @@ class Switches:
 
     async def _list(self, conv: Conversation, kind: str, message: InboundMessage | None, page: str, *,
                     edit: str = "") -> None:
+        found = await self.listing(conv, kind, page)
+        if not found.options:
+            await self.answer(conv, message, found.prompt, ())
+            return
+        await self._show(conv, message, kind, found, edit)
+
+    async def listing(self, conv: Conversation, kind: str, page: str = "") -> ChoiceList:
+        """What can be chosen for ``kind`` (a dashboard panel shows it as it likes); without options,
+        ``prompt`` is the sentence saying why (no projects, no session list...)."""
         rec = conv.binding.record()
-        current, more, options = -1, None, []
         if kind == "project":
             if not self.config.projects:
-                await self.answer(conv, message, say.NO_PROJECTS, ())
-                return
-            options = [(name, name) for name in self.config.projects]
-            current = list(self.config.projects).index(rec.project) if rec.project in self.config.projects else -1
-            prompt = say.projects_text(rec.project, str(resolve_cwd(conv.binding.spec(rec).cwd)))
-        elif kind == "agent":
+                return ChoiceList(say.NO_PROJECTS)
+            names = list(self.config.projects)
+            return ChoiceList(say.projects_text(rec.project, str(resolve_cwd(conv.binding.spec(rec).cwd))),
+                              tuple((n, n) for n in names), names.index(rec.project) if rec.project in names else -1)
+        if kind == "agent":
             known = list(self.config.agents or BUILTIN_AGENTS)
             name = choose_agent(self.config, rec.agent if rec.agent in known else None)[0]
-            options, current, prompt = [(n, n) for n in known], known.index(name) if name in known else -1, \
-                say.agents_text(name)
-        elif kind == "sessions":
-            runtime = await conv.binding.runtime()
-            if not runtime.list_supported:
-                await self.answer(conv, message, say.NO_LIST, ())
-                return
-            offset_text, _, cursor = page.partition("|")
-            offset = int(offset_text) if offset_text.isdigit() else 0
-            listed, next_cursor = await runtime.list_sessions(cursor or None)
-            if not listed and not offset:
-                await self.answer(conv, message, say.no_sessions_text(runtime.cwd), ())
-                return
-            shown = listed[offset:offset + PAGE]
-            now = time.time()
-            options = [(_session_label(s.title, s.session_id, say.age_text(now - s.updated if s.updated else None)),
-                        s.session_id) for s in shown]
-            current = next((i for i, s in enumerate(shown) if s.session_id == rec.session_id), -1)
-            if offset + PAGE < len(listed):
-                more = f"{offset + PAGE}|{cursor}"
-            elif next_cursor:
-                more = f"0|{next_cursor}"
-            prompt = say.sessions_text(runtime.cwd)
-        else:
-            session = conv.session or await conv.binding.ensure([])
-            found = mode_choices(session)
-            if not found:
-                await self.answer(conv, message, say.NO_MODES, ())
-                return
-            options = [(c.label, c.value) for c in found]
-            current = next((i for i, c in enumerate(found) if c.current), -1)
-            prompt = say.modes_text(found[current].label if current >= 0 else "")
-        await self._show(conv, message, kind, prompt, options, current, more, edit)
+            return ChoiceList(say.agents_text(name), tuple((n, n) for n in known),
+                              known.index(name) if name in known else -1)
+        if kind == "sessions":
+            return await self._sessions(conv, rec.session_id, page)
+        session = conv.session or await conv.binding.ensure([])
+        found = mode_choices(session)
+        if not found:
+            return ChoiceList(say.NO_MODES)
+        current = next((i for i, c in enumerate(found) if c.current), -1)
+        return ChoiceList(say.modes_text(found[current].label if current >= 0 else ""),
+                          tuple((c.label, c.value) for c in found), current)
 
-    async def _show(self, conv: Conversation, message: InboundMessage | None, kind: str, prompt: str,
-                    options: list[tuple[str, str]], current: int, more: str | None, edit: str) -> None:
+    async def _sessions(self, conv: Conversation, attached: str | None, page: str) -> ChoiceList:
+        """A page of the agent's sessions in the conversation's folder (``page``: "offset|cursor")."""
+        runtime = await conv.binding.runtime()
+        if not runtime.list_supported:
+            return ChoiceList(say.NO_LIST)
+        offset_text, _, cursor = page.partition("|")
+        offset = int(offset_text) if offset_text.isdigit() else 0
+        listed, next_cursor = await runtime.list_sessions(cursor or None)
+        if not listed[offset:]:
+            return ChoiceList(say.no_sessions_text(runtime.cwd))
+        shown = listed[offset:offset + PAGE]
+        now = time.time()
+        options = tuple((_session_label(s.title, s.session_id, say.age_text(now - s.updated if s.updated else None)),
+                         s.session_id) for s in shown)
+        more = f"{offset + PAGE}|{cursor}" if offset + PAGE < len(listed) else f"0|{next_cursor}" if next_cursor \
+            else None
+        current = next((i for i, s in enumerate(shown) if s.session_id == attached), -1)
+        return ChoiceList(say.sessions_text(runtime.cwd), options, current, more)
+
+    async def _show(self, conv: Conversation, message: InboundMessage | None, kind: str, found: ChoiceList,
+                    edit: str) -> None:
         buttons_ok = conv.surface.capabilities_for(conv.key).can_buttons
-        pick, buttons = self.picks.offer(conv.key, kind, options, more=more, more_label=say.MORE_LABEL,
+        more = found.more
+        pick, buttons = self.picks.offer(conv.key, kind, found.options, more=more, more_label=say.MORE_LABEL,
                                          numbered=not buttons_ok)
-        block = Choices(prompt, tuple(label for label, _ in options) + ((say.MORE_LABEL,) if more and not buttons_ok
-                                                                          else ()),
-                        numbered=not buttons_ok, current=current, more=more is not None)
+        labels = tuple(label for label, _ in found.options) + ((say.MORE_LABEL,) if more and not buttons_ok else ())
+        block = Choices(found.prompt, labels, numbered=not buttons_ok, current=found.current, more=more is not None)
         shown = buttons if buttons_ok else ()
         if edit:
             await self.outbox.edit(conv.surface, conv.key, edit, (block,), shown)
