@@ -191,13 +191,15 @@ class SessionBinding:
             self.session = None
             self.store.save_conversation(replace(rec, session_id=None, session_meta={}, title=""))
 
-    async def attach(self, session_id: str) -> AcpSession:
+    async def attach(self, session_id: str) -> tuple[AcpSession, bool]:
         """Continue the agent's session ``session_id`` (``session/resume``, else ``session/load``,
-        whose replayed history is not shown); the agent's error, and nothing changed, when it fails."""
+        whose replayed history is not shown) and say whether history was replayed; the agent's error,
+        and nothing changed, when it fails."""
         async with self._lock:
             rec = self.record()
             spec = self.spec(rec)
             runtime = await self.pool.acquire(spec)
+            replayed = session_id not in runtime.sessions and not runtime.resume_supported
             session = await reattach(runtime, session_id, {})
             if self.session is not None and self.session is not session:
                 self.session.runtime.forget(self.session.session_id)
@@ -205,7 +207,7 @@ class SessionBinding:
             name, _ = choose_agent(self.config, rec.agent or None)
             self.store.save_conversation(replace(rec, agent=name, cwd=spec.cwd, session_id=session_id,
                                                  session_meta=session.load_meta(), title=session.title))
-            return session
+            return session, replayed
 
     async def close(self) -> None:
         """Let the agent free the live session (``session/close`` where it offers it) before a reset."""

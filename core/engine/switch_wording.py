@@ -103,7 +103,7 @@ def no_sessions_text(folder: str) -> str:
     return f"The agent has no sessions in `{folder}` yet."
 
 
-def attached_text(title: str, age: str, replayed: int) -> str:
+def attached_text(title: str, age: str, replayed: bool) -> str:
     """A session from the list now answers this conversation."""
     what = f"the session \u201c{title}\u201d" if title else "that session"
     when = f" (last used {age})" if age else ""

@@ -216,7 +216,7 @@ class Switches:
         if session_id == rec.session_id and conv.session is not None:
             return say.already_text("session", session_id)
         try:
-            session = await conv.binding.attach(session_id)
+            session, replayed = await conv.binding.attach(session_id)
         except AcpError as exc:
             if is_session_lost(exc) or exc.rpc_code in (-32602, -32002):
                 return say.unknown_session_text(session_id)
@@ -227,7 +227,7 @@ class Switches:
         if title and not session.title and title != session_id[:12]:
             session.title = title  # the list's title, until the agent says another
             conv.binding.save_context()
-        return say.attached_text(session.title, age, session.replayed)
+        return say.attached_text(session.title, age, replayed)
 
     async def _mode(self, conv: Conversation, wanted: str) -> str:
         session = conv.session or await conv.binding.ensure([])
