@@ -8,7 +8,10 @@ from typing import Any
 
 from core.acp._dispatch import dicts
 from core.acp.gate_modes import select_values
-from core.acp.types import AcpEvent, AvailableCommands, Cost, SessionInfo, UsageUpdate
+from core.acp.types import AcpEvent, AvailableCommands, CompactionStatus, Cost, SessionInfo, UsageUpdate
+
+#: The longest compaction summary kept (it is shown on request, by the status command).
+SUMMARY_MAX = 2000
 
 __all__ = ["SessionOffers"]
 
@@ -48,6 +51,8 @@ class SessionOffers:
         self.title = ""
         #: The session's cumulative cost as the agent last reported it (None: it never did).
         self.cost: Cost | None = None
+        #: What the agent said its last compaction kept (``compaction_summary_chunk``), "" if nothing.
+        self.compaction_summary = ""
 
     def note(self, event: AcpEvent) -> None:
         """Keep what an update says of the session (also between turns, and while it is replayed)."""
@@ -57,6 +62,10 @@ class SessionOffers:
             self.title = event.title
         elif isinstance(event, UsageUpdate) and event.cost is not None:
             self.cost = event.cost
+        elif isinstance(event, CompactionStatus) and event.status == "summary":
+            self.compaction_summary = (self.compaction_summary + event.text)[:SUMMARY_MAX]
+        elif isinstance(event, CompactionStatus) and event.status == "in_progress":
+            self.compaction_summary = ""  # a new compaction: its summary follows
 
     def _read_result(self, result: dict[str, Any]) -> None:
         """Read a ``session/new`` or ``session/load`` answer."""

@@ -129,3 +129,5 @@ class ConversationStatus:
     title: str = ""
     mode: str = ""
     cost: str = ""
+    #: What the agent said its last compaction kept ("" when it said nothing).
+    compaction_summary: str = ""

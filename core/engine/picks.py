@@ -58,6 +58,11 @@ class Picks:
         self._open[key] = pick
         return pick, tuple(buttons)
 
+    def holds(self, key: str, token: str) -> bool:
+        """``token`` is a button of the conversation's open list (nothing is taken)."""
+        pick = self._open.get(key)
+        return pick is not None and token in pick.tokens
+
     def take(self, key: str, token: str) -> tuple[Pick, str | None] | None:
         """The list a press belongs to and the value chosen (None: its "more" button), once; None for a
         token that is unknown, used, or from another conversation's list."""

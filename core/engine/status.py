@@ -36,6 +36,7 @@ def conversation_status(config: RelayConfig, rec: ConversationRecord | None,
         title=(session.title if session else "") or (rec.title if rec is not None else ""),
         mode=_mode(session, rec),
         cost=cost_text(total_costs(_live_costs(session, rec))),
+        compaction_summary=session.compaction_summary if session else "",
     )
 
 

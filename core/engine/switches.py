@@ -80,7 +80,10 @@ class Switches:
     # -- presses and numbered replies ------------------------------------------------------
 
     async def press(self, conv: Conversation, token: str) -> PressResult | None:
-        """A press on a picker's button (None: not one of this conversation's open pickers)."""
+        """A press on a picker's button (None: not one of this conversation's open pickers). While an
+        answer runs the list stays open: nothing is switched, and its buttons still work afterwards."""
+        if (conv.busy or conv.queue) and self.picks.holds(conv.key, token):
+            return PressResult("resolved", say.BUSY_SWITCH)
         taken = self.picks.take(conv.key, token)
         if taken is None:
             return None

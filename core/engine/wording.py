@@ -288,6 +288,8 @@ def status_text(status: ConversationStatus) -> str:
         lines.append(f"Context used: {round(status.context_pct)}%")
     if status.cost:
         lines.append(f"Cost so far: {status.cost}")
+    if status.compaction_summary:
+        lines.append(f"Last compaction kept: {' '.join(status.compaction_summary.split())}")
     state = "answering" if status.busy else "idle"
     lines.append(f"State: {state}, {status.queue_length} queued")
     return "\n".join(lines)

@@ -116,10 +116,14 @@ async def test_switching_while_an_answer_runs_is_refused(relay: RelayFactory, tm
     await until(lambda: "session/prompt" in r.methods(), what="the turn runs")
     text = await _command(r, "/project web")
     assert text.startswith("An answer is running, so nothing was switched.")
+    await r.send("/project")  # the list is shown; a press while the answer runs changes nothing
+    pressed = await r.press(_token(r, "web"))
+    assert pressed.text.startswith("An answer is running, so nothing was switched.")
     await r.send("/stop")
     await r.idle()
     rec = r.store.get_conversation(KEY)
     assert rec is not None and rec.project == ""
+    assert (await r.press(_token(r, "web"))).text.startswith("Switched to the project web")  # still open
 
 
 # -- agents ---------------------------------------------------------------------------------
@@ -352,4 +356,5 @@ async def test_notices_and_compaction_are_shown(relay: RelayFactory) -> None:
     answer = r.answer(msg)
     assert "\u26a0\ufe0f Rate limited: retrying in 5s" in answer
     assert "The conversation was compacted." in answer
-    assert "the summary" not in answer
+    assert "the summary" not in answer  # shown on request: in the status
+    assert "Last compaction kept: the summary" in await _command(r, "/status")
