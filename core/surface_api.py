@@ -20,8 +20,8 @@ through it. What is here:
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
   ``command_word`` (an agent command's name as every platform spells it),
-  ``plain_text``, ``close_open_fence``, ``error_prose``, and the core's marks and sentences a surface
-  still shows or recognises (``FOOTER_GLYPH``, ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
+  ``plain_text``, ``close_open_fence``, ``error_prose``, and the one sentence for the relay's own
+  failure (``INTERNAL_FAILURE``): a surface styles the reply by its blocks' kinds, never by the core's words.
 """
 
 from __future__ import annotations
@@ -79,7 +79,6 @@ from core.engine.surface import (
     measure,
 )
 from core.engine.tasks import TaskSet
-from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
 from core.failures import INTERNAL_FAILURE, Described, describe
 from core.plugin import (
     ControlFailed,
@@ -96,11 +95,8 @@ from core.refusal_log import RefusalLog
 from core.store import StoreError
 
 __all__ = [
-    "FOOTER_GLYPH",
     "INTERNAL_FAILURE",
-    "REFUSAL_LEAD",
     "SQLITE_COMPANIONS",
-    "TOOL_GLYPHS",
     "AnswerUnreadable",
     "Attachment",
     "Block",
