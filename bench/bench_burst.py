@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import math
 import statistics
 import sys
@@ -66,7 +67,10 @@ def _run_line(run: Run) -> str:
 
 def _fake_line(run: Run) -> str:
     inbound = f"inbound leg p50 {_s(statistics.median(run.inbound))}; " if run.inbound else ""
-    return (f"    ({run.bot}: {inbound}the fake's process {run.fake_cpu_s:.1f} s CPU, its loop late by p95 "
+    top = sorted(run.calls.items(), key=lambda kv: -kv[1])[:4]
+    calls = ", ".join(f"{method} {n / run.size:.1f}" for method, n in top)
+    return (f"    ({run.bot}: {sum(run.calls.values()) / run.size:.1f} platform calls per conversation ({calls}); "
+            f"{inbound}the fake's process {run.fake_cpu_s:.1f} s CPU, its loop late by p95 "
             f"{run.lag_p95_s * 1e3:.0f} ms, at most {run.lag_max_s * 1e3:.0f} ms)")
 
 
@@ -143,6 +147,8 @@ async def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
+    # A bot killed at the end of its part drops its open requests: the fakes' server would log each.
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="bench-burst-") as tmp:
         work = Path(args.keep).resolve() if args.keep else Path(tmp)

@@ -112,6 +112,7 @@ class DashboardSide:
                 event = json.loads(line[5:])
                 if not subscribed.done():
                     subscribed.set_result(None)
+                self.timeline.call(f"event {event.get('type')}")
                 messages = event.get("messages", []) if event.get("type") == "snapshot" else [event]
                 for msg in messages:
                     if msg.get("type") == "message" and msg.get("role") == "agent":

@@ -72,6 +72,7 @@ class DiscordSide:
 
     def _seen(self, method: str, path: str, body: dict[str, Any]) -> None:
         parts = path.strip("/").split("/")
+        self.timeline.call(f"{method} {'/'.join(p if not p.isdigit() else '{id}' for p in parts[:4])}")
         if method in ("POST", "PATCH") and parts[0] == "channels" and len(parts) >= 3 and parts[2] == "messages":
             self.timeline.shown(int(parts[1]) - FIRST_DM, str(body.get("content") or ""))
         # The fake keeps every call for the tests; a long run needs only what the Timeline took.

@@ -72,6 +72,7 @@ class SlackSide:
                                                                 **base}))
 
     def _seen(self, method: str, params: dict[str, Any]) -> None:
+        self.timeline.call(method)
         if method in TEXT_CALLS:
             channel = str(params.get("channel") or "")
             if channel.startswith("C0P"):

@@ -60,6 +60,7 @@ class TelegramSide:
         self.api.say(FIRST_USER + i, text)
 
     def _seen(self, call: Call) -> None:
+        self.timeline.call(call.method)
         if call.method in TEXT_CALLS and call.status == 200:
             self.timeline.shown(int(call.params.get("chat_id", 0)) - FIRST_USER, str(call.params.get("text", "")),
                                 at=call.at)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -45,6 +46,8 @@ class Timeline:
         self.done_marks = frozenset(done)
         self.convs: dict[int, _Conversation] = {}
         self.finished = 0
+        #: The bot's platform calls (the dashboard: events on the tabs' streams) since ``expect``, by method.
+        self.calls: Counter[str] = Counter()
         self._all_done = asyncio.Event()
         self._expected: set[int] = set()
 
@@ -53,7 +56,12 @@ class Timeline:
         self.convs = {i: _Conversation() for i in ids}
         self._expected = set(self.convs)
         self.finished = 0
+        self.calls.clear()
         self._all_done.clear()
+
+    def call(self, method: str) -> None:
+        """The bot made a platform call (answered or not)."""
+        self.calls[method] += 1
 
     def written(self, i: int, at: float | None = None) -> None:
         conv = self.convs.get(i)
