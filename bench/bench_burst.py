@@ -1,10 +1,15 @@
 """A busy relay: bursts of conversations at once, new conversations after many known ones, and memory.
 
-Each part runs the whole ``acp-relay run`` process against a platform's fake server (in this
-process's event loop; see bench/README.md for why), with the scripted agent as its one agent
-process, and, for the bursts, a naive bot in the same run as the yardstick: a process written with
-the same platform library and the ACP SDK that sends one platform call per agent chunk, with no
-pacing and no journal (``bench/burst/naive_<surface>.py``).
+Each part runs the whole ``acp-relay run`` process against a platform's fake server, with the
+scripted agent as its one agent process, and, for the bursts, a naive bot in the same run as the
+yardstick: a process of its own written with the same platform library and the ACP SDK that sends
+one platform call per agent chunk, with no pacing and no journal (``bench/burst/naive_<surface>.py``).
+
+The fakes run in this process's event loop, beside nothing but the people writing: every part
+prints how late that loop woke (its p95 stayed within a few ms, against first-text figures of 0.1 s
+to a minute, and the fake used a fraction of one core), so the fake does not skew what it times;
+a separate process would add a control channel and measure the same. The machine's other load does
+skew everything: compare ratios measured in one run, and repeat (``--repeat``) where it matters.
 
 1. Burst: ``--sizes`` people write at once, each in a conversation of their own, to a bot that has
    answered one conversation before. First visible text p50/p95 (from the message written to the
@@ -71,7 +76,8 @@ def _fake_line(run: Run) -> str:
     calls = ", ".join(f"{method} {n / run.size:.1f}" for method, n in top)
     return (f"    ({run.bot}: {sum(run.calls.values()) / run.size:.1f} platform calls per conversation ({calls}); "
             f"{inbound}the fake's process {run.fake_cpu_s:.1f} s CPU, its loop late by p95 "
-            f"{run.lag_p95_s * 1e3:.0f} ms, at most {run.lag_max_s * 1e3:.0f} ms)")
+            f"{run.lag_p95_s * 1e3:.0f} ms, at most {run.lag_max_s * 1e3:.0f} ms; its longest garbage collection "
+            f"{run.gc_max_s * 1e3:.0f} ms)")
 
 
 def _spread(values: list[float]) -> str:

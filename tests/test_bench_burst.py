@@ -68,9 +68,11 @@ def test_a_profile_is_read_by_function_with_the_suspects_shares(tmp_path: Path) 
     loop = "run (asyncio/runners.py:160);BaseEventLoop._run_once (asyncio/base_events.py:1845)"
     pool = "AsyncConnectionPool._assign_requests_to_connections (httpcore/_async/connection_pool.py:270)"
     raw.write_text(f"{loop};Streamer._sync (core/engine/streamer.py:265);{pool} 30\n"
-                   f"{loop};Pacer._forget_idle (core/engine/pacing.py:68) 10\n", encoding="utf-8")
+                   f"{loop};Pacer._forget_idle (core/engine/pacing.py:68) 10\n"
+                   "Thread.run (threading.py:971);ThreadedChildWatcher._do_waitpid (asyncio/unix_events.py:1400) 7\n",
+                   encoding="utf-8")
     profile = Profile(raw)
-    assert profile.total == 40
+    assert (profile.total, profile.blocked) == (40, 7)
     pool_label = "httpcore/_async/connection_pool.py:AsyncConnectionPool._assign_requests_to_connections"
     assert profile.self_by()[pool_label] == 30
     assert profile.self_by("package")["core"] == 10

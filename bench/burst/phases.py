@@ -63,6 +63,7 @@ class Run:
     fake_cpu_s: float
     lag_p95_s: float
     lag_max_s: float
+    gc_max_s: float
     calls: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -128,7 +129,7 @@ async def _measure(side: Platform, bot: Bot, ids: range, text: str, timeout: flo
     lag_p95, lag_max = await lag.stop()
     await side.unwatch()
     return Run(bot.name, len(ids), side.timeline.first_text_s(), side.timeline.inbound_s(), own, agent, wall,
-               side.timeline.missing(), fake_cpu, lag_p95, lag_max, dict(side.timeline.calls))
+               side.timeline.missing(), fake_cpu, lag_p95, lag_max, lag.gc_max_s, dict(side.timeline.calls))
 
 
 @contextlib.asynccontextmanager

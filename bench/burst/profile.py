@@ -19,6 +19,10 @@ __all__ = ["SUSPECTS", "Profile", "main"]
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 #: Frames every stack of an asyncio program goes through: left out of the inclusive list.
 _LOOP = ("asyncio/", "<module>", "core/cli.py", "acp-relay")
+#: Threads blocked in a wait that py-spy still counts as active (a child watcher in ``waitpid``, discord.py's
+#: heartbeat thread in ``Event.wait``): left out of the shares, counted apart.
+_BLOCKED = ("asyncio/unix_events.py:ThreadedChildWatcher._do_waitpid", "threading.py:Condition.wait",
+            "threading.py:Event.wait", "selectors.py:EpollSelector.select")
 #: Issue 24's suspects, as frames to look for (a substring of ``file:function``).
 SUSPECTS = {
     "httpcore's pool re-scans": "httpcore/_async/connection_pool.py:AsyncConnectionPool._assign_requests",
@@ -43,10 +47,15 @@ class Profile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.stacks: list[tuple[list[str], int]] = []
+        self.blocked = 0
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             stack, _, count = line.rpartition(" ")
             if stack and count.isdigit():
-                self.stacks.append(([_label(f) for f in stack.split(";")], int(count)))
+                frames = [_label(f) for f in stack.split(";")]
+                if frames[-1] in _BLOCKED:
+                    self.blocked += int(count)
+                else:
+                    self.stacks.append((frames, int(count)))
         self.total = sum(n for _, n in self.stacks)
 
     def self_by(self, key: str = "function") -> Counter[str]:
@@ -75,7 +84,8 @@ class Profile:
         if not self.total:
             return [f"{self.path.name}: no samples"]
         pc = 100.0 / self.total
-        out = [f"{self.path.name}: {self.total} samples (at 100 a second: about {self.total / 100:.0f} s on CPU)"]
+        out = [f"{self.path.name}: {self.total} samples (at 100 a second: about {self.total / 100:.0f} s on CPU; "
+               f"{self.blocked} more of threads blocked in a wait, left out)"]
         packages = self.self_by("package").most_common(8)
         out.append("  self, by package: " + ", ".join(f"{name} {n * pc:.0f}%" for name, n in packages))
         out.append("  self, by function:")

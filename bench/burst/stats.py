@@ -8,6 +8,7 @@ place, the place a person would look.
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import time
 from collections import Counter
@@ -109,11 +110,14 @@ class Timeline:
 
 
 class LoopLag:
-    """How late this event loop wakes a 10 ms sleeper: the fake platform's own delay, if it has one."""
+    """How late this event loop wakes a 10 ms sleeper (the fake platform's own delay, if it has one), and
+    the longest pause of the garbage collector meanwhile."""
 
     def __init__(self, every_s: float = 0.01) -> None:
         self.every_s = every_s
         self.lags: list[float] = []
+        self.gc_max_s = 0.0
+        self._gc_started = 0.0
         self._task: asyncio.Task[None] | None = None
 
     async def _run(self) -> None:
@@ -122,12 +126,22 @@ class LoopLag:
             await asyncio.sleep(self.every_s)
             self.lags.append(time.monotonic() - start - self.every_s)
 
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.monotonic()
+        else:
+            self.gc_max_s = max(self.gc_max_s, time.monotonic() - self._gc_started)
+
     def start(self) -> None:
         self.lags.clear()
+        self.gc_max_s = 0.0
+        gc.callbacks.append(self._gc)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="bench-loop-lag")
 
     async def stop(self) -> tuple[float, float]:
         """(p95, max) lateness in seconds since ``start``."""
+        if self._gc in gc.callbacks:
+            gc.callbacks.remove(self._gc)
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
