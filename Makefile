@@ -56,7 +56,7 @@ bench: $(STAMP)
 # A busy relay (issue 24), per surface, the whole `acp-relay run` against the platform's fake and a
 # naive send-per-chunk bot in the same run. `make bench` runs bursts of 100 and 1,000 and 500 new
 # conversations after 500 and 2,000 known; `make bench-burst` the issue's sizes (10,000 known, the RSS
-# after them): about 10 minutes per surface on two quiet cores. One surface:
+# after them): 4.5 to 9 minutes per surface, 26 minutes for the four on two shared cores. One surface:
 # `make bench-burst BURST_LONG="--surface slack --sizes 100,1000 --known 500,10000"`.
 BURST      ?= --sizes 100,1000 --known 500,2000 --new 500
 BURST_LONG ?= --sizes 100,1000 --known 500,10000 --new 500
