@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bench.burst.platform import NothingToWatch
 from bench.burst.stats import Timeline
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_payloads import Channel, user
@@ -21,7 +22,7 @@ FIRST_DM = 720_000_000_000_100_000
 GUILD_READY_S = 2.5
 
 
-class DiscordSide:
+class DiscordSide(NothingToWatch):
     name = "discord"
 
     def __init__(self, timeline: Timeline) -> None:
@@ -55,12 +56,6 @@ class DiscordSide:
 
     def naive_args(self) -> list[str]:
         return ["--api", self.fake.api_base, "--gateway", self.fake.gateway_url]
-
-    async def watch(self, ids: range) -> None:
-        pass
-
-    async def unwatch(self) -> None:
-        pass
 
     async def write(self, i: int, text: str) -> None:
         if not self.identified:  # Discord sends a message on the gateway only to a bot connected then

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.burst.platform import NothingToWatch
 from bench.burst.stats import Timeline
 from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, BOT_USER, SIGNING_SECRET, TEAM, SlackFake
 
@@ -26,7 +27,7 @@ def _channel(i: int) -> str:
     return f"C0P{i:07d}"
 
 
-class SlackSide:
+class SlackSide(NothingToWatch):
     name = "slack"
 
     def __init__(self, timeline: Timeline) -> None:
@@ -53,12 +54,6 @@ class SlackSide:
 
     def naive_args(self) -> list[str]:
         return ["--api", self.fake.api_url]
-
-    async def watch(self, ids: range) -> None:
-        pass
-
-    async def unwatch(self) -> None:
-        pass
 
     async def write(self, i: int, text: str) -> None:
         msg = self.fake.user_message(_person(i), _channel(i), f"<@{BOT_USER}> {text}")

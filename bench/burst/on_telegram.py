@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from bench.burst.platform import NothingToWatch
 from bench.burst.stats import Timeline
 from tests.fakes.telegram_api import TOKEN, Call, FakeBotApi
 
@@ -19,7 +20,7 @@ FIRST_USER = 1_000_000
 TEXT_CALLS = frozenset({"sendMessageDraft", "sendMessage", "editMessageText"})
 
 
-class TelegramSide:
+class TelegramSide(NothingToWatch):
     name = "telegram"
 
     def __init__(self, timeline: Timeline) -> None:
@@ -48,12 +49,6 @@ class TelegramSide:
 
     def naive_args(self) -> list[str]:
         return ["--api", self.api.url]
-
-    async def watch(self, ids: range) -> None:
-        pass
-
-    async def unwatch(self) -> None:
-        pass
 
     async def write(self, i: int, text: str) -> None:
         self.timeline.written(i)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from bench.burst.stats import Timeline
 
-__all__ = ["BEGIN", "END", "FOOTER", "Platform", "script"]
+__all__ = ["BEGIN", "END", "FOOTER", "NothingToWatch", "Platform", "script"]
 
 BEGIN = "Answer begins."
 END = "Answer ends."
@@ -60,3 +60,13 @@ class Platform(Protocol):
 
     async def write(self, i: int, text: str) -> None:
         """Person ``i`` writes ``text`` in their conversation (the Timeline learns when)."""
+
+
+class NothingToWatch:
+    """A platform that shows a person the answer without anything opened first (all but the dashboard)."""
+
+    async def watch(self, ids: range) -> None:
+        """Nothing to open."""
+
+    async def unwatch(self) -> None:
+        """Nothing to close."""
