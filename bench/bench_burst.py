@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import logging
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -77,7 +78,7 @@ def _fake_line(run: Run) -> str:
     return (f"    ({run.bot}: {sum(run.calls.values()) / run.size:.1f} platform calls per conversation ({calls}); "
             f"{inbound}the fake's process {run.fake_cpu_s:.1f} s CPU, its loop late by p95 "
             f"{run.lag_p95_s * 1e3:.0f} ms, at most {run.lag_max_s * 1e3:.0f} ms; its longest garbage collection "
-            f"{run.gc_max_s * 1e3:.0f} ms)")
+            f"{run.gc_max_s * 1e3:.0f} ms; load average {run.load:.1f} on {os.cpu_count()} cores)")
 
 
 def _spread(values: list[float]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -65,6 +66,7 @@ class Run:
     lag_p95_s: float
     lag_max_s: float
     gc_max_s: float
+    load: float  # the machine's 1-minute load average when the part ended (other work skews every figure)
     calls: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -143,7 +145,8 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
     lag_p95, lag_max = await lag.stop()
     await side.unwatch()
     return Run(bot.name, len(ids), side.timeline.first_text_s(), side.timeline.inbound_s(), own, agent, wall,
-               side.timeline.missing(), fake_cpu, lag_p95, lag_max, lag.gc_max_s, dict(side.timeline.calls))
+               side.timeline.missing(), fake_cpu, lag_p95, lag_max, lag.gc_max_s, os.getloadavg()[0],
+               dict(side.timeline.calls))
 
 
 @contextlib.asynccontextmanager
