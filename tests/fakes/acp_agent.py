@@ -33,6 +33,9 @@ session/load {sessionId, cwd, mcpServers}
 session/prompt {sessionId, prompt: [content blocks]}
     Runs the prompt script (below). One prompt per session at a time: a concurrent second one gets
     -32603 message "Prompt already in progress" (data is the same string). Unknown session: -32002.
+session/close {sessionId}  (only with --close, else -32601)
+    Ends the session's running prompt as a cancel would, then closes it: until a session/load reopens
+    it (its history is kept), a prompt or a switch in it is -32002. Unknown session: -32002.
 session/cancel {sessionId} (notification)
     The running prompt ends promptly with {"stopReason": "cancelled"}; a pending
     session/request_permission (or `request`) it sent is abandoned (a late answer is ignored).
@@ -48,6 +51,7 @@ Answers to requests the agent never sent (or abandoned) are ignored.
 Flags
 -----
 --no-load              agentCapabilities.loadSession false; session/load -> -32601.
+--close                agentCapabilities.sessionCapabilities {"close": {}}; session/close (above).
 --no-images            promptCapabilities.image false (report_images still counts what arrives).
 --on-compact SCRIPT    run SCRIPT (lines separated by newlines) when the prompt is "/compact".
 --protocol-version N   answer initialize with protocolVersion N (default 1).
@@ -278,6 +282,7 @@ class Session:
         self.model = model
         self.allow_all: str | None = None  # Copilot's permissions option, once the session has one
         self.turn: Turn | None = None
+        self.closed = False  # session/close: only session/load opens it again
 
     def to_json(self) -> dict:
         return {
@@ -531,6 +536,7 @@ class Agent:
                 "session/set_mode": self.do_set_mode,
                 "session/set_model": self.do_set_model,
                 "session/set_config_option": self.do_set_config_option,
+                **({"session/close": self.do_close} if self.args.close else {}),
             }.get(method)
             if handler is None:
                 raise RpcError(-32601, "Method not found", method)
@@ -574,6 +580,7 @@ class Agent:
                 "loadSession": not self.args.no_load,
                 "promptCapabilities": {"image": not self.args.no_images, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
+                **({"sessionCapabilities": {"close": {}}} if self.args.close else {}),
             },
             "agentInfo": info,
             "authMethods": auth_methods,
@@ -634,11 +641,21 @@ class Agent:
             self.update(s.id, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
         if params.get("cwd"):
             s.cwd = str(params["cwd"])
+        s.closed = False
         return self.session_extras(s)
+
+    def do_close(self, params: dict) -> dict:
+        s = self.find_session(params.get("sessionId"))
+        if s is None:
+            raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
+        if s.turn is not None:
+            s.turn.cancel.set()
+        s.closed = True
+        return {}
 
     def _session(self, params: dict) -> Session:
         s = self.find_session(params.get("sessionId"))
-        if s is None:
+        if s is None or s.closed:
             raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
         return s
 
@@ -972,6 +989,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Scripted fake ACP agent (see module docstring)")
     p.add_argument("--no-load", action="store_true")
     p.add_argument("--no-images", action="store_true")
+    p.add_argument("--close", action="store_true")
     p.add_argument("--on-compact", default="")
     p.add_argument("--protocol-version", type=int, default=PROTOCOL_VERSION)
     p.add_argument("--not-logged-in", action="store_true")
