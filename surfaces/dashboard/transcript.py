@@ -5,17 +5,21 @@ relay edits its messages while an answer streams, so a row is updated in place; 
 neutral Markdown the core sent (the browser renders it).
 
 The file holds at most ``max_tabs`` tabs: when a new tab's first message would make one more, the
-tab used least recently (by its last message added or edited) loses its whole transcript. It also
-keeps the files the relay posted in a tab (the rest of an answer too long to show), for download.
+tab used least recently (by its last message added or edited) loses its whole transcript. Each tab's
+last use is kept in a table of its own, indexed, so finding that tab reads the index, not every
+message. The file also keeps the files the relay posted in a tab (the rest of an answer too long to
+show), for download.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -45,9 +49,18 @@ CREATE TABLE IF NOT EXISTS files (
     tab TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (tab, id)
 )
 """
+#: Every tab with a message, by its last use (a message added or edited); ``touch`` counts uses, so it
+#: breaks ties within one clock tick.
+_TABS = """
+CREATE TABLE IF NOT EXISTS tabs (tab TEXT PRIMARY KEY, used_at REAL NOT NULL, touch INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS tabs_by_use ON tabs (used_at, touch);
+"""
+#: A file written before the tabs table: its tabs, from their messages (once).
+_TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
+                       " SELECT tab, MAX(updated_at), MAX(seq) FROM messages GROUP BY tab")
+_USED = ("INSERT INTO tabs (tab, used_at, touch) VALUES (?, ?, ?)"
+         " ON CONFLICT (tab) DO UPDATE SET used_at = excluded.used_at, touch = excluded.touch")
 _SELECT = "SELECT id, role, text, buttons, plain FROM messages"
-#: Tabs by their last use (a message added or edited); ``seq`` breaks ties within one clock tick.
-_BY_LAST_USE = "GROUP BY tab ORDER BY MAX(updated_at) DESC, MAX(seq) DESC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +96,8 @@ class Transcript:
         self._lock = threading.Lock()
         self.path = path
         self.max_tabs = max_tabs
+        self._tabs = 0  # rows of the tabs table (read at open, then counted here)
+        self._touch = 0
 
     @classmethod
     def open(cls, path: str | Path, *, max_tabs: int | None = None) -> Transcript:
@@ -99,11 +114,18 @@ class Transcript:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(_SCHEMA)
             conn.execute(_FILES)
+            had_tabs = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tabs'").fetchone() is not None
+            conn.executescript(_TABS)
+            if not had_tabs:
+                conn.execute(_TABS_FROM_MESSAGES)
+            conn.execute("DELETE FROM files WHERE tab NOT IN (SELECT tab FROM tabs)")
         except BaseException:
             conn.close()
             raise
         transcript = cls(conn, name, max_tabs)
         with transcript._lock:
+            transcript._tabs, transcript._touch = conn.execute(
+                "SELECT COUNT(*), COALESCE(MAX(touch), 0) FROM tabs").fetchone()
             transcript._prune()
         return transcript
 
@@ -116,26 +138,27 @@ class Transcript:
             message_id: str | None = None) -> Entry | None:
         """Append a message; returns it, or None when ``message_id`` is already in this tab."""
         entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain)
-        with self._lock:
-            new_tab = self._conn.execute("SELECT 1 FROM messages WHERE tab = ? LIMIT 1", (tab,)).fetchone() is None
+        with self._lock, self._transaction():
+            now = time.time()
             cur = self._conn.execute(
                 "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), time.time()))
-            if new_tab:
+                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), now))
+            if cur.rowcount == 1 and self._used(tab, now):
                 self._prune()
         return entry if cur.rowcount == 1 else None
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""
-        with self._lock:
+        with self._lock, self._transaction():
             cur = self._conn.execute(
                 "UPDATE messages SET text = ?, buttons = ?, plain = ?, updated_at = ?"
                 " WHERE tab = ? AND id = ?",
                 (text, _buttons_json(buttons), int(plain), time.time(), tab, message_id))
             if cur.rowcount != 1:
                 return None
+            self._used(tab, time.time())
             (role,) = self._conn.execute("SELECT role FROM messages WHERE tab = ? AND id = ?",
                                          (tab, message_id)).fetchone()
         return Entry(message_id, role, text, buttons, plain)
@@ -148,8 +171,11 @@ class Transcript:
 
     def delete(self, tab: str, message_id: str) -> bool:
         """Remove a message; False when there was none."""
-        with self._lock:
+        with self._lock, self._transaction():
             cur = self._conn.execute("DELETE FROM messages WHERE tab = ? AND id = ?", (tab, message_id))
+            if cur.rowcount == 1 and self._conn.execute("SELECT 1 FROM messages WHERE tab = ? LIMIT 1",
+                                                        (tab,)).fetchone() is None:
+                self._forget([tab])  # its last message: the tab no longer counts
         return cur.rowcount == 1
 
     def add_file(self, tab: str, name: str, data: bytes) -> str:
@@ -167,12 +193,40 @@ class Transcript:
                                      (tab, file_id)).fetchone()
         return None if row is None else (str(row[0]), bytes(row[1]))
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A message and its tab's row change together (lock held); on a failure the count is read again."""
+        self._conn.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
+                self._conn.execute("ROLLBACK")
+                (self._tabs,) = self._conn.execute("SELECT COUNT(*) FROM tabs").fetchone()
+            raise
+        self._conn.execute("COMMIT")
+
+    def _used(self, tab: str, now: float) -> bool:
+        """Note the tab's use (lock held); True when it is a tab the file did not hold yet."""
+        new = self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is None
+        self._touch += 1
+        self._conn.execute(_USED, (tab, now, self._touch))
+        self._tabs += new
+        return new
+
+    def _forget(self, tabs: list[str]) -> None:
+        """Drop these tabs' messages, files and their row (lock held)."""
+        for tab in tabs:
+            self._conn.execute("DELETE FROM messages WHERE tab = ?", (tab,))
+            self._conn.execute("DELETE FROM files WHERE tab = ?", (tab,))
+            self._tabs -= self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,)).rowcount
+
     def _prune(self) -> None:
         """Drop the transcripts of the tabs beyond ``max_tabs``, least recently used first (lock held)."""
-        if self.max_tabs is not None:
-            self._conn.execute(f"DELETE FROM messages WHERE tab IN (SELECT tab FROM messages {_BY_LAST_USE}"
-                               " LIMIT -1 OFFSET ?)", (self.max_tabs,))
-            self._conn.execute("DELETE FROM files WHERE tab NOT IN (SELECT tab FROM messages)")
+        if self.max_tabs is not None and self._tabs > self.max_tabs:
+            rows = self._conn.execute("SELECT tab FROM tabs ORDER BY used_at, touch LIMIT ?",
+                                      (self._tabs - self.max_tabs,)).fetchall()
+            self._forget([tab for (tab,) in rows])
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""
