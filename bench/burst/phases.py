@@ -44,6 +44,7 @@ class Options:
     seconds: float = 1.0
     deadline_s: float | None = None
     batch: int = 250
+    idle_s: float | None = None  # the relay's timeouts.idle_s (None: its default)
     profiler: Profiler = field(default_factory=lambda: Profiler(None))
 
     def deadline(self, size: int) -> float:
@@ -150,14 +151,15 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
 
 
 @contextlib.asynccontextmanager
-async def _running(surface: str, kind: str, people: int, tmp: Path) -> AsyncIterator[tuple[Platform, Bot]]:
+async def _running(surface: str, kind: str, people: int, tmp: Path,
+                   idle_s: float | None = None) -> AsyncIterator[tuple[Platform, Bot]]:
     """A fresh fake with ``people`` on it and a bot (``relay`` or ``naive``) connected to it."""
     side = SIDES[surface](Timeline(BEGIN, (END, FOOTER) if kind == "relay" else (END,)))
     await side.start()
     try:
         side.people(people)
         if kind == "relay":
-            bot = await relay(tmp, surface, side.relay_settings(), side.env())
+            bot = await relay(tmp, surface, side.relay_settings(), side.env(), idle_s)
         else:
             bot = await naive_bot(tmp, surface, side.naive_args(), side.env())
         try:
@@ -197,7 +199,7 @@ async def known(surface: str, levels: list[int], new: int, opts: Options) -> Kno
     top = max(levels)
     people = top + new * len(levels) + 1
     name = f"{surface}-known-{top}"
-    async with _running(surface, "relay", people, opts.work / name) as (side, bot):
+    async with _running(surface, "relay", people, opts.work / name, opts.idle_s) as (side, bot):
         await asyncio.sleep(1.0)
         await bot.cpu.settle(limit_s=15.0)
         found = Known(idle_rss=bot.cpu.rss())

@@ -126,18 +126,22 @@ class Bot:
 
 
 def agent_args() -> list[str]:
-    """The scripted agent, as both bots start it."""
-    return [sys.executable, str(FAKE_AGENT_PATH)]
+    """The scripted agent, as both bots start it: it offers ``session/close``, as current agents do."""
+    return [sys.executable, str(FAKE_AGENT_PATH), "--close"]
 
 
-async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str, str]) -> Bot:
-    """``acp-relay run`` with the scripted agent and one surface; production defaults otherwise."""
+async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str, str],
+                idle_s: float | None = None) -> Bot:
+    """``acp-relay run`` with the scripted agent and one surface; production defaults otherwise (but
+    ``timeouts.idle_s`` when given)."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "work").mkdir(exist_ok=True)
     command, *args = agent_args()
-    config = {"agents": {"fake": {"command": command, "args": args, "cwd": str(tmp / "work")}},
-              "store": {"path": str(tmp / "relay.db")},
-              "surfaces": {"dashboard": {"enabled": False}, surface: settings}}
+    config: dict[str, Any] = {"agents": {"fake": {"command": command, "args": args, "cwd": str(tmp / "work")}},
+                              "store": {"path": str(tmp / "relay.db")},
+                              "surfaces": {"dashboard": {"enabled": False}, surface: settings}}
+    if idle_s is not None:
+        config["timeouts"] = {"idle_s": idle_s}
     path = tmp / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     log = tmp / "relay.out"
