@@ -20,7 +20,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check core surfaces tests bench
-	$(BIN)/mypy --strict core
+	$(BIN)/mypy --strict core surfaces
 
 test: lint
 	$(BIN)/pytest -q -rs

@@ -1,6 +1,6 @@
 """What the engine adds to a turn, and what a conversation costs in memory.
 
-The whole relay core runs as in production (``build_engine`` on a file-backed SQLite store, the
+The whole relay core runs as in production (a ``core.lifecycle.Lifecycle`` on a file-backed SQLite store, the
 runtime pool, one scripted fake agent process shared by every conversation) with a MemorySurface
 that can edit (``edit_interval_s`` small) in place of a platform. Each prompt is ``hi``; the fake
 agent answers at once (``echo: hi``, end_turn).
@@ -42,14 +42,15 @@ from pathlib import Path
 from typing import Any
 
 from core.acp.session import AcpSession
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.conversation import Conversation, QueueItem
 from core.engine.engine import Engine
 from core.engine.surface import Capabilities, InboundMessage
 from core.engine.turn import TurnRunner
+from core.lifecycle import Lifecycle
+from core.plugin import SurfaceSettings
 from core.store import Store
-from tests.fakes.memory_surface import MemorySurface
+from tests.fakes.memory_surface import MemorySurface, attaching
 
 __all__ = ["main"]
 
@@ -113,24 +114,23 @@ class Bench:
             "engine": {"queue_limit": 100, "edit_interval_s": 0.01},
         })
         self.store = Store.open(config.store.path)
-        self.engine = build_engine(config, self.store)
+        self.relay = Lifecycle(config, self.store)
+        self.engine = self.relay.engine
         self.runner = TimedRunner(self.engine)
         self.engine.runner = self.runner
         self.surface = MemorySurface(capabilities=Capabilities(
             max_message_length=4096, length_unit="utf16", can_edit=True, edit_interval_s=0.01))
-        self.engine.attach(self.surface, ["u"])
         self._ids = 0
 
     @classmethod
     async def open(cls, tmp: Path) -> Bench:
         bench = cls(tmp)
-        await bench.engine.start()  # messages before start() are only journaled
+        await bench.relay.launch("memory", attaching(bench.surface, ["u"]), settings=SurfaceSettings(enabled=True))
+        await bench.relay.start()  # messages before start() are only journaled
         return bench
 
     async def close(self) -> None:
-        await self.engine.close()
-        await self.engine.pool.close()
-        self.store.close()
+        await self.relay.close()
 
     async def turn(self, key: str) -> float:
         """One message through the engine; returns handle_message -> final delivery, in seconds."""

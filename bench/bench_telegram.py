@@ -28,10 +28,9 @@ from typing import Any
 from telegram import Bot
 
 from core.acp.types import AcpEvent, TextChunk
-from core.app import build_engine
 from core.config import RelayConfig
+from core.lifecycle import Lifecycle
 from core.store import Store
-from surfaces.telegram import launch
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.telegram_api import TOKEN, Call, FakeBotApi
 
@@ -129,9 +128,10 @@ async def run(chunks: int, seconds: float, rounds: int) -> None:
             "surfaces": {"dashboard": {"enabled": False}, "telegram": {
                 "enabled": True, "allowed_user_ids": [USER], "api_base_url": api.url, "poll_timeout_s": 1}}})
         store = Store.open(config.store.path)
-        engine = build_engine(config, store)
-        launched = await launch(engine, config)
-        await engine.start()
+        relay = Lifecycle(config, store)
+        engine = relay.engine
+        await relay.launch("telegram")
+        await relay.start()
         body = script(chunks, seconds)
         try:
             await relay_turn(api, watch, USER, "text warm-up")
@@ -144,7 +144,7 @@ async def run(chunks: int, seconds: float, rounds: int) -> None:
 
             private = [await after_a_pause(USER, body) for _ in range(rounds)]
             group = [await after_a_pause(GROUP, f"@relay_bot {body}") for _ in range(rounds)]
-            await launched.stop_receiving()
+            await relay.stop_receiving()
             session = await engine.pool.runtimes()[0].new_session()
             async with Bot(TOKEN, base_url=f"{api.url}/bot") as bot:
                 offset = int(store.get_offset("telegram", f"offset:{bot.id}") or 0)
@@ -153,10 +153,7 @@ async def run(chunks: int, seconds: float, rounds: int) -> None:
                     measured, offset = await naive_turn(api, watch, bot, session, body, offset)
                     naive.append(measured)
         finally:
-            await engine.close()
-            await launched.close()
-            await engine.pool.close()
-            store.close()
+            await relay.close()
             await api.close()
     naive_latency = statistics.median(t for t, _ in naive)
     naive_calls = statistics.median(n for _, n in naive)

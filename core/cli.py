@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.agents import agent_spec, choose_agent, gate_problems, resolve_command
-from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret, secret_values
+from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret_values
 from core.engine.surface import StartupError
-from core.loading import load_surface
+from core.loading import registered, require_sdk
 from core.logs import log_path, setup_logging
 from core.redact import register_secrets
 from core.retry import RetryPolicy
@@ -74,20 +74,17 @@ def _ask(args: argparse.Namespace, config: RelayConfig) -> int:
 
 
 def _surface_problems(config: RelayConfig) -> list[tuple[str, str]]:
-    """What would make ``run`` refuse to start a surface: one it cannot load (the same sentence
-    ``run`` says), or a surface's own check (each surface package may offer
-    ``check(config) -> [(json path, problem)]``)."""
+    """What would make ``run`` refuse to start an enabled surface: its SDK missing (the same sentence
+    ``run`` says), or the surface's own ``check``, as ``(json path, problem)``."""
     problems: list[tuple[str, str]] = []
-    for name in type(config.surfaces).model_fields:
-        if not getattr(config.surfaces, name).enabled:
-            continue
+    for name in config.surfaces.enabled():
+        plugin = registered()[name]
         try:
-            module = load_surface(name)
+            require_sdk(plugin)
         except StartupError as exc:
             problems.append((f"surfaces.{name}.enabled", str(exc)))
             continue
-        if hasattr(module, "check"):  # what the surface would refuse at start, found now
-            problems.extend(module.check(config))
+        problems += [(f"surfaces.{name}.{path}", problem) for path, problem in plugin.check(config.surfaces.get(name))]
     return problems
 
 
@@ -104,16 +101,16 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _surface_doctor(name: str, config: RelayConfig) -> list[tuple[bool, str]] | None:
-    """A surface's own doctor lines (``doctor(config)``: its token checked with the platform), if it has one."""
+def _surface_doctor(name: str, config: RelayConfig) -> list[tuple[bool, str]]:
+    """The surface's own doctor lines (its credentials checked with the platform), if it has a doctor."""
+    plugin = registered()[name]
     try:
-        module = load_surface(name)
-    except StartupError:
-        return None
-    probe = getattr(module, "doctor", None)
-    if probe is None:
-        return None
-    lines: list[tuple[bool, str]] = asyncio.run(probe(config))
+        require_sdk(plugin)
+    except StartupError as exc:
+        return [(False, str(exc))]
+    if plugin.doctor is None:
+        return []
+    lines: list[tuple[bool, str]] = asyncio.run(plugin.doctor(config.surfaces.get(name)))
     return lines
 
 
@@ -127,21 +124,10 @@ def _doctor(config: RelayConfig) -> int:
         used = " (used by default)" if name == chosen else ""
         print(f"agent {name}: {agent.command} -> {found or 'NOT FOUND on PATH'}{used}")
         problems += found is None and name == chosen
-    surfaces = config.surfaces
-    envs = {"telegram": [surfaces.telegram.token_env], "discord": [surfaces.discord.token_env],
-            "slack": [surfaces.slack.bot_token_env, surfaces.slack.app_token_env
-                      if surfaces.slack.mode == "socket" else surfaces.slack.signing_secret_env]}
-    for surface, names in envs.items():
-        if getattr(surfaces, surface).enabled:
-            if (checked := _surface_doctor(surface, config)) is not None:
-                for ok, line in checked:
-                    problems += not ok
-                    print(f"surface {surface}: {line}")
-                continue
-            for env in names:
-                present = secret(env) is not None
-                problems += not present
-                print(f"surface {surface}: ${env} {'present' if present else 'MISSING'}")
+    for surface in config.surfaces.enabled():
+        for ok, line in _surface_doctor(surface, config):
+            problems += not ok
+            print(f"surface {surface}: {line}")
     try:
         with Store.open(config.store.path) as store:
             store.set_offset("doctor", "probe", "ok")

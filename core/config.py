@@ -17,6 +17,7 @@ in the file: the file names environment variables and :func:`secret` reads them.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -24,27 +25,35 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from core.redact import redact
+from core.errors import RelayError
+from core.loading import registered
+from core.plugin import SurfaceSettings
+from core.redact import MASK, mask_args, redact
 
 __all__ = [
     "BUILTIN_AGENT_NAMES",
     "AgentConfig",
     "ConfigError",
-    "DashboardConfig",
-    "DiscordConfig",
     "EngineConfig",
     "RelayConfig",
     "RetryConfig",
-    "SlackConfig",
     "StoreConfig",
     "SurfacesConfig",
-    "TelegramConfig",
     "TimeoutsConfig",
     "load_config",
     "load_config_strict",
-    "mask_args",
     "secret",
     "secret_values",
 ]
@@ -53,10 +62,6 @@ _log = logging.getLogger("acp_relay.config")
 
 # Agent env keys that look like credentials; their values are masked in effective_dump().
 _RE_SECRET_KEY = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|(?:^|_)PASS(?:_|$)", re.IGNORECASE)
-_MASK = "****"
-# An agent argument that names a credential: its value (next argument, or after "=") is masked.
-_RE_SECRET_FLAG = re.compile(
-    r"^--?[\w-]*(?:api[-_]?key|token|secret|password|passwd|pass|credentials?|auth)$", re.IGNORECASE)
 
 #: The agents used when the config defines none, in the order they are looked for on PATH.
 #: ``core.agents.BUILTIN_AGENTS`` is built from these names, so the two cannot drift apart.
@@ -98,88 +103,34 @@ class StoreConfig(_Model):
     path: str = "~/.local/state/acp-relay/relay.db"
 
 
-class TelegramConfig(_Model):
-    """Telegram surface; ``api_base_url`` is the Bot API server root (``http://127.0.0.1:8081``).
-
-    Beyond the contract's keys: ``mode`` is ``polling`` (long polling, ``poll_timeout_s`` seconds per
-    ``getUpdates``) or ``webhook``: Telegram posts updates to ``webhook_url`` (the public HTTPS address
-    a reverse proxy forwards to ``webhook_host``:``webhook_port``, at the URL's path), each carrying the
-    secret from the environment variable ``webhook_secret_env`` in its
-    ``X-Telegram-Bot-Api-Secret-Token`` header.
-    """
-
-    enabled: bool = False
-    token_env: str = "TELEGRAM_BOT_TOKEN"
-    allowed_user_ids: list[int] = Field(default_factory=list)
-    api_base_url: str | None = None
-    mode: Literal["polling", "webhook"] = "polling"
-    poll_timeout_s: int = Field(default=30, ge=1, le=50)  # 0 would poll Telegram in a busy loop
-    webhook_url: str | None = None
-    webhook_host: str = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=0, le=65535)
-    webhook_secret_env: str = "TELEGRAM_WEBHOOK_SECRET"
-
-
-class DiscordConfig(_Model):
-    """Discord surface; ``api_base_url`` is the REST base, ``gateway_url`` the gateway.
-
-    ``guild_ids`` (beyond the contract): the servers to register the slash commands in, where they
-    appear at once; empty registers them globally (Discord may take up to an hour to show them).
-    """
-
-    enabled: bool = False
-    token_env: str = "DISCORD_BOT_TOKEN"
-    allowed_user_ids: list[int] = Field(default_factory=list)
-    allowed_channel_ids: list[int] = Field(default_factory=list)
-    api_base_url: str | None = None
-    gateway_url: str | None = None
-    guild_ids: list[int] = Field(default_factory=list)
-
-
-class SlackConfig(_Model):
-    """Slack surface, Socket Mode or HTTP mode (127.0.0.1:``http_port``/slack/events).
-
-    ``bot_token_env`` names the variable holding the bot token (``xoxb-``); ``app_token_env`` the
-    app-level token (``xapp-``, Socket Mode); ``signing_secret_env`` the signing secret (HTTP mode).
-    ``allowed_user_ids`` are Slack member ids (``U0123ABCD``); ``api_base_url`` is the Web API base
-    in the ``https://slack.com/api/`` form.
-    """
-
-    enabled: bool = False
-    mode: Literal["socket", "http"] = "socket"
-    bot_token_env: str = "SLACK_BOT_TOKEN"
-    app_token_env: str = "SLACK_APP_TOKEN"
-    signing_secret_env: str = "SLACK_SIGNING_SECRET"
-    allowed_user_ids: list[str] = Field(default_factory=list)
-    api_base_url: str | None = None
-    http_port: int = Field(default=3000, ge=0, le=65535)
-
-
-class DashboardConfig(_Model):
-    """Local web dashboard; port 0 binds an ephemeral port (tests).
-
-    ``trust_forwarded_proto`` (beyond the contract): believe a reverse proxy's ``X-Forwarded-Proto:
-    https`` (the session cookie is then ``Secure``); leave it false unless such a proxy fronts the
-    dashboard, as anyone can send the header.
-    """
-
-    enabled: bool = True
-    host: str = "127.0.0.1"
-    port: int = Field(default=8787, ge=0, le=65535)
-    access_token_env: str = "ACP_RELAY_DASHBOARD_TOKEN"
-    allowed_user_ids: list[str] = Field(default_factory=lambda: ["local"])
-    #: Tabs whose transcripts are kept; past it, the least recently used tab's is deleted.
-    max_tabs: int = Field(default=100, ge=1)
-    trust_forwarded_proto: bool = False
-
-
 class SurfacesConfig(_Model):
-    """Every surface, each with its defaults; only the dashboard is enabled by default."""
+    """Every installed surface's section (``surfaces.<name>``), each with its defaults; only the
+    dashboard is enabled by default. The sections' models are the surfaces' own (``SurfacePlugin.settings``,
+    found by ``core.loading``): an unknown name is an error that lists the installed surfaces.
+    ``config.surfaces.telegram`` is that surface's settings; ``get(name)`` the same by name."""
 
-    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
-    discord: DiscordConfig = Field(default_factory=DiscordConfig)
-    slack: SlackConfig = Field(default_factory=SlackConfig)
-    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    def get(self, name: str) -> SurfaceSettings:
+        """The settings of the surface ``name``."""
+        value = getattr(self, name)
+        assert isinstance(value, SurfaceSettings)
+        return value
+
+    def enabled(self) -> list[str]:
+        """The enabled surfaces, in the order they start."""
+        return [name for name, value in self if isinstance(value, SurfaceSettings) and value.enabled]
+
+
+@functools.cache
+def _surfaces_model() -> type[SurfacesConfig]:
+    """The sections of the installed surfaces as one model (built once, when first needed: the
+    registry loads the surfaces' plugin modules, which import the core)."""
+    fields: dict[str, Any] = {name: (plugin.settings, Field(default_factory=plugin.settings))
+                              for name, plugin in registered().items()}
+    return create_model("InstalledSurfacesConfig", __base__=SurfacesConfig, **fields)
+
+
+def _default_surfaces() -> SurfacesConfig:
+    return _surfaces_model()()
 
 
 class RetryConfig(_Model):
@@ -206,9 +157,26 @@ class RelayConfig(_Model):
     default_agent: str | None = None
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
-    surfaces: SurfacesConfig = Field(default_factory=SurfacesConfig)
+    surfaces: SerializeAsAny[SurfacesConfig] = Field(default_factory=_default_surfaces)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    @field_validator("surfaces", mode="before")
+    @classmethod
+    def _installed_surfaces(cls, value: Any) -> Any:
+        """Each section through its surface's own model (strictly, as the file is); a name no installed
+        surface has is refused with the list of those that are."""
+        if isinstance(value, SurfacesConfig) or not isinstance(value, dict):
+            return value
+        known = registered()
+        unknown = [InitErrorDetails(type=PydanticCustomError("unknown_surface", "no such surface is installed "
+                                                             "(installed: {installed})",
+                                                             {"installed": ", ".join(known)}),
+                                    loc=(name,), input=section)
+                   for name, section in value.items() if name not in known]
+        if unknown:
+            raise ValidationError.from_exception_data("SurfacesConfig", unknown)
+        return _surfaces_model().model_validate(value, strict=True)
 
     @field_validator("default_agent")
     @classmethod
@@ -236,25 +204,11 @@ class RelayConfig(_Model):
         if mask_secrets:
             for agent in data["agents"].values():
                 agent["env"] = {
-                    key: _MASK if _RE_SECRET_KEY.search(key) else value for key, value in agent["env"].items()
+                    key: MASK if _RE_SECRET_KEY.search(key) else value for key, value in agent["env"].items()
                 }
                 agent["args"] = mask_args(agent["args"])
             data = _redacted(data)
         return data
-
-
-def mask_args(args: list[str]) -> list[str]:
-    """Agent arguments with the value after a credential flag (``--api-key X``, ``--token=X``) masked."""
-    out: list[str] = []
-    for arg in args:
-        flag, eq, _value = arg.partition("=")
-        if out and _RE_SECRET_FLAG.match(out[-1]) and not arg.startswith("-"):
-            out.append(_MASK)
-        elif eq and _RE_SECRET_FLAG.match(flag):
-            out.append(f"{flag}={_MASK}")
-        else:
-            out.append(arg)
-    return out
 
 
 def _redacted(value: Any) -> Any:
@@ -268,13 +222,16 @@ def _redacted(value: Any) -> Any:
     return value
 
 
-class ConfigError(Exception):
+class ConfigError(RelayError):
     """The config file is missing, unreadable, or its JSON does not match the schema.
 
     ``problems`` holds ``(json_path, message)`` pairs, e.g.
     ``("surfaces.telegram.allowed_user_ids[0]", "Input should be a valid integer")``;
     ``str()`` is a header naming the file followed by one problem per line.
     """
+
+    code = "config"
+    worded = True
 
     def __init__(self, path: Path | None, problems: list[tuple[str, str]]) -> None:
         self.path = path
@@ -299,16 +256,14 @@ def secret_values(config: RelayConfig) -> list[str]:
     has a token's shape, and each agent argument after a credential flag (``--api-key X``).
     """
     values: list[str] = []
-    surfaces = config.surfaces
-    for name in type(surfaces).model_fields:
-        surface = getattr(surfaces, name)
+    for _, surface in config.surfaces:
         values += [value for field in type(surface).model_fields if field.endswith("_env")
                    if (value := secret(getattr(surface, field))) is not None]
     for agent in config.agents.values():
         values += [value for key, value in agent.env.items() if _RE_SECRET_KEY.search(key) or redact(value) != value]
         for arg, masked in zip(agent.args, mask_args(agent.args), strict=True):
             if arg != masked:
-                values.append(arg.partition("=")[2] if masked.endswith(f"={_MASK}") else arg)
+                values.append(arg.partition("=")[2] if masked.endswith(f"={MASK}") else arg)
     return values
 
 

@@ -2,9 +2,10 @@
 
 One table, ``_RULES``, says what every failure is: each row matches a raw error's words (a
 module-level ``_RE_*`` pattern) or the exception raised (``raised``), and gives its kind, its retry
-verdict and its prose. ``_is_transient_raw_error`` (the verdict the retry ladder reads) and
-``_format_acp_error`` both read that one match, so the wording a person sees and the retry verdict
-can never drift apart.
+verdict and its prose. ``_is_transient_raw_error`` and ``_format_acp_error`` (the spec's names, used
+here only) both read that one match, so wording and retry verdict never drift apart. The public
+face is :func:`describe`: any exception -> prose, verdict (the retry ladder's) and stable code. The
+families come from the leaf ``core.errors``: nothing here imports ``core.acp`` (which imports this).
 
 Prose rules: plain sentences, redacted, request ids short; no command except ``/compact`` (the
 only one every surface understands); resets are described in words ("start a new conversation").
@@ -20,28 +21,34 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.acp.client import (
+from core.errors import (
     AcpAuthRequired,
     AcpError,
     AcpModelUnavailable,
     AcpPermissionNeeded,
     AcpProcessDied,
     AcpPromptBusy,
+    AcpRequestTimeout,
+    AcpRuntimeDead,
+    AcpRuntimeError,
     AcpTimeoutError,
     AcpToolGateUnroutable,
+    AcpWorkspaceBindingError,
+    RelayError,
 )
-from core.acp.session_handle import AcpRequestTimeout, AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
+from core.gate_text import suggests_reset as gate_suggests_reset
 from core.gate_text import tool_gate_prose
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
+from core.redact import redact
 from core.signin import auth_prose, login_command
 
 __all__ = [
     "AGENTS_THAT_RETRY",
     "INTERNAL_FAILURE",
     "Classification",
-    "_format_acp_error",
-    "_is_transient_raw_error",
+    "Described",
     "classify",
+    "describe",
     "error_from_rpc",
     "is_session_lost",
     "login_command",
@@ -439,6 +446,46 @@ def _format_acp_error(error: _Failure, *, backend: str = "generic",
     return classify(error, backend=backend, advertised_models=advertised_models).prose
 
 
+#: The kinds whose prose tells the person to start a new conversation.
+_RESETTING = frozenset({"session_lost", "context_overflow", "malformed"})
+
+
+def _resets(error: _Failure, kind: str) -> bool:
+    """True when the prose for ``error`` (of ``kind``) tells the person to start a new conversation: a
+    surface then adds its own way of doing that (``core.engine.blocks.ErrorProse.reset``)."""
+    if kind == "tool_gate":
+        data = _facts(error, "generic", ()).data
+        return gate_suggests_reset(data if isinstance(data, Mapping) else {})
+    return kind in _RESETTING
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """What an exception means to a person: the sentence to show, whether trying again may help, and
+    the stable code of what happened (``acp.rate_limit``, ``acp.runtime.dead``, ``internal``...)."""
+
+    prose: str
+    transient: bool
+    code: str
+    #: The prose tells the person to start a new conversation (a surface adds its own way to).
+    reset: bool = False
+
+
+def describe(exc: BaseException, *, backend: str = "generic", advertised_models: Sequence[str] = ()) -> Described:
+    """Any exception as a person reads it. The ACP families go through the shared ``_RE_*`` rows (a
+    plain AcpError's code names the kind found: ``acp.malformed``); a RelayError ``worded`` for a person
+    says its message; anything else is the relay's own failure: the one fixed ``INTERNAL_FAILURE``."""
+    if isinstance(exc, AcpError | AcpRuntimeError):
+        verdict = classify(exc, backend=backend, advertised_models=advertised_models)
+        code = type(exc).code
+        return Described(verdict.prose, verdict.transient, f"acp.{verdict.kind}" if code == AcpError.code else code,
+                         _resets(exc, verdict.kind))
+    if isinstance(exc, RelayError):
+        prose = redact(str(exc)) if exc.worded else INTERNAL_FAILURE
+        return Described(prose, exc.transient, exc.code)
+    return Described(INTERNAL_FAILURE, False, "internal")
+
+
 def is_session_lost(exc: BaseException) -> bool:
     """True when the agent no longer knows the session (-32002, or its own "session not found")."""
     return isinstance(exc, AcpError) and classify(exc).kind == "session_lost"
@@ -457,13 +504,13 @@ def error_from_rpc(raw: Mapping[str, Any], *, backend: str = "generic",
     exc: AcpError
     if verdict.kind == "auth":
         command = login_command(backend)
-        exc = AcpAuthRequired(message, agent_line=facts.sentence, command=command, code=code, data=data)
+        exc = AcpAuthRequired(message, agent_line=facts.sentence, command=command, rpc_code=code, data=data)
     elif verdict.kind == "prompt_busy":
-        exc = AcpPromptBusy(message, code=code, data=data)
+        exc = AcpPromptBusy(message, rpc_code=code, data=data)
     elif verdict.kind == "model_not_entitled":
         model, available = _model_name(match), tuple(advertised_models)
-        exc = AcpModelUnavailable(message, model=model, available=available, code=code, data=data)
+        exc = AcpModelUnavailable(message, model=model, available=available, rpc_code=code, data=data)
     else:
-        exc = AcpError(message, code=code, data=data, transient=verdict.transient)
+        exc = AcpError(message, rpc_code=code, data=data, transient=verdict.transient)
     exc.classification = verdict
     return exc

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["HOW_TO_ASK", "PROGRAM_NAMES", "tool_gate_prose"]
+__all__ = ["HOW_TO_ASK", "PROGRAM_NAMES", "suggests_reset", "tool_gate_prose"]
 
 #: The agents whose ways around the gate are known, by program key (``core.acp.bypass_flags``):
 #: their names for a person.
@@ -66,6 +66,14 @@ def tool_gate_prose(data: Mapping[str, Any]) -> str:
     where = f" ({data['path']})" if data.get("path") else ""
     return (f"{program} is started with {flag}{where}, which lets its tool calls skip approval, but {key} {gate}. "
             f"Remove {flag} from the agent's command, {change}")
+
+
+def suggests_reset(data: Mapping[str, Any]) -> bool:
+    """True when ``tool_gate_prose(data)`` tells the person to start a new conversation (a mode or an
+    option the agent could not be moved out of: the session is spoiled)."""
+    if data.get("reason") in ("ran_unasked", "requested") or data.get("env"):
+        return False
+    return bool(data.get("mode") or data.get("option"))
 
 
 def _mode_prose(data: Mapping[str, Any], key: str, gate: str, change: str) -> str:

@@ -39,10 +39,12 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 
 __all__ = [
+    "MASK",
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "SecretRegistration",
     "clear_secrets",
+    "mask_args",
     "redact",
     "register_secrets",
     "registered_secrets",
@@ -51,6 +53,11 @@ __all__ = [
 ]
 
 REDACTED = "[redacted]"
+#: What stands for a credential in an agent's arguments or environment shown to a person.
+MASK = "****"
+# An agent argument that names a credential: its value (next argument, or after "=") is masked.
+_RE_SECRET_FLAG = re.compile(
+    r"^--?[\w-]*(?:api[-_]?key|token|secret|password|passwd|pass|credentials?|auth)$", re.IGNORECASE)
 
 _Replacement = str | Callable[[re.Match[str]], str]
 
@@ -333,3 +340,17 @@ def shorten_request_ids(text: str) -> str:
     """
     text = _REQUEST_ID_AFTER_KEY.sub(lambda m: m.group(1) + _short(m.group(2)), text)
     return _BARE_REQ_ID.sub(lambda m: _short(m.group(1)), text)
+
+
+def mask_args(args: list[str]) -> list[str]:
+    """Agent arguments with the value after a credential flag (``--api-key X``, ``--token=X``) masked."""
+    out: list[str] = []
+    for arg in args:
+        flag, eq, _value = arg.partition("=")
+        if out and _RE_SECRET_FLAG.match(out[-1]) and not arg.startswith("-"):
+            out.append(MASK)
+        elif eq and _RE_SECRET_FLAG.match(flag):
+            out.append(f"{flag}={MASK}")
+        else:
+            out.append(arg)
+    return out

@@ -1,7 +1,7 @@
 """The retry ladder: transient failures retried with backoff and jitter, never after side effects.
 
-Whether a failure is transient is the one verdict of ``core.failures`` (``_is_transient_raw_error``,
-keyed off the same ``_RE_*`` patterns as the wording a person reads). On top of it the ladder has
+Whether a failure is transient is the one verdict of ``core.failures.describe`` (keyed off the same
+``_RE_*`` patterns as the wording a person reads). On top of it the ladder has
 two limits of its own: a retry is allowed only while the turn has produced no text and run no
 tool, so it can never repeat a side effect; and a prompt timeout is not retried here, because that
 attempt already spent the whole prompt budget (the person is told to try again instead).
@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from core.acp.client import AcpTimeoutError
-from core.failures import AGENTS_THAT_RETRY, _is_transient_raw_error
+from core.errors import AcpTimeoutError
+from core.failures import AGENTS_THAT_RETRY, describe
 
 __all__ = ["AGENTS_THAT_RETRY", "Attempt", "RetryPolicy", "with_retries"]
 
@@ -71,7 +71,7 @@ def _may_retry(exc: BaseException, attempt: Attempt) -> bool:
     """The shared verdict says transient, and the ladder's own limits allow another try."""
     if attempt.side_effects or isinstance(exc, AcpTimeoutError):
         return False
-    return _is_transient_raw_error(exc)
+    return describe(exc).transient
 
 
 def _agent_retried(attempt: Attempt, took_s: float, policy: RetryPolicy,

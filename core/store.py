@@ -5,7 +5,7 @@ by platform message id; replay of what a killed relay never finished, with the p
 answer was shown in and the tools its turn ran), surface offsets, and the outbound ledger. WAL mode
 with ``synchronous=NORMAL``: a commit survives a relay crash and a call takes well under a
 millisecond, so async callers call directly. The schema is versioned by
-``PRAGMA user_version`` and :data:`_MIGRATIONS`. Every sqlite failure becomes :class:`StoreError`.
+``PRAGMA user_version`` and :data:`MIGRATIONS`. Every sqlite failure becomes :class:`StoreError`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from core.errors import RelayError
 from core.private_files import SQLITE_COMPANIONS, private_file
 
 __all__ = [
+    "MIGRATIONS",
     "SCHEMA_VERSION",
     "ConversationRecord",
     "InboundRecord",
@@ -35,7 +37,7 @@ __all__ = [
 _log = logging.getLogger("acp_relay.store")
 
 # Ordered; entry i brings the schema from user_version i to i + 1. Never edit a shipped entry.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE conversations (
             key TEXT PRIMARY KEY, agent TEXT NOT NULL, cwd TEXT NOT NULL, session_id TEXT,
@@ -66,14 +68,22 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             surface TEXT NOT NULL, message_id TEXT NOT NULL, part INTEGER NOT NULL, piece INTEGER NOT NULL,
             platform_id TEXT NOT NULL, kind TEXT NOT NULL, PRIMARY KEY (surface, message_id, part, piece))""",
     ),
+    # 6: when a surface last wrote each of its state rows, so rows no longer used can be pruned (rows
+    # from before count as written now: nothing is forgotten at the upgrade).
+    (
+        "ALTER TABLE offsets ADD COLUMN updated_at REAL NOT NULL DEFAULT 0",
+        "UPDATE offsets SET updated_at = CAST(strftime('%s', 'now') AS REAL)",
+    ),
 )
-SCHEMA_VERSION = len(_MIGRATIONS)
+SCHEMA_VERSION = len(MIGRATIONS)
 # ConversationRecord order
 _CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at, session_meta, context_pct"
 
 
-class StoreError(Exception):
+class StoreError(RelayError):
     """The store cannot be used; ``path`` names the file, ``detail`` says why."""
+
+    code = "store"
 
     def __init__(self, path: str, detail: str) -> None:
         self.path = path
@@ -341,18 +351,27 @@ class Store:
         rows = self._run("SELECT value FROM offsets WHERE surface = ? AND name = ?", (surface, name))[1]
         return str(rows[0][0]) if rows else None
 
-    def offsets(self, surface: str) -> dict[str, str]:
-        """Every position ``surface`` saved, by name (a surface keeping one per channel lists them at start)."""
-        rows = self._run("SELECT name, value FROM offsets WHERE surface = ? ORDER BY name", (surface,))[1]
+    def offsets(self, surface: str, prefix: str = "") -> dict[str, str]:
+        """Every position ``surface`` saved (those whose name starts with ``prefix``), by name (a surface
+        keeping one per channel lists them at start)."""
+        rows = self._run("SELECT name, value FROM offsets WHERE surface = ? AND substr(name, 1, ?) = ?"
+                         " ORDER BY name", (surface, len(prefix), prefix))[1]
         return {str(name): str(value) for name, value in rows}
 
     def set_offset(self, surface: str, name: str, value: str) -> None:
-        """Save a surface's position, replacing the previous one."""
+        """Save a surface's position, replacing the previous one (and noting when)."""
         self._run(
-            "INSERT INTO offsets (surface, name, value) VALUES (?, ?, ?)"
-            " ON CONFLICT (surface, name) DO UPDATE SET value = excluded.value",
-            (surface, name, value),
+            "INSERT INTO offsets (surface, name, value, updated_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (surface, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            (surface, name, value, time.time()),
         )
+
+    def prune_offsets(self, surface: str, older_than_s: float, prefix: str = "") -> int:
+        """Delete ``surface``'s positions whose name starts with ``prefix`` and that were not written
+        for ``older_than_s``; returns how many."""
+        cur, _ = self._run("DELETE FROM offsets WHERE surface = ? AND substr(name, 1, ?) = ? AND updated_at < ?",
+                           (surface, len(prefix), prefix, time.time() - older_than_s))
+        return cur.rowcount
 
     def add_outbound(self, conversation_key: str, payload: dict[str, Any]) -> int:
         """Record a message owed to a conversation; returns its ledger id."""
@@ -410,7 +429,7 @@ class Store:
         try:
             # Re-read under the write lock: another process may have migrated meanwhile.
             for target in range(self._user_version() + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target - 1]:
+                for statement in MIGRATIONS[target - 1]:
                     self._run(statement)
                 self._run(f"PRAGMA user_version = {target}")
             self._run("COMMIT")

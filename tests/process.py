@@ -90,8 +90,8 @@ async def relay_processes(tmp_path: Path) -> AsyncIterator[Spawn]:
 
     async def spawn(config: Path, command: str = "run", *args: str, **env: str) -> RelayProcess:
         environ = {k: v for k, v in os.environ.items() if not k.upper().startswith(_OURS)}
-        environ.update(HOME=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(ROOT),
-                       PYTHONUNBUFFERED="1", **env)
+        environ.update({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONPATH": str(ROOT),
+                        "PYTHONUNBUFFERED": "1", **env})  # env may put more on PYTHONPATH
         proc = await asyncio.create_subprocess_exec(
             str(CLI), command, "--config", str(config), *args, env=environ, cwd=tmp_path,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

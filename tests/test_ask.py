@@ -7,8 +7,8 @@ import os
 
 from core.acp._dispatch import refusal_from_error
 from core.acp.types import RefusalInfo
-from core.ask import _read_answer
 from core.engine.wording import refusal_card_text
+from core.terminal import read_answer
 
 CLAUDE_023_REFUSAL = (
     "Internal error: API Error: Claude Code is unable to respond to this request, which appears to violate "
@@ -34,17 +34,17 @@ def test_a_bare_refusal_is_the_lead_line() -> None:
 async def test_reading_an_answer_can_be_cancelled_and_leaves_no_reader_behind() -> None:
     read_fd, write_fd = os.pipe()
     try:
-        task = asyncio.create_task(_read_answer(read_fd))
+        task = asyncio.create_task(read_answer(read_fd))
         await asyncio.sleep(0.05)
         task.cancel()
         await asyncio.wait({task}, timeout=1.0)
         assert task.cancelled()
         assert not asyncio.get_running_loop().remove_reader(read_fd)  # already removed
         os.write(write_fd, b"y\n")
-        assert await asyncio.wait_for(_read_answer(read_fd), 1.0) == "y\n"
+        assert await asyncio.wait_for(read_answer(read_fd), 1.0) == "y\n"
         os.close(write_fd)
         write_fd = -1
-        assert await asyncio.wait_for(_read_answer(read_fd), 1.0) == ""  # end of input: deny
+        assert await asyncio.wait_for(read_answer(read_fd), 1.0) == ""  # end of input: deny
     finally:
         os.close(read_fd)
         if write_fd >= 0:

@@ -1,11 +1,17 @@
 """The architecture's boundaries, checked on the source with ``ast`` (not by importing anything).
 
 1. ``core`` imports no platform SDK and no ``surfaces`` package.
-2. A surface imports no other surface (nor another platform's SDK).
+2. A surface imports no other surface (nor another platform's SDK), and of the core only the surface
+   API, ``core.surface_api`` (type-only imports too).
 3. Only ``core/acp`` speaks the JSON-RPC wire: no other module has a ``"jsonrpc"`` string literal.
 4. No import circle among ``core`` and ``surfaces`` modules: an import inside a function counts as
    one that runs (hiding an import there does not break a circle), and two modules that import
    each other only for type annotations are a circle too, unless they are one concept.
+5. No module anywhere (core, surfaces, tests, bench) imports a ``_``-prefixed name from another one.
+6. A surface's plugin module loads, and its ``check`` runs, where its SDK is not installed.
+
+The surfaces and their SDKs are the registered ones (``core.loading``: the entry points), so a new
+surface is checked without being named here; the toy surface of ``tests/toy_surface`` too.
 
 Each rule is a small function over source text, tested on synthetic sources too, so a rule that
 could never fail would be noticed.
@@ -14,17 +20,33 @@ could never fail would be noticed.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
+from core.loading import ENTRY_POINT_GROUP, registered
+
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "core"
 SURFACES = ROOT / "surfaces"
+TOY = ROOT / "tests" / "toy_surface"
+#: The one module of the core a surface may import.
+SURFACE_API = "core.surface_api"
 
-PLATFORM_SDKS = {"telegram": ("telegram",), "discord": ("discord",), "slack": ("slack_bolt", "slack_sdk")}
+#: Each registered surface's SDK modules, by surface (``SurfacePlugin.sdk_modules``).
+PLATFORM_SDKS = {name: plugin.sdk_modules for name, plugin in registered().items()}
 ALL_SDKS = tuple(sdk for sdks in PLATFORM_SDKS.values() for sdk in sdks)
+
+#: Modules allowed to import a ``_``-prefixed name, and why. The spec names ``_format_acp_error`` and
+#: ``_is_transient_raw_error`` (``core.failures``), and their tests call them; everything else goes
+#: through the public ``core.failures.describe``.
+PRIVATE_IMPORT_EXEMPT = {
+    "tests/test_failures.py",
+}
 
 #: Modules outside core/acp allowed to write JSON-RPC frames, and why.
 JSONRPC_EXEMPT = {
@@ -158,6 +180,24 @@ def surface_names() -> list[str]:
     return sorted(p.name for p in SURFACES.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
+def surface_packages() -> dict[str, Path]:
+    """Each registered surface in this tree (its package's folder), and the toy surface's package."""
+    found: dict[str, Path] = {}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        folder = ROOT.joinpath(*point.module.split(".")[:2])
+        if point.name in registered() and folder.is_dir():
+            found[point.name] = folder
+    found["toy"] = TOY / "acp_relay_toy"
+    return found
+
+
+def private_imports(source: str) -> list[str]:
+    """``from x import _name`` (any ``_``-prefixed name but dunders) anywhere in ``source``."""
+    return sorted(f"{node.module}.{alias.name}" for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.ImportFrom) and node.module != "__future__"
+                  for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__"))
+
+
 def imports_of(path: Path) -> set[str]:
     return imported_modules(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")
 
@@ -185,6 +225,12 @@ def test_relative_imports_are_resolved_against_the_module() -> None:
     assert "surfaces.telegram.render" in imported_modules("from .render import x\n", "surfaces.telegram", True)
     assert not [m for m in imported_modules("from .render import x\n", "surfaces.telegram.bot")
                 if is_within(m, ["surfaces.discord"])]
+
+
+def test_private_imports_are_found_and_dunders_are_not() -> None:
+    source = ("from a.b import _hidden, shown\nfrom __future__ import annotations\n"
+              "def f():\n    from c import _late\nfrom d import __version__\n")
+    assert private_imports(source) == ["a.b._hidden", "c._late"]
 
 
 def test_is_within_matches_packages_not_prefixes() -> None:
@@ -236,17 +282,77 @@ def test_core_imports_no_platform_sdk_and_no_surface(path: Path) -> None:
     assert not bad, f"{path.relative_to(ROOT)} imports {bad}: core must stay surface-agnostic"
 
 
-@pytest.mark.parametrize("surface", surface_names())
+def test_every_surface_folder_is_a_registered_surface() -> None:
+    assert set(surface_names()) == set(surface_packages()) - {"toy"}, "a surface package is not registered"
+    assert set(surface_names()) == {"dashboard", "discord", "slack", "telegram"}
+
+
+@pytest.mark.parametrize("surface", sorted(surface_packages()))
+def test_a_surface_imports_of_the_core_only_the_surface_api(surface: str) -> None:
+    problems = []
+    for path in python_files(surface_packages()[surface]):
+        bad = sorted(m for m in imports_of(path) if is_within(m, ["core"]) and m != SURFACE_API
+                     and not m.startswith(f"{SURFACE_API}."))
+        bad = [m for m in bad if m != "core"]  # ``from core.surface_api import x`` also names ``core``
+        if bad:
+            problems.append(f"{path.relative_to(ROOT)}: {bad}")
+    assert not problems, "a surface imports the core only through core.surface_api:\n" + "\n".join(problems)
+
+
+def test_the_surface_rule_is_not_vacuous() -> None:
+    """The rule above sees the surfaces' imports of the surface API (and would see any other)."""
+    seen = {m for path in python_files(SURFACES) for m in imports_of(path)}
+    assert SURFACE_API in seen
+
+
+@pytest.mark.parametrize("plugin", sorted(PLATFORM_SDKS))
+def test_a_plugin_loads_and_checks_without_its_sdk(plugin: str) -> None:
+    """Every SDK module the plugin names is made unimportable; the plugin still loads (through its
+    entry point) and ``check`` still runs: check-config and the extra's sentence need no SDK."""
+    code = (
+        "import importlib.abc, sys\n"
+        f"blocked = {PLATFORM_SDKS[plugin]!r}\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in blocked:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from core.loading import registered\n"
+        f"plugin = registered()[{plugin!r}]\n"
+        "print(type(plugin.check(plugin.settings())).__name__)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in blocked))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["list", "[]"]
+
+
+@pytest.mark.parametrize("surface", sorted(surface_packages()))
 def test_a_surface_imports_no_other_surface_or_platform_sdk(surface: str) -> None:
     others = [s for s in surface_names() if s != surface]
     foreign_sdks = [sdk for name, sdks in PLATFORM_SDKS.items() if name != surface for sdk in sdks]
     problems = []
-    for path in python_files(SURFACES / surface):
+    for path in python_files(surface_packages()[surface]):
         bad = sorted(m for m in imports_of(path)
                      if is_within(m, [f"surfaces.{o}" for o in others]) or is_within(m, foreign_sdks))
         if bad:
             problems.append(f"{path.relative_to(ROOT)}: {bad}")
     assert not problems, "surfaces never import each other:\n" + "\n".join(problems)
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    problems = []
+    for base in (CORE, SURFACES, ROOT / "tests", ROOT / "bench"):
+        for path in python_files(base):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel not in PRIVATE_IMPORT_EXEMPT and (found := private_imports(path.read_text(encoding="utf-8"))):
+                problems.append(f"{rel}: {found}")
+    assert not problems, "private names stay in their module:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("rel", sorted(PRIVATE_IMPORT_EXEMPT))
+def test_the_exempt_private_imports_still_exist(rel: str) -> None:
+    assert private_imports((ROOT / rel).read_text(encoding="utf-8")), f"{rel} is clean now: drop it from the list"
 
 
 def test_only_core_acp_writes_json_rpc_frames() -> None:

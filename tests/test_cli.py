@@ -383,6 +383,26 @@ def test_an_answer_typed_at_the_approval_question_is_used(tmp_path: Path, env: d
     assert _finish(proc, fd, 10.0) == 0
 
 
+def test_allow_for_this_session_at_the_terminal_covers_that_command_only(tmp_path: Path, env: dict[str, str]) -> None:
+    script = ("tool t1 execute ls\npermission t1\ntool t2 execute ls\npermission t2\n"
+              "tool t3 execute rm -rf x\npermission t3\ntext after")
+    proc, fd = _pty_ask(env, write_config(tmp_path, fake_config(tmp_path)), script)
+    try:
+        seen = _read_until(fd, b"[y/a/N]", proc)
+        assert b"allow `ls` for this session" in seen
+        os.write(fd, b"a\n")
+        seen += _read_until(fd, b"`rm -rf x` for this session) [y/a/N]", proc)  # another command is asked about
+        os.write(fd, b"n\n")
+        seen += _read_until(fd, b"after", proc)
+    finally:
+        code = _finish(proc, fd, 10.0)  # never left behind, also when a read above failed
+    assert code == 0
+    assert seen.count(b"[y/a/N]") == 2, "the second ls was not asked about"
+    # The relay keeps the session's allow itself: the agent is answered "once" each time.
+    assert seen.count(b"permission:selected:allow-once") == 2
+    assert seen.count(b"permission:selected:reject") == 1
+
+
 KIRO_EXPLANATION = "The selected model cannot continue this conversation because of its content policy."
 
 

@@ -19,6 +19,7 @@ from core.config import (
     load_config_strict,
     secret,
 )
+from core.loading import registered
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.json"
 
@@ -73,6 +74,9 @@ def test_example_spells_out_every_key_of_the_schema() -> None:
     data = json.loads(EXAMPLE.read_text(encoding="utf-8"))
     assert _missing_keys(RelayConfig, data, "") == []
     assert _missing_keys(AgentConfig, data["agents"]["demo"], "agents.demo.") == []
+    for name, plugin in registered().items():  # each surface's section is its own model
+        assert name in data["surfaces"], f"config.example.json has no surfaces.{name}"
+        assert _missing_keys(plugin.settings, data["surfaces"][name], f"surfaces.{name}.") == []
 
 
 def test_example_sets_every_default_except_the_agent() -> None:
@@ -118,8 +122,9 @@ def test_unknown_nested_surface_key_is_named_by_path(tmp_path: Path) -> None:
     assert paths_of(tmp_path, data) == ["surfaces.telegram.tokenEnv"]
 
 
-def test_unknown_surface_is_named(tmp_path: Path) -> None:
-    assert paths_of(tmp_path, {"surfaces": {"matrix": {}}}) == ["surfaces.matrix"]
+def test_unknown_surface_is_named_with_the_installed_ones(tmp_path: Path) -> None:
+    assert problems_of(tmp_path, {"surfaces": {"matrix": {}}}) == [
+        ("surfaces.matrix", "no such surface is installed (installed: dashboard, discord, slack, telegram)")]
 
 
 def test_unknown_agent_key_is_named_under_the_agent(tmp_path: Path) -> None:

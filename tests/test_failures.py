@@ -751,7 +751,7 @@ def test_claude_seam_uses_its_own_retry_hint() -> None:
 def test_minus_32000_is_auth_required_with_the_backend_login_command() -> None:
     exc = error_from_rpc({"code": -32000, "message": "Authentication required"}, backend="kiro")
     assert isinstance(exc, AcpAuthRequired)
-    assert (exc.transient, exc.command, exc.code) == (False, "kiro-cli login", -32000)
+    assert (exc.transient, exc.command, exc.rpc_code) == (False, "kiro-cli login", -32000)
 
 
 def test_minus_32000_with_error_type_is_not_auth() -> None:
@@ -950,11 +950,11 @@ def test_a_cut_off_json_body_still_classifies_by_its_type() -> None:
 @pytest.mark.parametrize(
     "exc",
     [
-        AcpError("Resource not found", code=-32002, data={"uri": "s1"}),
+        AcpError("Resource not found", rpc_code=-32002, data={"uri": "s1"}),
         error_from_rpc({"code": -32002, "message": "Resource not found: s1", "data": {"uri": "s1"}}),
         error_from_rpc({"code": -32603, "message": "Internal error", "data": {"details": "Session not found"}}),
         error_from_rpc(kiro("Session s-42 not found")),
-        AcpError("Internal error: Unknown session: s1", code=-32603),
+        AcpError("Internal error: Unknown session: s1", rpc_code=-32603),
     ],
     ids=["32002", "32002-rpc", "claude-details", "kiro-string", "message-only"],
 )
@@ -969,10 +969,10 @@ def test_a_session_the_agent_no_longer_has_is_lost(exc: AcpError) -> None:
 @pytest.mark.parametrize(
     "exc",
     [
-        AcpError("Internal error: MCP tool not found in this session", code=-32603),
+        AcpError("Internal error: MCP tool not found in this session", rpc_code=-32603),
         error_from_rpc(kiro("MCP tool not found in this session")),
         error_from_rpc(kiro("Tool 'grep' not found for session s1")),
-        AcpError("file not found; the session continues", code=-32603),
+        AcpError("file not found; the session continues", rpc_code=-32603),
         AcpPromptBusy(),
         AcpRuntimeDead(exit_code=1, stderr_tail="Session not found"),
         RuntimeError("Session not found"),

@@ -32,11 +32,12 @@ SCRIPT = "text part one\npermission p1\ntext done"
 RUNNER = r'''
 import asyncio, itertools, json, os, sys
 sys.path.insert(0, {root!r})
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.surface import Capabilities, InboundMessage
+from core.lifecycle import Lifecycle
+from core.plugin import SurfaceSettings
 from core.store import Store
-from tests.fakes.memory_surface import MemorySurface, StoredMessage
+from tests.fakes.memory_surface import MemorySurface, StoredMessage, attaching
 
 config_path, out_path, *messages = [a for a in sys.argv[1:] if not a.startswith("--")]
 
@@ -64,8 +65,8 @@ class FileSurface(MemorySurface):
         await super().delete(key, message_id)
         self.log(method="delete", id=message_id)
 
-    async def typing(self, key, active):
-        await super().typing(key, active)
+    async def typing(self, key, active, *, origin=None):
+        await super().typing(key, active, origin=origin)
         if not active and "--slow-typing-off" in sys.argv:
             await asyncio.sleep(3)  # a platform slow to clear the indicator (one more Slack call)
 
@@ -73,26 +74,27 @@ class FileSurface(MemorySurface):
         with open(out_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
 
-    async def send(self, key, text, *, buttons=(), plain=False, reply_to=None):
-        mid = await super().send(key, text, buttons=buttons, plain=plain, reply_to=reply_to)
-        self.log(method="send", id=mid, text=text, reply_to=reply_to, buttons=len(buttons))
+    async def send(self, key, message, *, buttons=(), reply_to=None):
+        mid = await super().send(key, message, buttons=buttons, reply_to=reply_to)
+        self.log(method="send", id=mid, text=message.markdown, reply_to=reply_to, buttons=len(buttons))
         return mid
 
-    async def edit(self, key, message_id, text, *, buttons=(), plain=False):
-        await super().edit(key, message_id, text, buttons=buttons, plain=plain)
-        self.log(method="edit", id=message_id, text=text, buttons=len(buttons))
+    async def edit(self, key, message_id, message, *, buttons=()):
+        await super().edit(key, message_id, message, buttons=buttons)
+        self.log(method="edit", id=message_id, text=message.markdown, buttons=len(buttons))
 
 
 async def main():
     with open(config_path, encoding="utf-8") as f:
         cfg = RelayConfig.model_validate(json.load(f))
     store = Store.open(cfg.store.path)
-    engine = build_engine(cfg, store, cancel_wait_s=5.0)
+    relay = Lifecycle(cfg, store, cancel_wait_s=5.0)
+    engine = relay.engine
     surface = FileSurface(capabilities=Capabilities(max_message_length=4096, edit_interval_s=0.05))
     surface._ids = itertools.count(os.getpid() * 1000)  # platform message ids never repeat
     surface.load()
-    engine.attach(surface, ["u1"])
-    await engine.start()
+    await relay.launch("memory", attaching(surface, ["u1"]), settings=SurfaceSettings(enabled=True))
+    await relay.start()
     for raw in messages:
         mid, text = raw.split(":", 1)
         await engine.handle_message(InboundMessage("memory", "memory:c1", "u1", text, mid))
@@ -103,9 +105,7 @@ async def main():
         return all(not c.busy and not c.queue for c in convs) and not store.pending_outbound()
     while not idle():
         await asyncio.sleep(0.02)
-    await engine.close()
-    await engine.pool.close()
-    store.close()
+    await relay.close()
     surface.log(method="exit")
 
 asyncio.run(main())

@@ -9,12 +9,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.engine import Engine
+from core.lifecycle import Lifecycle
+from core.plugin import SurfaceSettings
 from core.store import Store
 from tests.conftest import FAKE_AGENT_PATH
-from tests.fakes.memory_surface import MemorySurface
+from tests.fakes.memory_surface import MemorySurface, attaching
 
 KEY = "memory:1"
 
@@ -49,25 +50,21 @@ async def _turn(engine: Engine, surface: MemorySurface, text: str, message_id: s
 async def test_a_restarted_relay_resumes_a_kiro_session_with_its_session_file(tmp_path: Path) -> None:
     config = _config(tmp_path)
     surface = MemorySurface()
-    with Store.open(config.store.path) as store:
-        engine = build_engine(config, store)
-        engine.attach(surface, ["u1"])
-        await engine.start()
-        await _turn(engine, surface, "text first answer", "m1")
-        rec = store.get_conversation(KEY)
-        assert rec is not None and rec.session_id
-        assert rec.session_meta == {"_kiro.dev/session_file": f"~/.kiro/sessions/{rec.session_id}.json"}
-        await engine.close()
-        await engine.pool.close()
+    relay = Lifecycle(config, Store.open(config.store.path))
+    await relay.launch("memory", attaching(surface, ["u1"]), settings=SurfaceSettings(enabled=True))
+    await relay.start()
+    await _turn(relay.engine, surface, "text first answer", "m1")
+    rec = relay.store.get_conversation(KEY)
+    assert rec is not None and rec.session_id
+    assert rec.session_meta == {"_kiro.dev/session_file": f"~/.kiro/sessions/{rec.session_id}.json"}
+    await relay.close()
 
-    with Store.open(config.store.path) as store:  # the relay restarts: new engine, new agent process
-        engine = build_engine(config, store)
-        engine.attach(surface, ["u1"])
-        await engine.start()
-        await _turn(engine, surface, "text second answer", "m2")
-        again = store.get_conversation(KEY)
-        await engine.close()
-        await engine.pool.close()
+    relay = Lifecycle(config, Store.open(config.store.path))  # the relay restarts: new engine, new agent process
+    await relay.launch("memory", attaching(surface, ["u1"]), settings=SurfaceSettings(enabled=True))
+    await relay.start()
+    await _turn(relay.engine, surface, "text second answer", "m2")
+    again = relay.store.get_conversation(KEY)
+    await relay.close()
 
     assert again is not None and again.session_id == rec.session_id  # same ACP session, not a reset
     loads = _frames(tmp_path, "session/load")

@@ -32,7 +32,7 @@ class Script:
 
 
 def transient() -> AcpError:
-    return AcpError("Too Many Requests", transient=True, code=-32603)
+    return AcpError("Too Many Requests", transient=True, rpc_code=-32603)
 
 
 POLICY = RetryPolicy(attempts=3, budget_s=15.0, base_delay_s=5.0)
@@ -67,7 +67,7 @@ def test_waits_shrink_to_fit_a_smaller_budget() -> None:
 
 
 @pytest.mark.parametrize("error", [
-    AcpError("Improperly formed request.", transient=False, code=-32603),
+    AcpError("Improperly formed request.", transient=False, rpc_code=-32603),
     AcpAuthRequired("not logged in", agent_line="error: You are not logged in"),
     AcpTimeoutError("no answer", partial_output="half"),  # the whole prompt budget is already spent
 ])

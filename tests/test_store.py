@@ -295,11 +295,11 @@ def test_in_memory_store_works(tmp_path: Path) -> None:
 
 
 def test_migration_from_version_1_keeps_conversations_and_adds_session_meta(tmp_path: Path) -> None:
-    from core.store import _MIGRATIONS
+    from core.store import MIGRATIONS
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
-    for statement in _MIGRATIONS[0]:
+    for statement in MIGRATIONS[0]:
         conn.execute(statement)
     conn.execute("INSERT INTO conversations VALUES ('k', 'kiro', '/w', 's1', 3, 'm', 1.0)")
     conn.execute("PRAGMA user_version = 1")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from core.store import _MIGRATIONS, ReplyMessageRecord, Store
+from core.store import MIGRATIONS, ReplyMessageRecord, Store
 
 
 def test_reply_messages_survive_a_restart_in_order_and_mark_the_reply_started(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_prune_forgets_the_reply_messages_of_the_messages_it_removes(tmp_path: P
 def test_a_version_4_store_with_an_unfinished_tool_message_migrates(tmp_path: Path) -> None:
     path = tmp_path / "v4.db"
     conn = sqlite3.connect(path)
-    for migration in _MIGRATIONS[:4]:
+    for migration in MIGRATIONS[:4]:
         for statement in migration:
             conn.execute(statement)
     conn.execute("INSERT INTO inbound (surface, message_id, conversation_key, payload, received_at, progress)"

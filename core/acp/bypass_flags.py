@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.acp.gate_modes import mode_bypasses
-from core.acp.spec import _bare_name
+from core.acp.spec import bare_name
 from core.gate_text import PROGRAM_NAMES
 
 __all__ = ["Bypass", "launch_bypasses", "program_of"]
 
-#: Bare program and package names (see ``spec._bare_name``) -> program key.
+#: Bare program and package names (see ``spec.bare_name``) -> program key.
 _NAMES = {
     "kiro-cli": "kiro", "kiro-cli-chat": "kiro", "copilot": "copilot", "gemini": "gemini", "gemini-cli": "gemini",
     "qwen": "qwen", "qwen-code": "qwen", "opencode": "opencode", "opencode-ai": "opencode", "codex-acp": "codex",
@@ -56,9 +56,9 @@ class Bypass:
 def program_of(command: str, args: Sequence[str], backend: str = "", agent_name: str = "") -> tuple[str, int]:
     """The program key and the index in ``args`` where its own arguments start (``""`` when unknown)."""
     for i, word in enumerate((command, *args)):
-        if not word.startswith("-") and (found := _NAMES.get(_bare_name(word))):
+        if not word.startswith("-") and (found := _NAMES.get(bare_name(word))):
             return found, i
-    for name in (backend, _NAMES.get(_bare_name(agent_name), "") if agent_name else ""):
+    for name in (backend, _NAMES.get(bare_name(agent_name), "") if agent_name else ""):
         if name in PROGRAM_NAMES:
             return name, 0
     return "", 0

@@ -14,7 +14,7 @@ from collections import deque
 
 from core.acp.client import AcpError
 from core.acp.spec import AgentSpec
-from core.config import mask_args
+from core.redact import mask_args
 
 __all__ = ["AgentProcess", "StderrRing", "child_env"]
 

@@ -222,7 +222,7 @@ class AcpRuntime:
         """``session/load``: history replays before the answer, so the budget restarts per frame."""
         self._check_cwd(cwd)
         if not self.load_supported:
-            raise AcpError("this agent cannot resume sessions", code=-32601, transient=False)
+            raise AcpError("this agent cannot resume sessions", rpc_code=-32601, transient=False)
         existing = self.sessions.get(session_id)  # reloading one served here keeps its live handle
         if existing is not None and existing.busy:
             raise AcpPromptBusy("a prompt is in flight on this session; it cannot be reloaded now")

@@ -25,6 +25,7 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.connection import JsonRpcConnection, Reply
+from core.acp.error_text import ThreadFailure
 from core.acp.gate_modes import (
     UNASKED_GRACE_S,
     asking_mode,
@@ -37,7 +38,6 @@ from core.acp.gate_modes import (
 from core.acp.offers import SessionOffers
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.spec import AgentSpec
-from core.acp.thread_failure import ThreadFailure
 from core.acp.tool_gate import Approver, decide
 from core.acp.types import (
     STOP_REASON_CANCELLED,
@@ -53,6 +53,7 @@ from core.acp.types import (
     PermissionRequest,
     TextChunk,
     ToolCall,
+    UsageUpdate,
 )
 from core.failures import classify
 
@@ -140,6 +141,9 @@ class AcpSession(SessionOffers):
         self.unresponsive = False  # the agent ignored a session/cancel: this session may never be free
         #: When a turn or a switch last used it: the runtime lets a session idle past ``idle_s`` go.
         self.last_used = time.monotonic()
+        #: The share of the context window in use, in percent, as the agent last said in a turn (Kiro's
+        #: metadata or ACP's usage_update); None until it says. Computed here only.
+        self.context_pct: float | None = None
         self._turn: _Turn | None = None
         self._read_result(result)
 
@@ -266,8 +270,11 @@ class AcpSession(SessionOffers):
                 if may_run_unasked(event, asked) and event.tool_call_id not in turn.unasked:
                     turn.unasked[event.tool_call_id] = asyncio.get_running_loop().call_later(
                         UNASKED_GRACE_S, self._still_unasked, turn, event.tool_call_id)
+        elif isinstance(event, UsageUpdate) and (pct := event.context_pct) is not None:
+            self.context_pct = stats.context_pct = pct
         elif isinstance(event, KiroMetadata):
-            stats.context_pct = event.context_pct if event.context_pct is not None else stats.context_pct
+            if (pct := event.context_pct) is not None:
+                self.context_pct = stats.context_pct = pct
             stats.credits = event.credits if event.credits is not None else stats.credits
             stats.turn_ms = event.turn_ms if event.turn_ms is not None else stats.turn_ms
             if event.refusal is not None:
@@ -483,7 +490,7 @@ class AcpSession(SessionOffers):
                 await self.runtime.request("session/set_config_option", {
                     "sessionId": self.session_id, "configId": self.model_config_id, "value": model_id})
             except AcpError as exc:
-                if exc.code != -32601:
+                if exc.rpc_code != -32601:
                     raise
             else:
                 self.current_model = model_id

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["AgentSpec", "detect_backend", "resolve_cwd"]
+__all__ = ["AgentSpec", "bare_name", "detect_backend", "resolve_cwd"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ _RE_PACKAGE = re.compile(r"(?:^|/)node_modules/((?:@[^/]+/)?[^/]+)")
 _RE_EXTENSION = re.compile(r"\.(?:exe|cmd|js|mjs|cjs)$", re.I)
 
 
-def _bare_name(word: str) -> str:
+def bare_name(word: str) -> str:
     """A program, a path or a package spec -> the bare package or program name: npx's
     "@agentclientprotocol/codex-acp@2.6.0", ".../node_modules/@scope/x/dist/index.js", "x.exe"."""
     word = word.strip().replace("\\", "/")
@@ -79,9 +79,9 @@ def detect_backend(command: str, args: tuple[str, ...] = (), agent_name: str = "
     """
     words = [command, next((a for a in args if not a.startswith("-")), "")]
     for word in (agent_name, *words):
-        if word and (backend := _KNOWN_NAMES.get(_bare_name(word))):
+        if word and (backend := _KNOWN_NAMES.get(bare_name(word))):
             return backend
-    haystack = " ".join((*(_bare_name(w) for w in words if w), agent_name)).lower()
+    haystack = " ".join((*(bare_name(w) for w in words if w), agent_name)).lower()
     for backend, marker in _MARKERS:
         if marker in haystack:
             return backend

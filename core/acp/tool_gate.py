@@ -12,6 +12,7 @@ from core.acp.client import AcpPermissionNeeded, AcpToolGateUnroutable
 from core.acp.process import child_env
 from core.acp.spec import AgentSpec
 from core.acp.types import PermissionRequest
+from core.errors import RelayError
 
 __all__ = ["Approver", "ToolGateUnroutable", "check_routable", "decide", "outcome_for", "spawn_bypasses",
            "unroutable"]
@@ -23,8 +24,10 @@ log = logging.getLogger("acp_relay.acp.gate")
 Approver = Callable[[PermissionRequest], Awaitable[str]]
 
 
-class ToolGateUnroutable(Exception):
+class ToolGateUnroutable(RelayError):
     """The agent is configured so that its tool calls never reach the gate."""
+
+    code = "tool_gate.unroutable"
 
 
 def spawn_bypasses(spec: AgentSpec) -> list[Bypass]:

@@ -225,6 +225,11 @@ class UsageUpdate(AcpEvent):
     used: int | None = None
     size: int | None = None
 
+    @property
+    def context_pct(self) -> float | None:
+        """The share of the context window in use, in percent (None when the size is unknown)."""
+        return 100.0 * self.used / self.size if self.used is not None and self.size else None
+
 
 #: codex-acp 2.x's thread status for a turn whose model call failed (``_meta.codex.threadStatus``).
 THREAD_SYSTEM_ERROR = "systemError"

@@ -10,7 +10,7 @@ from core.acp.types import PermissionRequest
 from core.engine import wording
 from core.engine.approvals import Approvals, session_scope
 from core.engine.delivery import Outbox
-from core.engine.ports import ConversationView
+from core.engine.reply import TurnScope
 from core.engine.streamer import Streamer
 from core.engine.tasks import TaskSet
 
@@ -30,10 +30,8 @@ class ApprovalPrompts:
         self.cancel_wait_s = cancel_wait_s
         self._closing = closing  # shutting down: open prompts are left as they are (a later tap is "expired")
 
-    async def ask(self, conv: ConversationView, request: PermissionRequest, streamer: Streamer) -> str:
+    async def ask(self, conv: TurnScope, request: PermissionRequest, streamer: Streamer) -> str:
         """Buttons (or numbered replies) for one permission request; returns an option kind."""
-        if self.approvals.remembered(conv.key, request):
-            return "allow_once"
         pending = self.approvals.open(conv.key, request)
         call = request.tool_call
         text = wording.approval_prompt_text(call.display, call.kind, "\n".join(call.content))
@@ -45,11 +43,10 @@ class ApprovalPrompts:
             pending.message_id = await streamer.post(text, buttons)
             kind = await pending.future
             outcome = kind
-            if kind == "allow_always":
-                self.approvals.remember(conv.key, request)
             return kind
         except asyncio.CancelledError:  # a stop, the agent dying, or no answer within approval_s
-            ended = conv.stopping or conv.session is None or not conv.session.runtime.alive
+            session = conv.binding.session
+            ended = conv.stopping or session is None or not session.runtime.alive
             outcome = "cancelled" if ended else "timed_out"
             raise
         finally:
@@ -58,7 +55,7 @@ class ApprovalPrompts:
                 self.tasks.spawn(self._settle(conv, pending.message_id, request, text, outcome),
                                  name=f"approval-settle-{conv.key}")
 
-    async def _settle(self, conv: ConversationView, message_id: str, request: PermissionRequest,
+    async def _settle(self, conv: TurnScope, message_id: str, request: PermissionRequest,
                       text: str, outcome: str) -> None:
         """The decision (a stop's "cancelled" too) reaches the agent first; then the buttons change."""
         try:

@@ -16,13 +16,15 @@ from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import Notice
 from core.config import RelayConfig
 from core.engine import wording
+from core.engine.blocks import ErrorProse
 from core.engine.choices import ModelChoices, Offer
 from core.engine.conversation import Conversation
 from core.engine.delivery import Outbox
 from core.engine.messages import Button, ConversationStatus, InboundMessage, PressResult
 from core.engine.router import Command
 from core.engine.status import conversation_status
-from core.failures import _format_acp_error
+from core.engine.streamer import Content
+from core.failures import describe
 from core.store import Store
 
 __all__ = ["Control"]
@@ -73,7 +75,7 @@ class Control:
     async def session_for(self, conv: Conversation) -> AcpSession:
         """The conversation's session outside a turn; its notices (a new session...) are said at once."""
         notices: list[Notice] = []
-        session = await conv.ensure_session(notices)
+        session = await conv.binding.ensure(notices)
         for notice in notices:
             await self.outbox.say(conv.surface, conv.key, notice.text)
         return session
@@ -83,7 +85,7 @@ class Control:
         session = await self.session_for(conv)
         await session.set_model(model)
         chosen = session.current_model or model  # the id, also when the person gave the model's name
-        self.store.save_conversation(dataclasses.replace(conv.record(), model=chosen))  # keeps session_meta
+        self.store.save_conversation(dataclasses.replace(conv.binding.record(), model=chosen))  # keeps session_meta
 
     async def choose_model(self, conv: Conversation, token: str) -> PressResult | None:
         """A press on a model list's button: switch, and show the choice in the list's message."""
@@ -94,7 +96,7 @@ class Control:
         try:
             await self.set_model(conv, model)
         except (AcpError, AcpRuntimeError) as exc:
-            return PressResult("resolved", _format_acp_error(exc))
+            return PressResult("resolved", describe(exc).prose)
         session = conv.session
         text = wording.model_switched_text((session.model_label(model) if session else None) or model)
         if offer.message_id:
@@ -116,12 +118,15 @@ class Control:
                 if session.models and conv.surface.capabilities_for(conv.key).can_buttons:
                     offer, buttons = self.choices.offer(conv.key, session.models, session.model_names)
         except (AcpError, AcpRuntimeError) as exc:
-            text = _format_acp_error(exc)
-        mid = await self._answer(conv, message, text, buttons=buttons)
+            described = describe(exc)
+            failed: Content = (ErrorProse(described.prose, described.reset),)
+            mid = await self._answer(conv, message, failed)
+        else:
+            mid = await self._answer(conv, message, text, buttons=buttons)
         if offer is not None and mid:
             offer.message_id = mid
 
-    async def _answer(self, conv: Conversation, message: InboundMessage | None, text: str, *,
+    async def _answer(self, conv: Conversation, message: InboundMessage | None, text: Content, *,
                       private: bool = False, buttons: tuple[Button, ...] = ()) -> str | None:
         if message is None:
             return await self.outbox.say(conv.surface, conv.key, text, buttons=buttons)

@@ -5,43 +5,41 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
-from core.acp.client import AcpError
 from core.acp.pool import RuntimePool
 from core.acp.session import AcpSession
-from core.acp.types import Notice
-from core.agents import BUILTIN_AGENTS, agent_spec, choose_agent
 from core.config import RelayConfig
-from core.engine import wording
+from core.engine.approvals import Approvals
+from core.engine.binding import SessionBinding
+from core.engine.choices import ModelChoices
 from core.engine.journal import Journal
 from core.engine.messages import QueueItem
+from core.engine.reply import TurnScope
 from core.engine.surface import Surface
 from core.engine.tasks import TaskSet
-from core.failures import is_session_lost
-from core.store import ConversationRecord, Store
+from core.engine.turn import TurnRunner
+from core.store import Store
 
 __all__ = ["Conversation", "ConversationDeps"]
 
 log = logging.getLogger("acp_relay.engine.conversation")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConversationDeps:
-    """What a conversation needs from the relay around it."""
+    """What a conversation needs from the relay around it (one, shared by every conversation)."""
 
     config: RelayConfig
     store: Store
     journal: Journal
     pool: RuntimePool
     tasks: TaskSet
-    run_turn: Callable[[Conversation, QueueItem], Coroutine[Any, Any, None]]
-    #: The conversation has nothing left to do (the engine may drop it from memory).
-    on_idle: Callable[[Conversation], None]
-    #: The conversation's session is gone: its "allow for this session" choices go with it.
-    forget_approvals: Callable[[str], None]
+    #: Runs each turn.
+    turns: TurnRunner
+    #: The conversation's "allow for this session" choices and model lists (a reset forgets them).
+    approvals: Approvals
+    choices: ModelChoices
     cancel_wait_s: float
 
 
@@ -52,90 +50,27 @@ class Conversation:
         self.key = key
         self.surface = surface
         self.deps = deps
+        self.binding = SessionBinding(key, deps.config, deps.store, deps.pool)
         self.queue: deque[QueueItem] = deque()
-        self.session: AcpSession | None = None
         self.turn_task: asyncio.Task[None] | None = None
         self.worker: asyncio.Task[None] | None = None
-        self.stopping = False
-        self.cancellable = True  # False while the final answer is being delivered
-        self._binding = asyncio.Lock()
-        rec = deps.store.get_conversation(key)
-        self.context_pct: float | None = rec.context_pct if rec is not None else None
-        self._stored_context = self.context_pct  # what the store has, so a turn that changed nothing costs no read
+        self.running: TurnScope | None = None  # the running turn's place, while there is one
 
-    # -- the store's view ----------------------------------------------------------------
+    @property
+    def session(self) -> AcpSession | None:
+        """The ACP session bound now (None: the next turn binds one)."""
+        return self.binding.session
 
-    def record(self) -> ConversationRecord:
-        """The stored record, or a blank one for a conversation not saved yet."""
-        rec = self.deps.store.get_conversation(self.key)
-        if rec is None:
-            rec = ConversationRecord(self.key, agent="", cwd="")
-        return rec
-
-    # -- session binding -----------------------------------------------------------------
-
-    async def ensure_session(self, notify: list[Notice]) -> AcpSession:
-        """The live ACP session: reuse, ``session/load`` after a restart, else a new one.
-
-        A session that cannot be restored starts a new one WITH a notice, never silently.
-        """
-        async with self._binding:  # two callers (a turn, a model switch) must not make two sessions
-            return await self._ensure_session(notify)
-
-    async def _ensure_session(self, notify: list[Notice]) -> AcpSession:
-        live = self.session
-        if live is not None and live.unresponsive:  # the agent never ended a turn on it
-            self.drop_session()
-            notify.append(Notice(wording.SESSION_SET_ASIDE, key="session"))
-            live = None
-        if live is not None and live.runtime.alive and live.session_id in live.runtime.sessions:
-            return live  # the steady state: no PATH lookup, no store read, no pool lock
-        rec = self.record()
-        if rec.agent and rec.agent not in (self.deps.config.agents or BUILTIN_AGENTS):
-            # A config change removed this conversation's agent: its session belongs to that agent.
-            gone = rec.agent
-            rec = replace(rec, agent="", cwd="", session_id=None, session_meta={})
-            notify.append(Notice(wording.agent_gone_text(gone, choose_agent(self.deps.config)[0]), key="session"))
-        name, agent = choose_agent(self.deps.config, rec.agent or None)
-        spec = agent_spec(name, agent, rec.cwd or None)
-        runtime = await self.deps.pool.acquire(spec)
-        session = runtime.sessions.get(rec.session_id) if rec.session_id else None
-        if rec.session_id and session is None:
-            if runtime.load_supported:
-                try:
-                    session = await runtime.load_session(rec.session_id, meta=rec.session_meta or None)
-                except AcpError as exc:
-                    if not is_session_lost(exc):
-                        raise
-                    notify.append(Notice(wording.SESSION_LOST, key="session"))
-            else:
-                notify.append(Notice(wording.SESSION_NOT_RESUMABLE, key="session"))
-        if session is None:
-            session = await runtime.new_session()
-        if rec.model and rec.model != session.current_model and rec.model in session.models:
-            await session.set_model(rec.model)
-        self.session = session
-        meta = session.load_meta() or (rec.session_meta if session.session_id == rec.session_id else {})
-        self.deps.store.save_conversation(
-            replace(rec, agent=name, cwd=spec.cwd, session_id=session.session_id, session_meta=meta))
-        return session
-
-    def drop_session(self) -> None:
-        """Forget the binding (the agent lost the session): the next turn starts a new one."""
-        rec = self.record()
-        if self.session is not None:
-            self.session.runtime.forget(self.session.session_id)
-        self.session = None
-        self.deps.store.save_conversation(replace(rec, session_id=None, session_meta={}))
+    @property
+    def context_pct(self) -> float | None:
+        """The share of the agent's context window in use (as the agent last said)."""
+        return self.binding.context_pct
 
     def reset(self) -> int:
         """Start a new generation durably; the next message starts a new ACP session."""
-        if self.session is not None:
-            self.session.runtime.forget(self.session.session_id)
-        self.session = None
-        self.context_pct = self._stored_context = None  # the reset clears the stored one too
-        self.deps.forget_approvals(self.key)
-        return self.deps.store.reset_conversation(self.key)
+        self.deps.approvals.forget_session(self.key)
+        self.deps.choices.forget(self.key)
+        return self.binding.reset()
 
     # -- queue and turns -----------------------------------------------------------------
 
@@ -155,9 +90,8 @@ class Conversation:
     async def _work(self) -> None:
         while self.queue:
             item = self.queue.popleft()
-            self.stopping = False
-            self.cancellable = True
-            turn = asyncio.create_task(self.deps.run_turn(self, item), name=f"turn-{self.key}")
+            scope = self.running = TurnScope(self.key, self.surface, self.binding)
+            turn = asyncio.create_task(self.deps.turns.run(scope, item), name=f"turn-{self.key}")
             self.turn_task = turn
             try:
                 await asyncio.shield(turn)
@@ -168,17 +102,9 @@ class Conversation:
                     raise
             except Exception:  # a bug past the turn's own funnel must not stall the queue behind it
                 log.exception("turn in %s failed unexpectedly", self.key)
+            self.running = None
             self.deps.journal.complete(item.message)
-            self._save_context()
-        self.deps.on_idle(self)
-
-    def _save_context(self) -> None:
-        if self.context_pct == self._stored_context:
-            return
-        rec = self.deps.store.get_conversation(self.key)
-        if rec is not None:
-            self.deps.store.save_conversation(replace(rec, context_pct=self.context_pct))
-            self._stored_context = self.context_pct
+            self.binding.save_context()
 
     @property
     def idle(self) -> bool:
@@ -191,17 +117,17 @@ class Conversation:
         Returns "idle" (nothing ran), "stopped", or "unconfirmed": the agent ignored the cancel, so
         its session is set aside (the next message starts a new one) instead of staying busy forever.
         """
-        turn = self.turn_task
-        if turn is None or turn.done():
+        turn, scope = self.turn_task, self.running
+        if turn is None or turn.done() or scope is None:
             return "idle"
-        self.stopping = True
-        session = self.session
+        scope.stopping = True
+        session = self.binding.session
         if session is not None and session.busy:
             await session.cancel(wait_s=self.deps.cancel_wait_s)
-        if not turn.done() and self.cancellable:
+        if not turn.done() and scope.cancellable:
             turn.cancel()  # waiting in the retry ladder or on start-up: nothing reached the agent
         await asyncio.wait({turn})
         if session is not None and session.unresponsive:
-            self.drop_session()
+            self.binding.drop()
             return "unconfirmed"
         return "stopped"

@@ -15,10 +15,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from core.engine import wording
+from core.engine.blocks import block_from_json
 from core.engine.messages import Button, InboundMessage
 from core.engine.pacing import Pacer
 from core.engine.streamed import ReplyLog
-from core.engine.streamer import Reply, Streamer
+from core.engine.streamer import Content, Reply, Streamer
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, Surface
 from core.engine.tasks import TaskSet
 from core.redact import redact
@@ -52,37 +53,41 @@ class Outbox:
         self._parked: set[int] = set()  # ledger ids left for the next start
         self._redelivery: asyncio.Task[None] | None = None
 
-    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None,
+    def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None, origin: object | None = None,
                  log: ReplyLog | None = None) -> Streamer:
-        """A streamer for one reply in ``key``, paced with everything else in that chat; ``log`` notes
-        the messages the reply occupies (so a restart continues it in them)."""
-        own = surface.capabilities_for(key).edit_interval_s
+        """A streamer for one reply in ``key``, paced with everything else in that chat; ``origin`` is the
+        one of the message it answers; ``log`` notes the messages the reply occupies (so a restart
+        continues it in them)."""
+        own = surface.capabilities_for(key, origin).edit_interval_s
         return Streamer(surface, key, interval_s=self.default_interval_s if own is None else own,
-                        reply_to=reply_to, sleep=self.sleep, clock=self.clock, pacer=self.pacer, log=log)
+                        reply_to=reply_to, origin=origin, sleep=self.sleep, clock=self.clock, pacer=self.pacer,
+                        log=log)
 
-    async def say(self, surface: Surface, key: str, markdown: str, *, buttons: tuple[Button, ...] = ()) -> str | None:
+    async def say(self, surface: Surface, key: str, content: Content, *,
+                  buttons: tuple[Button, ...] = ()) -> str | None:
         """A standalone notice; returns its message id, or None when it could not be delivered."""
         try:
-            return await self.streamer(surface, key).post(markdown, buttons)
+            return await self.streamer(surface, key).post(content, buttons)
         except DeliveryError as exc:
             log.warning("could not deliver a notice in %s: %s", key, exc)
             return None
 
-    async def reply(self, surface: Surface, message: InboundMessage, markdown: str, *, private: bool = False,
+    async def reply(self, surface: Surface, message: InboundMessage, content: Content, *, private: bool = False,
                     buttons: tuple[Button, ...] = ()) -> str | None:
         """Answer ``message`` itself (a command, a refusal), privately where ``private`` and the surface can."""
         key = message.conversation_key
         try:
-            return await self.streamer(surface, key).post(markdown, buttons, origin=message, private=private)
+            return await self.streamer(surface, key, origin=message.origin).post(
+                content, buttons, answering=message, private=private)
         except DeliveryError as exc:
             log.warning("could not answer a message in %s: %s", key, exc)
             return None
 
-    async def edit(self, surface: Surface, key: str, message_id: str, markdown: str,
+    async def edit(self, surface: Surface, key: str, message_id: str, content: Content,
                    buttons: tuple[Button, ...] = ()) -> None:
         """Replace a standalone message (an approval prompt once decided)."""
         try:
-            await self.streamer(surface, key).edit_message(message_id, markdown, buttons)
+            await self.streamer(surface, key).edit_message(message_id, content, buttons)
         except DeliveryError as exc:
             log.warning("could not update a message in %s: %s", key, exc)
 
@@ -119,15 +124,17 @@ class Outbox:
 
     def _keep_rest(self, surface: Surface, key: str, streamer: Streamer, reply: Reply,
                    row: OutboundRecord | None = None) -> None:
-        """The ledger keeps only what did not arrive, so a redelivery never repeats what did."""
-        text = reply if isinstance(reply, str) else "\n\n".join(p for p in reply if p)
-        remainder = streamer.undelivered(reply)
+        """The ledger keeps only what did not arrive (its blocks, as the pieces showed them), so a
+        redelivery never repeats what did, and shows the rest as it would have been shown."""
+        missing = streamer.undelivered(reply)
+        text = "\n\n".join(p.text for p in missing)
         if row is not None:
-            if remainder == text:
+            if text == str(row.payload.get("text", "")):
                 return  # nothing arrived: the row stays as it is
             self.store.ack_outbound(row.id)
-        if remainder:
-            self.store.add_outbound(key, {"surface": surface.name, "text": remainder})
+        if text:
+            self.store.add_outbound(key, {"surface": surface.name, "text": text,
+                                          "blocks": [b.to_json() for p in missing for b in p.blocks]})
 
     # -- the ledger ------------------------------------------------------------------------
 
@@ -157,7 +164,9 @@ class Outbox:
 
     async def _resend(self, row: OutboundRecord) -> None:
         surface = self.surfaces[str(row.payload["surface"])]
-        text = str(row.payload.get("text", ""))
+        kept = row.payload.get("blocks")
+        blocks = tuple(block_from_json(b) for b in kept if isinstance(b, dict)) if isinstance(kept, list) else ()
+        text: Reply = [blocks] if blocks else str(row.payload.get("text", ""))  # (a row from before blocks)
         streamer = self.streamer(surface, row.conversation_key)
         try:
             await streamer.finish(text)

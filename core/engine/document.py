@@ -1,8 +1,9 @@
-"""The neutral rendering of one turn, folded from the turn's events. Pure: no I/O, no clock.
+"""One turn's reply as typed blocks, folded from the turn's events. Pure: no I/O, no clock.
 
-``to_markdown`` emits neutral Markdown in a fixed order: notices, plan, tool lines, answer text,
-partial-answer note, stop mark, refusal card, error prose, footer. Sections are separated by a blank
-line; inside a section a single newline is a line break.
+``parts`` gives each part as a tuple of ``core.engine.blocks`` in a fixed order: notices, plan, tool
+lines, answer text, partial-answer notes, stop mark, refusal card, error prose, footer.
+``to_markdown`` is their neutral wording, sections separated by a blank line (inside a section a
+single newline is a line break).
 
 A reply can be in several PARTS (``parts``), each shown in its own messages below the one before:
 ``break_here`` starts a new part, so after an approval prompt (or when a streamed message is too old
@@ -12,21 +13,19 @@ and the closing sections (partial note, stop mark, refusal card, error prose, fo
 
 A huge answer costs time in proportion to its length: once the last part holds ``PART_CHARS`` of
 text it is left as it is at a paragraph break (a code block cut there is reopened in the next part),
-and every part that did not change is handed out as the very same string, so whoever shows the
-reply redoes only the part still growing. Past ``max_bytes`` (UTF-8) the answer stops with a
+and every part that did not change is handed out as the very same tuple of blocks, so whoever shows
+the reply redoes only the part still growing. Past ``max_bytes`` (UTF-8) the answer stops with a
 sentence saying so; the rest is kept (``overflow``) for the relay to offer as a file.
 """
 
 from __future__ import annotations
 
-import re
-
+from core.acp.error_text import squash, strip_echo
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_REFUSAL,
     AcpEvent,
     CompactionStatus,
-    KiroMetadata,
     Notice,
     PlanEntry,
     PlanUpdate,
@@ -35,9 +34,24 @@ from core.acp.types import (
     TextChunk,
     ToolCall,
     TurnEnded,
-    UsageUpdate,
 )
 from core.engine import wording
+from core.engine.blocks import (
+    Block,
+    ErrorProse,
+    Footer,
+    Notices,
+    Part,
+    PartialNote,
+    Plan,
+    PlanStep,
+    RefusalCard,
+    StopMark,
+    Text,
+    ToolLine,
+    Tools,
+    markdown_of,
+)
 from core.engine.splitter import open_fence
 
 __all__ = ["PART_CHARS", "Document"]
@@ -45,18 +59,9 @@ __all__ = ["PART_CHARS", "Document"]
 #: A part whose answer text reaches this many characters is left as it is at the next good break.
 PART_CHARS = 64 * 1024
 
-#: A suffix shorter than this is not treated as an echo of the error (a word such as "Error"
-#: at the end of a real answer must survive).
-_MIN_ECHO = 8
-_SENTENCE_START = re.compile(r"(?:^|\n|(?<=[.!?:;])[ \t]+)")
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
 
 class Document:
-    """One turn's reply, built by ``apply`` on each event and rendered by ``to_markdown``.
+    """One turn's reply, built by ``apply`` on each event and given out by ``parts``.
 
     Keyed notices (``Notice.key``) are corrected in place: a later notice with the same key
     replaces the earlier line, and an empty text removes it. Unkeyed notices are appended.
@@ -74,6 +79,7 @@ class Document:
         self._open_chars = 0  # characters in ``_chunks``
         self._refusal: RefusalInfo | None = None
         self._error = ""
+        self._reset = False  # the error prose suggests starting a new conversation
         self._partial_note = ""
         self._stopped = False  # the stop mark comes after the partial answer it stopped
         self._context_pct: float | None = None
@@ -81,7 +87,7 @@ class Document:
         self._max_bytes = max_bytes
         self._bytes = 0
         self._overflow: list[str] = []  # text past ``max_bytes``
-        self._built: dict[int, str] = {}  # part -> its Markdown, while nothing in it changed
+        self._built: dict[int, Part] = {}  # part -> its blocks, while nothing in it changed
 
     @property
     def text(self) -> str:
@@ -109,11 +115,6 @@ class Document:
         """The answer text past ``max_bytes``: not shown in the reply ("" when nothing was cut)."""
         return "".join(self._overflow)
 
-    @property
-    def context_pct(self) -> float | None:
-        """The last context usage the agent reported, in percent."""
-        return self._context_pct
-
     def apply(self, event: AcpEvent) -> None:
         """Fold one event into the document. Events it does not show are ignored."""
         if isinstance(event, TextChunk):
@@ -130,12 +131,6 @@ class Document:
                 self._plan_part = self._part
             self._built.pop(self._plan_part, None)
             self._plan = event.entries
-        elif isinstance(event, KiroMetadata):
-            if event.context_pct is not None:
-                self._context_pct = event.context_pct
-        elif isinstance(event, UsageUpdate):
-            if event.used is not None and event.size:
-                self._context_pct = event.used / event.size * 100
         elif isinstance(event, CompactionStatus):
             self.set_notice("compaction", wording.compaction_status_text(event.status))
         elif isinstance(event, RateLimitNotice):
@@ -234,20 +229,22 @@ class Document:
         """True while a notice is shown under ``key``."""
         return any(k == key for k, _, _ in self._notices)
 
-    def set_error(self, prose: str, raw_message: str = "") -> None:
-        """Show ``prose`` for a failed turn; streamed text that merely echoes the error is removed.
+    def set_error(self, prose: str, raw_message: str = "", *, reset: bool = False) -> None:
+        """Show ``prose`` for a failed turn (``reset``: it suggests starting a new conversation); streamed
+        text that merely echoes the error is removed.
 
         Some agents stream the error text as an ordinary chunk just before the JSON-RPC error;
         the person sees it once (as the prose), not twice.
         """
         self._error = prose.strip()
+        self._reset = reset
         self._built.pop(self._part, None)
-        needle = _squash(raw_message) + "\n" + _squash(prose)
-        self._set_text(_strip_echo(self.text, needle))
+        needle = squash(raw_message) + "\n" + squash(prose)
+        self._set_text(strip_echo(self.text, needle))
 
     def drop_echo(self, streamed: str) -> None:
         """Remove text an attempt streamed that only echoed its error (the ladder retries)."""
-        self._set_text(_strip_echo(self.text, _squash(streamed)))
+        self._set_text(strip_echo(self.text, squash(streamed)))
 
     def set_partial_note(self, note: str = wording.PARTIAL_NOTE) -> None:
         """Mark the answer as incomplete (timeout with partial output, stop mid-answer)."""
@@ -255,87 +252,72 @@ class Document:
         self._built.pop(self._part, None)
 
     def finish(self, elapsed_s: float, context_pct: float | None = None) -> None:
-        """Close the turn: adds the footer (time taken, and context usage when known).
-
-        ``context_pct`` is used when no event of this turn reported the context usage.
-        """
+        """Close the turn: adds the footer (time taken, and ``context_pct``, the share of the context
+        window in use, when known: the session computes it from what the agent reports)."""
         self._elapsed_s = max(0.0, elapsed_s)
-        if self._context_pct is None:
-            self._context_pct = context_pct
+        self._context_pct = context_pct
         self._built.pop(self._part, None)
 
     def to_markdown(self) -> str:
         """The whole reply as neutral Markdown (see the module docstring for the order)."""
-        return "\n\n".join(part for part in self.parts() if part)
+        return "\n\n".join(m for m in (markdown_of(part) for part in self.parts()) if m)
 
-    def parts(self) -> list[str]:
+    def parts(self) -> list[Part]:
         """The reply as parts, each shown below the one before (an empty part shows nothing). A part
-        that did not change since the last call is the same string as then."""
+        that did not change since the last call is the same tuple as then."""
         last = self._part
         out = [self._built.get(part) or self._build(part) for part in range(last + 1)]
         return out
 
-    def _build(self, part: int) -> str:
+    def _build(self, part: int) -> Part:
         last = part == self._part
         answer = self._open_text() if last else self._frozen[part]
-        sections = self._opening(part, self._carry[part] + answer if answer.strip() else answer)
+        blocks = self._opening(part, self._carry[part] + answer if answer.strip() else answer)
         if last:
             closing = self._closing()
-            if self._elapsed_s is not None and not closing and not sections and not any(self.parts_before()):
-                closing.append(wording.EMPTY_ANSWER)
-            sections += closing
+            if self._elapsed_s is not None and not closing and not blocks and not any(self.parts_before()):
+                closing.append(Notices((wording.EMPTY_ANSWER,)))
+            blocks += closing
             if self._elapsed_s is not None:
-                sections.append(wording.footer_text(self._elapsed_s, self._context_pct))
-        built = "\n\n".join(sections)
+                blocks.append(Footer(self._elapsed_s, self._context_pct))
+        built = tuple(blocks)
         self._built[part] = built
         return built
 
-    def parts_before(self) -> list[str]:
+    def parts_before(self) -> list[Part]:
         """The parts before the last one (as ``parts`` gives them)."""
         return [self._built.get(part) or self._build(part) for part in range(self._part)]
 
-    def _opening(self, part: int, answer: str) -> list[str]:
+    def _opening(self, part: int, answer: str) -> list[Block]:
         """The notices, plan and tool lines that first appeared in ``part``, then its text."""
-        sections: list[str] = []
+        blocks: list[Block] = []
         if self._notices:
-            notices = [t for _, t, p in self._notices if p == part]
+            notices = tuple(t for _, t, p in self._notices if p == part)
             if notices:
-                sections.append("\n".join(notices))
+                blocks.append(Notices(notices))
         if self._plan and self._plan_part == part:
-            sections.append("\n".join(wording.plan_line(e.content, e.status) for e in self._plan))
+            blocks.append(Plan(tuple(PlanStep(e.content, e.status) for e in self._plan)))
         if self._tools:
-            tools = [t for tid, t in self._tools.items() if self._tool_part[tid] == part]
+            tools = tuple(ToolLine(t.display, t.kind, t.status) for tid, t in self._tools.items()
+                          if self._tool_part[tid] == part)
             if tools:
-                sections.append("\n".join(wording.tool_status_line(t.display, t.kind, t.status) for t in tools))
+                blocks.append(Tools(tools))
         answer = answer.strip("\n")
         if answer.strip():
-            sections.append(answer)
-        return sections
+            blocks.append(Text(answer))
+        return blocks
 
-    def _closing(self) -> list[str]:
-        sections: list[str] = []
+    def _closing(self) -> list[Block]:
+        blocks: list[Block] = []
         if self._overflow and self._max_bytes is not None:
-            sections.append(wording.answer_cut_text(self._max_bytes))
+            blocks.append(PartialNote(wording.answer_cut_text(self._max_bytes)))
         if self._partial_note:
-            sections.append(self._partial_note)
+            blocks.append(PartialNote(self._partial_note))
         if self._stopped:
-            sections.append(wording.STOPPED)
+            blocks.append(StopMark())
         if self._refusal is not None:
-            sections.append(wording.refusal_card_text(self._refusal, streamed=self.text))
+            blocks.append(RefusalCard.of(self._refusal, streamed=self.text))
         if self._error:
-            sections.append(self._error)
-        return sections
+            blocks.append(ErrorProse(self._error, self._reset))
+        return blocks
 
-
-def _strip_echo(text: str, needle: str) -> str:
-    """Drop the longest trailing run of whole lines or sentences of ``text`` found in ``needle``."""
-    if not text.strip() or not needle.strip():
-        return text
-    # An echo cannot be longer than the needle (modulo whitespace), so only look that far back.
-    window_start = max(0, len(text) - 2 * len(needle) - 64)
-    for m in _SENTENCE_START.finditer(text, window_start):
-        start = m.end()
-        tail = _squash(text[start:])
-        if len(tail) >= _MIN_ECHO and tail in needle:
-            return text[:start].rstrip()
-    return text

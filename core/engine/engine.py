@@ -23,13 +23,14 @@ from core.engine import wording
 from core.engine.access import AccessControl
 from core.engine.approval_prompt import ApprovalPrompts
 from core.engine.approvals import Approvals
+from core.engine.chat_reply import ChatReplies
 from core.engine.choices import ModelChoices
 from core.engine.commands import Control
 from core.engine.conversation import Conversation, ConversationDeps
 from core.engine.delivery import Outbox
 from core.engine.journal import Journal
 from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
-from core.engine.ports import ConversationView
+from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, parse_approval_reply, route
 from core.engine.surface import Surface
@@ -55,7 +56,9 @@ class Engine:
     def __init__(self, config: RelayConfig, store: Store, pool: RuntimePool, *,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, cancel_wait_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic,
-                 conversations_in_memory: int = CONVERSATIONS_IN_MEMORY) -> None:
+                 conversations_in_memory: int = CONVERSATIONS_IN_MEMORY, replies: Replies | None = None) -> None:
+        """``replies`` shows each turn to the person: by default a chat's reply on the conversation's
+        surface (``acp-relay ask`` passes the terminal's)."""
         self.config = config
         # Every secret the config names is replaced by value in all the engine sends (and in the logs)
         # from now until close(); built at run start, before any surface launches and logs.
@@ -75,10 +78,12 @@ class Engine:
         self.control = Control(config, store, self.outbox, self.choices)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
-        self.runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.outbox, self.journal,
-                                          self.prompts.ask, max_answer_bytes=config.engine.max_answer_bytes))
-        self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, self._run_turn, self._idle,
-                                      self._forget_session, cancel_wait_s)
+        replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
+                                         max_answer_bytes=config.engine.max_answer_bytes)
+        runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.journal, self.approvals,
+                                     replies))
+        self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
+                                      self.choices, cancel_wait_s)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.conversations_in_memory = conversations_in_memory
         self.state: State = "new"
@@ -90,33 +95,40 @@ class Engine:
         self.surfaces[surface.name] = surface
         self.access.allow(surface.name, allowed_user_ids)
 
+    @property
+    def runner(self) -> TurnRunner:
+        """What runs every conversation's turns (a benchmark may put its own in, before any message)."""
+        return self._deps.turns
+
+    @runner.setter
+    def runner(self, runner: TurnRunner) -> None:
+        self._deps.turns = runner
+
     def conversation(self, key: str, surface: Surface) -> Conversation:
         """The conversation under ``key``: in memory, or brought back from the store on first use."""
         conv = self.conversations.get(key)
         if conv is None:
+            self._forget_idle()
             conv = self.conversations[key] = Conversation(key, surface, self._deps)
         else:
             self.conversations.move_to_end(key)
         return conv
 
-    async def _run_turn(self, conv: ConversationView, item: QueueItem) -> None:
-        await self.runner.run(conv, item)  # looked up per turn: a benchmark times its own runner
-
-    def _idle(self, conv: Conversation) -> None:
-        """Keep at most ``conversations_in_memory`` idle conversations; the oldest go first."""
-        excess = len(self.conversations) - self.conversations_in_memory
+    def _forget_idle(self) -> None:
+        """Make room for one more: keep at most ``conversations_in_memory`` (busy ones stay), the least
+        recently used go first (they come back from the store on their next message)."""
+        excess = len(self.conversations) + 1 - self.conversations_in_memory
         if excess <= 0:
             return
         for key in list(itertools.islice(self.conversations, excess)):
-            old = self.conversations[key]
-            if not old.busy and not old.queue:
+            if self.conversations[key].idle:
                 del self.conversations[key]
 
     def _reattach(self, conv: Conversation) -> None:
         """Load the conversation's session now (the agent keeps what its tools did), while the person decides."""
         async def load() -> None:
             try:
-                await conv.ensure_session([])
+                await conv.binding.ensure([])
             except Exception as exc:  # the next turn tries again, and says what failed
                 log.info("could not reattach the session of %s: %r", conv.key, exc)
 
@@ -124,10 +136,6 @@ class Engine:
 
     async def _send_again(self, surface: Surface, msg: InboundMessage) -> None:
         await self._dispatch(self.conversation(msg.conversation_key, surface), msg, replay=True)
-
-    def _forget_session(self, key: str) -> None:
-        self.approvals.forget_session(key)
-        self.choices.forget(key)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -209,6 +217,14 @@ class Engine:
             await self._dispatch(self.conversation(message.conversation_key, surface), message)
 
         return dispatch
+
+    async def prompt(self, message: InboundMessage) -> None:
+        """Queue ``message`` as a prompt whatever its words: never a command or an answer to a question
+        (``acp-relay ask``: its whole argument is the prompt). Journaled like any message; its surface
+        must be attached, and the engine started."""
+        surface = self.surfaces[message.surface]
+        if self.journal.record(message):
+            await self._enqueue(self.conversation(message.conversation_key, surface), QueueItem(message), replay=False)
 
     def permits(self, surface: str, user_id: str) -> bool:
         """``user_id`` is on ``surface``'s allow-list."""

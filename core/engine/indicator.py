@@ -24,10 +24,12 @@ class TypingIndicator:
     error here is a nicety lost, never a failed turn.
     """
 
-    def __init__(self, surface: Surface, conversation_key: str, *, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(self, surface: Surface, conversation_key: str, *, origin: object | None = None,
+                 sleep: Sleep = asyncio.sleep) -> None:
         self.surface = surface
         self.conversation_key = conversation_key
-        self._caps = surface.capabilities_for(conversation_key)
+        self._origin = origin  # of the message being answered (the surface's own handle)
+        self._caps = surface.capabilities_for(conversation_key, origin)
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
         self._paused = False
@@ -67,7 +69,7 @@ class TypingIndicator:
 
     async def _set(self, active: bool) -> None:
         try:
-            await self.surface.typing(self.conversation_key, active)
+            await self.surface.typing(self.conversation_key, active, origin=self._origin)
         except DeliveryError as exc:
             log.info("typing indicator failed in %s: %s", self.conversation_key, exc)
         except Exception:  # a surface bug must not cost the person their answer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
@@ -42,9 +42,11 @@ class Attachment:
 class InboundMessage:
     """A platform message, neutral. ``conversation_key`` is opaque and surface-qualified.
 
-    ``message_id`` is unique per surface (it de-duplicates redeliveries); a surface that must answer
-    through something other than the conversation (a Discord interaction, a Slack slash command)
-    keeps that handle itself, keyed by ``message_id``, and uses it in ``Surface.reply``.
+    ``message_id`` is unique per surface (it de-duplicates redeliveries). ``origin`` is the surface's
+    own handle for answering this message (a Discord interaction, the person a Slack stream is for),
+    opaque to the core: it comes back with everything the core does for this message's reply
+    (``Surface.reply``, ``capabilities_for``, ``stream``, ``typing``). It is never journaled, so a
+    message replayed after a restart has none, and the surface answers it in the ordinary way.
     """
 
     surface: str
@@ -55,6 +57,7 @@ class InboundMessage:
     display_name: str = ""
     attachments: tuple[Attachment, ...] = ()
     reply_to: str | None = None
+    origin: object | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

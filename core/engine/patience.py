@@ -16,7 +16,7 @@ from core.engine import wording
 
 __all__ = ["AGENT_RETRY_KEY", "PATIENCE_TICK_S", "SILENT_AFTER_S", "Patience"]
 
-#: The notice key the session's "the agent is retrying" notice (core.acp.thread_failure) carries.
+#: The notice key the session's "the agent is retrying" notice (core.acp.error_text) carries.
 AGENT_RETRY_KEY = "agent-retry"
 #: How often the line is brought up to date.
 PATIENCE_TICK_S = 15.0

@@ -8,8 +8,10 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from core.engine import wording
+from core.engine.blocks import Part, Text
 from core.engine.calls import Caller
 from core.engine.messages import Button
+from core.engine.pieces import Pieces
 from core.engine.streamed import Posted, ReplyLog, Sent, Thread
 from core.engine.surface import Capabilities, DeliveryError, DeliveryFailed, DeliveryRefused, Surface
 
@@ -29,8 +31,9 @@ class Resuming:
     _clock: Callable[[], float]
     _log: ReplyLog | None
     _reply_to: str | None
+    _pieces: Pieces
 
-    async def _deliver_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...]) -> None:
+    async def _deliver_thread(self, thread: Thread, part: Part, buttons: tuple[Button, ...]) -> None:
         raise NotImplementedError  # the streamer's
 
     async def resume(self, previous: Sequence[Posted]) -> None:
@@ -70,9 +73,10 @@ class Resuming:
 
     async def _end_foreign_stream(self, stream_id: str) -> str | None:
         """End a stream a killed relay started; the id of the message now showing it, if any."""
+        interrupted = self._pieces.one((Text(wording.INTERRUPTED_RESUMING),)).shown
         try:
             return await self._caller.call(partial(self.surface.end_stream, self.conversation_key, stream_id,
-                                            wording.INTERRUPTED_RESUMING), True)
+                                            interrupted), True)
         except DeliveryRefused:
             raise
         except DeliveryError as exc:  # still streaming, perhaps: edits will say; never a silent copy
@@ -89,7 +93,7 @@ class Resuming:
                 except DeliveryFailed as exc:
                     log.info("removing an interrupted reply's message in %s failed: %r", self.conversation_key, exc)
         elif shown:
-            await self._deliver_thread(Thread(reply_to=shown[-1].message_id), wording.INTERRUPTED_RESUMING, ())
+            await self._deliver_thread(Thread(reply_to=shown[-1].message_id), (Text(wording.INTERRUPTED_RESUMING),), ())
         if self._log is not None:
             for entry in previous:
                 self._log.removed(entry.part, entry.piece)

@@ -14,6 +14,13 @@ A ``Splitter`` does the same for a text that grows (an answer being streamed): a
 looked only at text that has not changed since the last call is kept, so only the open tail is cut
 again and rendered again, and streaming a long answer costs time in proportion to its length.
 ``plain_text`` (in ``core.engine.plaintext``) removes the markup for a platform that rejected it.
+
+The splitter measures through a ``shape`` function: ``Splitter.shaped`` takes one that renders a
+candidate piece (knowing where in the text it starts) into whatever the caller sends, with its
+``length``; the pieces come back with the very shapes that were measured (``split_shown``), so
+nothing is rendered again to be sent. This module also holds the relay's one reading of code fences
+(``code_lines``, ``open_fence``): a surface that treats code differently asks it, never a regex of
+its own.
 """
 
 from __future__ import annotations
@@ -23,11 +30,12 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from core.engine.plaintext import plain_text
 from core.engine.surface import LengthUnit, measure
 
-__all__ = ["Splitter", "close_open_fence", "open_fence", "plain_text", "split_rendered"]
+__all__ = ["Shaped", "Splitter", "close_open_fence", "code_lines", "open_fence", "plain_text", "split_rendered"]
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})([^`]*)$")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
@@ -82,6 +90,11 @@ def open_fence(markdown: str) -> str | None:
     lines = _lines(markdown)
     fence = lines[-1].after if lines else None
     return None if fence is None else fence.opener
+
+
+def code_lines(markdown: str) -> list[tuple[str, bool]]:
+    """Each line of ``markdown`` and whether it is code: inside a fenced block, or one of its fence lines."""
+    return [(markdown[ln.start:ln.end], ln.delimiter or ln.before is not None) for ln in _lines(markdown)]
 
 
 def close_open_fence(markdown: str) -> str:
@@ -247,6 +260,25 @@ class _Cutter:
         return head, carry, j
 
 
+class Shaped(Protocol):
+    """A piece as it will be shown: its ``length`` is what the limit applies to."""
+
+    @property
+    def length(self) -> int:
+        """The length the platform counts."""
+        ...
+
+
+#: Shape a candidate piece: (the piece, where its own text starts in the text being split, the fence
+#: opener carried in front of it) -> what will be shown.
+Shape = Callable[[str, int, str], Shaped]
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    length: int
+
+
 @dataclass(frozen=True, slots=True)
 class _Mark:
     """One cut: its piece, where the rest starts (``carry`` + the text from ``offset``), and how far
@@ -256,38 +288,62 @@ class _Mark:
     offset: int
     carry: str
     scanned: int
+    shown: Shaped
 
 
 class Splitter:
     """``split_rendered`` for one growing text: call ``split`` with each new state of it."""
 
     def __init__(self, render: Callable[[str], str], limit: int, unit: LengthUnit) -> None:
+        self._init(lambda piece, _at, _carry: _Measured(measure(render(piece), unit)), limit)
+
+    @classmethod
+    def shaped(cls, shape: Shape, limit: int) -> Splitter:
+        """A splitter that measures each candidate piece by ``shape`` (see ``Shape``)."""
+        self = cls.__new__(cls)
+        self._init(shape, limit)
+        return self
+
+    def _init(self, shape: Shape, limit: int) -> None:
         if limit < 1:
             raise ValueError("limit must be positive")
         self.limit = limit
-        self._render = render
-        self._unit = unit
+        self._shape = shape
         self._text = ""  # the last text split, fences closed
         self._marks: list[_Mark] = []
+        self._at = (0, "")  # where the rest being cut starts: (offset in the text, carry before it)
+        self._shapes: dict[str, Shaped] = {}  # the candidates measured for the cut being made
 
     def _fits(self, piece: str) -> bool:
-        return measure(self._render(piece), self._unit) <= self.limit
+        shown = self._shapes.get(piece)
+        if shown is None:
+            shown = self._shapes[piece] = self._shape(piece, *self._at)
+        return shown.length <= self.limit
 
-    def split(self, markdown: str) -> list[str]:
+    def _shown(self, piece: str) -> Shaped:
+        """What ``piece`` was measured as (shaped now if the cut made a piece it never measured)."""
+        return self._shapes.get(piece) or self._shape(piece, *self._at)
+
+    def split(self, markdown: str, *, stable: int | None = None) -> list[str]:
         """The pieces of ``markdown``; cuts that looked only at text unchanged since the last call
-        are kept (their pieces are the very same strings)."""
+        (and, with ``stable``, only before that offset) are kept (their pieces are the same strings)."""
+        return [piece for piece, _ in self.split_shown(markdown, stable=stable)]
+
+    def split_shown(self, markdown: str, *, stable: int | None = None) -> list[tuple[str, Shaped]]:
+        """``split``, each piece with the shape it was measured as."""
         text = markdown.strip("\n").rstrip()
-        marks = self._marks[: self._kept(text)]
+        marks = self._marks[: self._kept(text, len(text) if stable is None else stable)]
         offset, carry = (marks[-1].offset, marks[-1].carry) if marks else (0, "")
-        pieces = [m.piece for m in marks]
+        out = [(m.piece, m.shown) for m in marks]
         # The carry says whether the kept pieces ended inside a code block, so scanning the rest
         # finds a block still open at the end as a scan of the whole text would.
         rest = close_open_fence(carry + text[offset:])
         while rest.strip():
+            self._at, self._shapes = (offset, carry), {}
             window = min(len(rest), 2 * self.limit + 64)
             while self._fits(rest[:window]):
                 if window == len(rest):
-                    pieces.append(rest)
+                    out.append((rest, self._shown(rest)))
                     rest = ""
                     break
                 window = min(len(rest), 2 * window)
@@ -295,22 +351,23 @@ class Splitter:
                 break
             cutter = _Cutter(rest, self._fits, window)
             head, new_carry, j = cutter.cut()
+            shown = self._shown(head)
             scanned = -1 if cutter.scan_end >= len(rest) else offset + max(0, cutter.scan_end - len(carry))
             rest = new_carry + rest[j:]
             if j >= len(carry):
                 offset, carry = offset + j - len(carry), new_carry
             else:  # the cut fell inside the carried fence opener
                 carry = new_carry + carry[j:]
-            marks.append(_Mark(head, offset, carry, scanned))
-            pieces.append(head)
-        self._text, self._marks = text, marks
-        return pieces
+            marks.append(_Mark(head, offset, carry, scanned, shown))
+            out.append((head, shown))
+        self._text, self._marks, self._shapes = text, marks, {}
+        return out
 
-    def _kept(self, text: str) -> int:
-        """How many earlier cuts still hold: the text they looked at is unchanged."""
+    def _kept(self, text: str, stable: int) -> int:
+        """How many earlier cuts still hold: the text they looked at is unchanged (and before ``stable``)."""
         marks = self._marks
         n = 0
-        while n < len(marks) and 0 <= marks[n].scanned <= len(text):
+        while n < len(marks) and 0 <= marks[n].scanned <= min(len(text), stable):
             n += 1
         lo, hi = 0, n  # the answer is in [lo, hi]; a cut holds only if every one before it does
         while lo < hi:

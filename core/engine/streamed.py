@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from core.engine.blocks import Block, Part, Rendered
 from core.engine.messages import Button, InboundMessage
 from core.engine.splitter import Splitter
 
-__all__ = ["Deferred", "LiveStream", "Posted", "ReplyLog", "Sent", "Thread"]
+__all__ = ["Deferred", "Layout", "LiveStream", "Piece", "Posted", "ReplyLog", "Sent", "Span", "Thread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,41 @@ class ReplyLog(Protocol):
         ...
 
 
+@dataclass(slots=True, eq=False)  # (not frozen: one is made for every cut the splitter tries)
+class Piece:
+    """One platform message's worth of a reply: its neutral ``text`` (what the core compares and keeps
+    for a redelivery), the ``blocks`` it shows, and the surface's form of them, rendered once."""
+
+    text: str
+    blocks: Part
+    shown: Rendered
+
+    @property
+    def length(self) -> int:
+        """The rendered length, as the platform counts it."""
+        return self.shown.length
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where one block's wording stands in a part's laid-out text; ``code``: inside a code block the
+    answer before it left open (so it is shown as the text it is there)."""
+
+    start: int
+    end: int
+    block: Block
+    code: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A part's blocks laid out as one text, as the splitter cuts it."""
+
+    text: str
+    spans: tuple[Span, ...]
+    plain: bool = False
+
+
 @dataclass(slots=True)
 class Sent:
     """One ordinary message: what it shows (None = unknown: a message we were asked to edit)."""
@@ -53,7 +89,7 @@ class LiveStream:
     """A native stream showing the piece right after the thread's ordinary messages."""
 
     stream_id: str
-    text: str
+    piece: Piece
     started_at: float
 
 
@@ -65,14 +101,15 @@ class Thread:
     plain: bool = False
     reply_to: str | None = None
     stream: LiveStream | None = None
-    origin: InboundMessage | None = None  # a standalone reply to this inbound message
+    answering: InboundMessage | None = None  # a standalone reply to this inbound message
     private: bool = False
     part: int | None = None  # its index in a reply (None: a standalone message, not logged)
     splitter: Splitter | None = None  # cuts its text; remembers the cuts that still hold
     split_for: tuple[bool, int] = (False, 0)  # (plain, limit) the splitter cuts for
-    #: The last text cut and its pieces: ((plain, limit), final, markdown, pieces).
-    cut: tuple[tuple[bool, int], bool, str, list[str]] | None = None
-    settled: list[str] | None = None  # the pieces it shows, exactly as they are
+    layout: Layout | None = None  # the blocks the splitter cut last
+    #: The last part cut and its pieces: ((plain, limit), final, part, pieces).
+    cut: tuple[tuple[bool, int], bool, Part, list[Piece]] | None = None
+    settled: list[Piece] | None = None  # the pieces it shows, exactly as they are
 
 
 class Deferred(Exception):

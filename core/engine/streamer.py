@@ -5,10 +5,13 @@ background task (alive between ``start`` and ``aclose``, or inside ``async with`
 latest state at most once per ``interval_s``. ``finish`` stops that task and ALWAYS delivers the
 final state, retrying until it is shown or raising a ``DeliveryError``.
 
-A reply is a list of PARTS (``Document.parts``); each part is shown in its own messages, below the
-part before it. Each part is split at the surface's limit (see ``core.engine.splitter``), one
-message per piece; a message is edited only when its piece changed, so earlier pieces stay as they
-are while the answer grows below them.
+A reply is a list of PARTS (``Document.parts``: each a tuple of ``core.engine.blocks``; a string is
+one ``Text`` block); each part is shown in its own messages, below the part before it. Each part is
+split at the surface's limit by the length its formatter reports (see ``core.engine.pieces``), one
+message per piece, and the piece is delivered as the formatter rendered it; a message is edited
+only when its piece changed, so earlier pieces stay as they are while the answer grows below them.
+The streamer of an answer holds its message's ``origin`` and hands it back to the surface
+(``capabilities_for``, ``stream``).
 
 Where the conversation can stream natively (``Capabilities.can_stream_natively``), the piece being
 written is a native stream (a Telegram draft, a Slack stream) instead of a message edited again and
@@ -43,12 +46,13 @@ from types import TracebackType
 from typing import TypeVar
 
 from core.engine import wording
+from core.engine.blocks import Part, Text
 from core.engine.calls import Caller
 from core.engine.messages import InboundMessage
 from core.engine.pacing import Pacer
 from core.engine.pieces import Pieces
 from core.engine.resuming import Resuming
-from core.engine.streamed import Deferred, LiveStream, ReplyLog, Sent, Thread
+from core.engine.streamed import Deferred, LiveStream, Piece, ReplyLog, Sent, Thread
 from core.engine.surface import (
     AnswerUnreadable,
     Button,
@@ -60,29 +64,37 @@ from core.engine.surface import (
     Surface,
 )
 
-__all__ = ["Reply", "Streamer"]
+__all__ = ["Content", "Reply", "Streamer", "as_part", "as_parts"]
 
 _DEFAULT_INTERVAL_S = 1.0  # a surface that names no interval, used outside an engine
 log = logging.getLogger("acp_relay.engine.streamer")
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
-#: One text, or the parts of a reply (each shown below the one before).
-Reply = str | Sequence[str]
+#: One message: its blocks, or Markdown (one ``Text`` block).
+Content = str | Part
+#: One text, or the parts of a reply (each shown below the one before), each its blocks or Markdown.
+Reply = str | Sequence[Content]
 
 
-def _as_parts(reply: Reply) -> list[str]:
-    return [reply] if isinstance(reply, str) else list(reply)
+def as_part(content: Content) -> Part:
+    """``content`` as blocks (Markdown is one ``Text`` block)."""
+    return (Text(content),) if isinstance(content, str) else content
+
+
+def as_parts(reply: Reply) -> list[Part]:
+    """``reply`` as its parts' blocks."""
+    return [as_part(reply)] if isinstance(reply, str) else [as_part(c) for c in reply]
 
 
 class Streamer(Resuming):
     """Streams one reply into ``conversation_key`` on ``surface``. ``calls`` counts platform calls."""
 
     def __init__(self, surface: Surface, conversation_key: str, *, interval_s: float | None = None,
-                 reply_to: str | None = None, sleep: Sleep = asyncio.sleep, max_attempts: int = 5,
-                 pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic,
+                 reply_to: str | None = None, origin: object | None = None, sleep: Sleep = asyncio.sleep,
+                 max_attempts: int = 5, pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic,
                  log: ReplyLog | None = None) -> None:
-        caps = surface.capabilities_for(conversation_key)
+        caps = surface.capabilities_for(conversation_key, origin)
         self.surface = surface
         self.conversation_key = conversation_key
         self.capabilities = caps
@@ -93,8 +105,9 @@ class Streamer(Resuming):
         self._caller = Caller(pacer if pacer is not None else Pacer(sleep=sleep, clock=clock),
                               surface.rate_key(conversation_key), caps.rate_limit, sleep=sleep,
                               max_attempts=max_attempts, conversation_key=conversation_key)
-        self._pieces = Pieces(surface.render, caps.length_unit, caps.max_message_length)
+        self._pieces = Pieces(surface.formatter, caps.max_message_length)
         self._reply_to = reply_to
+        self._origin = origin
         self._threads: list[Thread] = []
         self._native = caps.can_stream_natively
         self._latest: Reply | Callable[[], Reply] = ""
@@ -146,7 +159,7 @@ class Streamer(Resuming):
         posted below it (an approval prompt), and a stream would otherwise stay below that."""
         async with self._lock:
             try:
-                await self._sync(_as_parts(reply), (), final=False, settle=True)
+                await self._sync(as_parts(reply), (), final=False, settle=True)
             except Deferred:
                 pass  # the chat is held for retry_after; what is posted next waits for it too
             except DeliveryError as exc:  # the final state is delivered by ``finish`` all the same
@@ -164,23 +177,24 @@ class Streamer(Resuming):
         async with self._lock:
             for thread in self._threads:
                 thread.plain = False  # a markup rejected mid-stream may parse now (closed fences)
-            await self._deliver(_as_parts(reply), buttons)
+            await self._deliver(as_parts(reply), buttons)
         return self.message_ids
 
-    async def post(self, markdown: str, buttons: tuple[Button, ...] = (), *,
-                   origin: InboundMessage | None = None, private: bool = False) -> str:
+    async def post(self, content: Content, buttons: tuple[Button, ...] = (), *,
+                   answering: InboundMessage | None = None, private: bool = False) -> str:
         """Send a standalone message (approval, notice); returns the id of its (last) message.
 
-        With ``origin``, its first piece answers that inbound message (``Surface.reply``).
+        With ``answering``, its first piece answers that inbound message (``Surface.reply``).
         """
-        thread = Thread(origin=origin, private=private)
-        await self._deliver_thread(thread, markdown, buttons)
+        thread = Thread(answering=answering, private=private)
+        await self._deliver_thread(thread, as_part(content), buttons)
         return thread.sent[-1].message_id
 
     async def send_file(self, name: str, data: bytes, *, caption: str, fallback: str) -> str:
         """Post a file below the reply (paced, 429s waited out, retried like a final state)."""
         op = partial(self.surface.send_file, self.conversation_key, name, data, reply_to=self._reply_to,
-                     caption=self._pieces.redact(caption, True), fallback=self._pieces.redact(fallback, True))
+                     caption=self._pieces.one(as_part(caption)).shown,
+                     fallback=self._pieces.one(as_part(fallback)).shown)
         posted: list[str] = []
 
         async def once() -> None:
@@ -189,30 +203,30 @@ class Streamer(Resuming):
         await self._caller.attempts(once)
         return posted[-1]
 
-    async def edit_message(self, message_id: str, markdown: str, buttons: tuple[Button, ...] = ()) -> str:
+    async def edit_message(self, message_id: str, content: Content, buttons: tuple[Button, ...] = ()) -> str:
         """Replace a standalone message's content; returns the id now showing it.
 
         Where the surface cannot edit, the new content is posted as a new message instead.
         """
         can_edit = self.capabilities.can_edit
         thread = Thread(sent=[Sent(message_id, None)] if can_edit else [])
-        await self._deliver_thread(thread, markdown, buttons)
+        await self._deliver_thread(thread, as_part(content), buttons)
         return thread.sent[-1].message_id
 
-    def undelivered(self, reply: Reply) -> str:
+    def undelivered(self, reply: Reply) -> list[Piece]:
         """What of ``reply`` the platform does not show yet: in each part, the pieces from the first
         one that is missing or stale. The outbound ledger keeps this, so a redelivery repeats nothing."""
-        missing: list[str] = []
-        for i, markdown in enumerate(_as_parts(reply)):
+        missing: list[Piece] = []
+        for i, part in enumerate(as_parts(reply)):
             thread = self._threads[i] if i < len(self._threads) else Thread()
-            pieces = self._pieces.of(thread, markdown)
+            pieces = self._pieces.of(thread, part)
             shown = 0
             for have, piece in zip(thread.sent, pieces, strict=False):
-                if have.text != piece:
+                if have.text != piece.text:
                     break
                 shown += 1
             missing += pieces[shown:]
-        return "\n\n".join(missing)
+        return missing
 
     # -- the flusher -----------------------------------------------------------------------
 
@@ -223,7 +237,7 @@ class Streamer(Resuming):
             async with self._lock:
                 latest = self._latest() if callable(self._latest) else self._latest
                 try:
-                    await self._sync(_as_parts(latest), (), final=False)
+                    await self._sync(as_parts(latest), (), final=False)
                 except Deferred:
                     self._wake.set()
                     continue  # the chat is held for retry_after: the next flush waits in the pacer
@@ -256,31 +270,31 @@ class Streamer(Resuming):
 
     # -- delivering ------------------------------------------------------------------------
 
-    async def _deliver(self, parts: list[str], buttons: tuple[Button, ...]) -> None:
+    async def _deliver(self, parts: list[Part], buttons: tuple[Button, ...]) -> None:
         await self._caller.attempts(partial(self._sync, parts, buttons, final=True))
 
-    async def _deliver_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...]) -> None:
-        await self._caller.attempts(partial(self._sync_thread, thread, markdown, buttons, final=True))
+    async def _deliver_thread(self, thread: Thread, part: Part, buttons: tuple[Button, ...]) -> None:
+        await self._caller.attempts(partial(self._sync_thread, thread, part, buttons, final=True))
 
-    async def _sync(self, parts: list[str], buttons: tuple[Button, ...], *, final: bool,
+    async def _sync(self, parts: list[Part], buttons: tuple[Button, ...], *, final: bool,
                     settle: bool = False) -> None:
         while len(self._threads) < len(parts):
             self._threads.append(self._reply_thread())
         last = len(parts) - 1
         tidy = final or settle  # resumed messages the reply does not need go now: nothing may stay above
-        for i, markdown in enumerate(parts):
+        for i, part in enumerate(parts):
             live = self._native and not final and i == last and not settle
-            await self._sync_thread(self._threads[i], markdown, buttons if i == last else (), final=final,
+            await self._sync_thread(self._threads[i], part, buttons if i == last else (), final=final,
                                     live=live, may_be_empty=i < last, tidy=tidy)
         if tidy:
             for thread in self._threads[len(parts):]:  # parts of the interrupted reply this one never reached
                 await self._trim(thread, 0, final, tidy=True)
 
-    async def _sync_thread(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
+    async def _sync_thread(self, thread: Thread, part: Part, buttons: tuple[Button, ...], *,
                            final: bool, live: bool = False, may_be_empty: bool = False, tidy: bool = True) -> None:
         while True:
             try:
-                await self._sync_once(thread, markdown, buttons, final=final, live=live,
+                await self._sync_once(thread, part, buttons, final=final, live=live,
                                       may_be_empty=may_be_empty, tidy=tidy)
                 return
             except MarkupRejected as exc:
@@ -291,9 +305,9 @@ class Streamer(Resuming):
                 if not self._pieces.shrink():
                     raise DeliveryFailed("rejected as too long at every size") from exc
 
-    async def _sync_once(self, thread: Thread, markdown: str, buttons: tuple[Button, ...], *,
+    async def _sync_once(self, thread: Thread, part: Part, buttons: tuple[Button, ...], *,
                          final: bool, live: bool, may_be_empty: bool, tidy: bool) -> None:
-        pieces = self._pieces.of(thread, markdown, final=final)
+        pieces = self._pieces.of(thread, part, final=final)
         if pieces is thread.settled and not buttons:
             return  # a part that stopped growing, shown as it is: nothing to look at
         if not pieces:
@@ -301,7 +315,7 @@ class Streamer(Resuming):
                 await self._end_stream(thread, None, final)
                 await self._trim(thread, 0, final, tidy)
                 return  # an empty part shows nothing (the last one always has its footer)
-            pieces = [wording.EMPTY_ANSWER]
+            pieces = [self._pieces.one((Text(wording.EMPTY_ANSWER),), plain=thread.plain)]
         if live and thread.stream is None and len(pieces) <= len(thread.sent):
             live = False  # the piece being written is already an ordinary message: keep editing it
         ordinary = pieces[:-1] if live else pieces
@@ -315,43 +329,42 @@ class Streamer(Resuming):
         elif not buttons and thread.stream is None and len(thread.sent) == len(pieces):
             thread.settled = pieces
 
-    async def _sync_ordinary(self, thread: Thread, pieces: list[str], buttons: tuple[Button, ...],
+    async def _sync_ordinary(self, thread: Thread, pieces: list[Piece], buttons: tuple[Button, ...],
                              final: bool, tidy: bool = True) -> None:
         plain = thread.plain
         for i, piece in enumerate(pieces):
             btns = buttons if i == len(pieces) - 1 else ()
             if i < len(thread.sent):
                 have = thread.sent[i]
-                if (have.text, have.plain, have.buttons) != (piece, plain, btns):
+                if (have.text, have.plain, have.buttons) != (piece.text, plain, btns):
                     if not have.message_id:  # shown, but its id is unknown: a marked copy below it
                         await self._send_piece(thread, i, piece, btns, final, note=True)
                         continue
-                    await self._edit(have.message_id, piece, btns, plain, final)
-                    thread.sent[i] = Sent(have.message_id, piece, plain, btns, have.at)
+                    await self._edit(have.message_id, piece, btns, final)
+                    thread.sent[i] = Sent(have.message_id, piece.text, plain, btns, have.at)
                 continue
             await self._clear_below(thread, final)
             await self._send_piece(thread, i, piece, btns, final)
         await self._trim(thread, len(pieces), final, tidy)
 
-    async def _send_piece(self, thread: Thread, i: int, piece: str, btns: tuple[Button, ...], final: bool,
+    async def _send_piece(self, thread: Thread, i: int, piece: Piece, btns: tuple[Button, ...], final: bool,
                           *, note: bool = False) -> None:
         """Post piece ``i`` as a new message (``note``: below the note that the one showing it cannot be
         updated). A send whose answer cannot be read is taken as shown, its id unknown (never logged)."""
-        key, plain = self.conversation_key, thread.plain
+        key, plain, shown = self.conversation_key, thread.plain, piece.shown
         if note:
-            await self._caller.call(partial(self.surface.send, key, wording.UNADDRESSABLE_NOTE, plain=True),
-                                    final, unreadable="")
+            unaddressable = self._pieces.one((Text(wording.UNADDRESSABLE_NOTE),), plain=True).shown
+            await self._caller.call(partial(self.surface.send, key, unaddressable), final, unreadable="")
         first = i == 0 and not note
-        if first and thread.origin is not None:
-            op = partial(self.surface.reply, thread.origin, piece, buttons=btns, plain=plain, private=thread.private)
+        if first and thread.answering is not None:
+            op = partial(self.surface.reply, thread.answering, shown, buttons=btns, private=thread.private)
         elif thread.part is not None and self._reply_to is not None and not note:  # a piece of an answer: once
-            op = partial(self.surface.send_once, key, piece, buttons=btns, plain=plain,
+            op = partial(self.surface.send_once, key, shown, buttons=btns,
                          reply_to=thread.reply_to if first else None, key=f"{key}|{self._reply_to}|{thread.part}|{i}")
         else:
-            op = partial(self.surface.send, key, piece, buttons=btns, plain=plain,
-                         reply_to=thread.reply_to if first else None)
+            op = partial(self.surface.send, key, shown, buttons=btns, reply_to=thread.reply_to if first else None)
         mid = await self._caller.call(op, final, unreadable="")
-        sent = Sent(mid, piece, plain, btns, self._clock())
+        sent = Sent(mid, piece.text, plain, btns, self._clock())
         if i < len(thread.sent):
             thread.sent[i] = sent
         else:
@@ -379,19 +392,20 @@ class Streamer(Resuming):
                 await self._caller.call(partial(self.surface.delete, self.conversation_key, extra.message_id), final,
                                         unreadable=None)  # taken: deleted, whatever its answer said
             else:
-                await self._edit(extra.message_id, wording.MERGED_ABOVE, (), True, final)
+                await self._edit(extra.message_id, self._pieces.one((Text(wording.MERGED_ABOVE),), plain=True), (),
+                                 final)
             thread.sent.pop()
             self._removed(thread, len(thread.sent))
 
-    async def _stream_piece(self, thread: Thread, piece: str, final: bool) -> None:
+    async def _stream_piece(self, thread: Thread, piece: Piece, final: bool) -> None:
         stream = thread.stream
-        if stream is not None and stream.text == piece:
+        if stream is not None and stream.piece.text == piece.text:
             return
         reply_to = thread.reply_to if not thread.sent else None
         try:
             stream_id = await self._caller.call(partial(self.surface.stream, self.conversation_key,
-                                                 stream.stream_id if stream else None, piece,
-                                                 reply_to=reply_to), final)
+                                                 stream.stream_id if stream else None, piece.shown,
+                                                 reply_to=reply_to, origin=self._origin), final)
         except (DeliveryFailed, MarkupRejected, MessageTooLong) as exc:
             log.info("native streaming in %s failed, sending and editing instead: %r", self.conversation_key, exc)
             self._native = False
@@ -402,37 +416,36 @@ class Streamer(Resuming):
                         "instead (%s)", self.conversation_key, exc)
             self._native = False
             if stream is None:
-                thread.sent.append(Sent("", piece, thread.plain, (), self._clock()))
+                thread.sent.append(Sent("", piece.text, thread.plain, (), self._clock()))
             return
         if stream is None:
             thread.stream = LiveStream(stream_id, piece, self._clock())
             self._posted(thread, len(thread.sent), stream_id, "stream")
         else:
-            stream.text = piece
+            stream.piece = piece
 
-    async def _end_stream(self, thread: Thread, piece: str | None, final: bool) -> None:
+    async def _end_stream(self, thread: Thread, piece: Piece | None, final: bool) -> None:
         """End the thread's native stream; its piece is then an ordinary message (sent here where
         the stream was only a preview). ``piece`` None: whatever the stream shows last."""
         stream, thread.stream = thread.stream, None
         if stream is None:
             return
-        text = stream.text if piece is None else piece
+        last = stream.piece if piece is None else piece
         try:
             mid = await self._caller.call(partial(self.surface.end_stream, self.conversation_key, stream.stream_id,
-                                           text), final)
+                                           last.shown), final)
         except DeliveryFailed as exc:  # the stream is gone; its piece is sent as an ordinary message
             log.info("ending a native stream in %s failed: %r", self.conversation_key, exc)
             mid = None
         if mid is not None:
-            thread.sent.append(Sent(mid, text, False, (), stream.started_at))
+            thread.sent.append(Sent(mid, last.text, False, (), stream.started_at))
             self._posted(thread, len(thread.sent) - 1, mid)
         else:
             self._removed(thread, len(thread.sent))  # a preview: the piece is posted as a message, if at all
 
-    async def _edit(self, message_id: str, text: str, buttons: tuple[Button, ...], plain: bool,
-                    final: bool) -> None:
+    async def _edit(self, message_id: str, piece: Piece, buttons: tuple[Button, ...], final: bool) -> None:
         try:
-            await self._caller.call(partial(self.surface.edit, self.conversation_key, message_id, text,
-                                     buttons=buttons, plain=plain), final, unreadable=None)  # taken as done
+            await self._caller.call(partial(self.surface.edit, self.conversation_key, message_id, piece.shown,
+                                     buttons=buttons), final, unreadable=None)  # taken as done
         except NotModified:
             pass  # the message already shows this text

@@ -10,6 +10,24 @@ is said to be left out), never an ``if surface == ...``.
 Capabilities may differ per conversation (``capabilities_for``: Telegram streams drafts in private
 chats only, and a group takes fewer messages a minute than a private chat). Every call into one chat
 is paced by the core under that chat's ``rate_key`` (Telegram topics share their group's limit).
+
+What a surface is given to show is never a string to be parsed again: the core hands its
+``formatter`` typed blocks (``core.engine.blocks``), the formatter renders them ONCE into the
+surface's own ``Rendered`` form and says its length as the platform counts it, the core cuts the
+reply by those lengths, and ``send`` / ``reply`` / ``send_once`` / ``edit`` / ``stream`` /
+``end_stream`` / ``send_file`` receive that very ``Rendered`` (plain text too: the formatter renders
+it, with ``plain=True``). A surface's methods narrow it to their own type
+(``core.engine.blocks.rendered_as``) and deliver it.
+
+``origin`` is what a surface put on an ``InboundMessage`` (an interaction, the asker of a thread):
+the core hands it back with every call it makes for that message's reply, and it is None for a
+message replayed after a restart (the surface then answers in the ordinary way).
+
+Migrating a surface written against the string seam: ``render(markdown) -> str`` becomes a
+``formatter`` whose ``render(blocks, plain=...)`` returns an object with ``length`` (the text and
+whatever the platform call needs); ``send(key, text, plain=...)`` becomes ``send(key, message)``,
+and likewise for the other methods (``plain`` is now inside ``message``); ``capabilities_for``,
+``stream`` and ``typing`` take an ``origin`` keyword (ignore it where the platform needs none).
 """
 
 from __future__ import annotations
@@ -18,6 +36,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from core.engine.blocks import Formatter, Rendered
 from core.engine.messages import (
     Attachment,
     Button,
@@ -26,6 +45,7 @@ from core.engine.messages import (
     InboundMessage,
     PressResult,
 )
+from core.errors import RelayError
 
 __all__ = [
     "AnswerUnreadable",
@@ -37,6 +57,7 @@ __all__ = [
     "DeliveryError",
     "DeliveryFailed",
     "DeliveryRefused",
+    "Formatter",
     "Inbound",
     "InboundMessage",
     "Launched",
@@ -47,6 +68,7 @@ __all__ = [
     "PressResult",
     "RateLimit",
     "RateLimited",
+    "Rendered",
     "StartupError",
     "Surface",
     "SurfaceDefaults",
@@ -68,17 +90,16 @@ class RateLimit:
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """What a platform can do. Lengths are counted in ``length_unit`` AFTER rendering to markup."""
+    """What a platform can do. Lengths are what the surface's formatter reports (``Rendered.length``):
+    counted in ``length_unit``, after rendering."""
 
     max_message_length: int
     length_unit: LengthUnit = "chars"
-    markup: str = "markdown"  # the dialect the surface renders: markdown, telegram_html, slack_mrkdwn, plain
     can_edit: bool = True
     can_delete: bool = True
     #: ``Surface.stream`` / ``end_stream`` work here (a Telegram draft, a Slack stream).
     can_stream_natively: bool = False
     can_buttons: bool = True
-    can_thread: bool = False
     can_typing: bool = True
     #: Seconds between edits of one streamed message; None: the relay's ``engine.edit_interval_s``.
     edit_interval_s: float | None = None
@@ -98,20 +119,27 @@ def measure(text: str, unit: LengthUnit) -> int:
     return len(text)
 
 
-class StartupError(Exception):
+class StartupError(RelayError):
     """A surface cannot run with this configuration: a non-loopback dashboard without a token, a
     port in use, an invalid bot token, an intent the platform refuses (at start, or when the
     platform says so later). The message is one plain sentence for the operator, naming the config
     key; ``acp-relay run`` prints it and exits 2.
     """
 
+    code = "startup"
+    worded = True
 
-class DeliveryError(Exception):
+
+class DeliveryError(RelayError):
     """A platform refused or failed a delivery. Surfaces raise these ``from`` the SDK's error."""
+
+    code = "delivery"
 
 
 class RateLimited(DeliveryError):
     """The platform said 429: wait ``retry_after_s`` and send again."""
+
+    code = "delivery.rate_limited"
 
     def __init__(self, retry_after_s: float, message: str = "rate limited") -> None:
         super().__init__(message)
@@ -121,17 +149,25 @@ class RateLimited(DeliveryError):
 class MessageTooLong(DeliveryError):
     """The rendered text is over the platform's limit: re-split and resend."""
 
+    code = "delivery.too_long"
+
 
 class MarkupRejected(DeliveryError):
     """The platform could not parse the markup: resend as plain text."""
+
+    code = "delivery.markup_rejected"
 
 
 class NotModified(DeliveryError):
     """An edit with identical content. Not an error for the streamer."""
 
+    code = "delivery.not_modified"
+
 
 class DeliveryFailed(DeliveryError):
     """Anything else that may pass (network, 5xx): retried, and kept in the ledger if it never lands."""
+
+    code = "delivery.failed"
 
 
 class AnswerUnreadable(DeliveryError):
@@ -140,14 +176,18 @@ class AnswerUnreadable(DeliveryError):
     be shown: it is never sent again as it is, and never reported as undelivered. A surface that can
     still find the id in the answer returns it instead of raising."""
 
+    code = "delivery.unreadable"
+
 
 class DeliveryRefused(DeliveryError):
     """The chat will never take this (the bot was removed, 403, the channel is gone): not retried."""
 
+    code = "delivery.refused"
+
 
 @runtime_checkable
 class Surface(Protocol):
-    """What the core calls on a surface. Text arrives as neutral Markdown (see ``render``)."""
+    """What the core calls on a surface. What it shows arrives rendered by its ``formatter``."""
 
     name: str
     capabilities: Capabilities
@@ -157,63 +197,69 @@ class Surface(Protocol):
     #: ignored. Empty: the platform has no such addressing, and a suffix is ignored.
     bot_usernames: Collection[str]
 
-    def render(self, markdown: str) -> str:
-        """Neutral Markdown -> this platform's markup (the length limit applies to the result)."""
+    @property
+    def formatter(self) -> Formatter:
+        """Renders the core's blocks for this platform, once per message, with the length it counts."""
         ...
 
-    def capabilities_for(self, conversation_key: str) -> Capabilities:
-        """The capabilities in one conversation (a private chat may stream where a group cannot)."""
+    def capabilities_for(self, conversation_key: str, origin: object | None = None) -> Capabilities:
+        """The capabilities in one conversation (a private chat may stream where a group cannot), for
+        a reply to the message ``origin`` came with (None: a notice, or a message replayed after a
+        restart)."""
         ...
 
     def rate_key(self, conversation_key: str) -> str:
         """The chat whose pace ``conversation_key`` shares (a forum topic shares its group's)."""
         ...
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
         """Post a message; returns its platform message id."""
         ...
 
-    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
-                    plain: bool = False, private: bool = False) -> str:
-        """Answer ``message`` itself (a command, a refusal): through its interaction where it came with
-        one, only to its sender where ``private`` and the platform can. Returns the message id."""
+    async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
+                    private: bool = False) -> str:
+        """Answer ``message`` itself (a command, a refusal): through its ``origin`` where it came with
+        one (an interaction), only to its sender where ``private`` and the platform can. Returns the
+        message id."""
         ...
 
-    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
-                        plain: bool = False, reply_to: str | None = None) -> str:
+    async def send_once(self, conversation_key: str, message: Rendered, *, key: str,
+                        buttons: tuple[Button, ...] = (), reply_to: str | None = None) -> str:
         """``send`` a piece of an answer, posted at most once per ``key`` where the platform can do that
         (a relay killed before it heard back sends it again after the restart: Discord's nonce)."""
         ...
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
-        """Replace a message's text and buttons (identical content raises ``NotModified``)."""
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
+        """Replace a message's content and buttons (identical content raises ``NotModified``)."""
         ...
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """Remove a message (only called when ``can_delete``)."""
         ...
 
-    async def typing(self, conversation_key: str, active: bool) -> None:
-        """Show or clear the "agent is working" indicator (only called when ``can_typing``)."""
+    async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
+        """Show or clear the "agent is working" indicator while the message ``origin`` came with is
+        answered (only called when ``can_typing``)."""
         ...
 
-    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
-                     reply_to: str | None = None) -> str:
-        """Show ``text`` (the WHOLE message so far, neutral Markdown within the limit) as a native
-        stream; ``stream_id`` None starts one. Returns the stream's id. Where the platform only
-        appends, the surface computes what to append (only called when ``can_stream_natively``)."""
+    async def stream(self, conversation_key: str, stream_id: str | None, message: Rendered, *,
+                     reply_to: str | None = None, origin: object | None = None) -> str:
+        """Show ``message`` (the WHOLE message so far, within the limit) as a native stream;
+        ``stream_id`` None starts one, for the reply to the message ``origin`` came with. Returns the
+        stream's id. Where the platform only appends, the surface computes what to append (only
+        called when ``can_stream_natively``)."""
         ...
 
-    async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
-        """End a native stream whose final text is ``text``. Returns the id of the ordinary message
-        that now shows ``text`` (a stopped Slack stream), or None when the stream was only a preview
-        (a Telegram draft): the core then posts ``text`` as an ordinary message."""
+    async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
+        """End a native stream whose final content is ``message``. Returns the id of the ordinary
+        message that now shows it (a stopped Slack stream), or None when the stream was only a preview
+        (a Telegram draft): the core then posts it as an ordinary message."""
         ...
 
-    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str,
-                        fallback: str, reply_to: str | None = None) -> str:
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
+                        fallback: Rendered, reply_to: str | None = None) -> str:
         """Post ``data`` as a file called ``name`` with ``caption`` (the rest of an answer too long to
         show); returns the message id. Where the platform takes no files, post ``fallback`` instead."""
         ...
@@ -226,7 +272,7 @@ class SurfaceDefaults:
     capabilities: Capabilities
     bot_usernames: Collection[str] = frozenset()
 
-    def capabilities_for(self, conversation_key: str) -> Capabilities:
+    def capabilities_for(self, conversation_key: str, origin: object | None = None) -> Capabilities:
         """The same capabilities everywhere."""
         return self.capabilities
 
@@ -234,33 +280,32 @@ class SurfaceDefaults:
         """Each conversation is its own chat."""
         return conversation_key
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
         """Every surface implements this."""
         raise NotImplementedError
 
-    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
-                    plain: bool = False, private: bool = False) -> str:
+    async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
+                    private: bool = False) -> str:
         """An ordinary message in the conversation, replying to ``message``."""
-        return await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
-                               reply_to=message.message_id)
+        return await self.send(message.conversation_key, answer, buttons=buttons, reply_to=message.message_id)
 
-    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
-                        plain: bool = False, reply_to: str | None = None) -> str:
+    async def send_once(self, conversation_key: str, message: Rendered, *, key: str,
+                        buttons: tuple[Button, ...] = (), reply_to: str | None = None) -> str:
         """The platform has no idempotency key: an ordinary ``send``."""
-        return await self.send(conversation_key, text, buttons=buttons, plain=plain, reply_to=reply_to)
+        return await self.send(conversation_key, message, buttons=buttons, reply_to=reply_to)
 
-    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
-                     reply_to: str | None = None) -> str:
+    async def stream(self, conversation_key: str, stream_id: str | None, message: Rendered, *,
+                     reply_to: str | None = None, origin: object | None = None) -> str:
         """No native streaming: the core falls back to send + edit."""
         raise DeliveryFailed(f"{self.name} has no native streaming")
 
-    async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
-        """Nothing to end; the core posts ``text`` itself."""
+    async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
+        """Nothing to end; the core posts the message itself."""
         return None
 
-    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str,
-                        fallback: str, reply_to: str | None = None) -> str:
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
+                        fallback: Rendered, reply_to: str | None = None) -> str:
         """No files here: ``fallback`` says what was left out."""
         return await self.send(conversation_key, fallback, reply_to=reply_to)
 

@@ -1,4 +1,10 @@
-"""Running one turn: session, prompt, retry ladder, rendering, delivery. The error funnel."""
+"""Running one turn: the session, the prompt, the retry ladder, the patience notices, the tool gate's
+questions, and ONE outcome. The error funnel.
+
+This is the agent side of every turn, whatever shows it: a chat's reply or the terminal's
+(``core.engine.reply``). What the agent streams reaches the Reply as it comes, less what is really
+an error (``core.acp.error_text``); how the turn ended is folded here, once, into a TurnOutcome.
+"""
 
 from __future__ import annotations
 
@@ -10,35 +16,30 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.acp.client import AcpError, AcpTimeoutError
-from core.acp.session_handle import AcpRuntimeError
+from core.acp.error_text import AttemptText
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
     TOOL_STATUS_DENIED,
     AcpEvent,
+    AcpPromptStats,
     CompactionStatus,
-    KiroMetadata,
     Notice,
     PermissionRequest,
+    RefusalInfo,
     TextChunk,
     ToolCall,
     TurnEnded,
-    UsageUpdate,
 )
 from core.config import TimeoutsConfig
 from core.engine import wording
-from core.engine.delivery import Outbox
-from core.engine.document import Document
-from core.engine.holdback import RawErrorHold, is_echo
-from core.engine.indicator import TypingIndicator
+from core.engine.approvals import Approvals
 from core.engine.journal import Journal
 from core.engine.messages import InboundMessage, QueueItem
 from core.engine.patience import AGENT_RETRY_KEY, PATIENCE_TICK_S, Patience
-from core.engine.ports import ConversationView
-from core.engine.streamer import Streamer
-from core.engine.surface import DeliveryError
-from core.failures import AGENTS_THAT_RETRY, _format_acp_error, is_session_lost
+from core.engine.reply import Replies, Reply, RetryEnded, Retrying, TurnOutcome, TurnScope
+from core.errors import AcpError, AcpRuntimeError
+from core.failures import AGENTS_THAT_RETRY, describe, is_session_lost
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
@@ -59,27 +60,6 @@ def prompt_content(message: InboundMessage, *, images_ok: bool = True) -> str | 
     return blocks
 
 
-class _AttemptOutput:
-    """What one attempt produced: the ladder may retry only while this holds no answer."""
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.tool_ran = False
-        self.hold = RawErrorHold()  # text that reads like a raw provider error waits to be shown
-
-    def reset(self) -> None:
-        self.text.clear()
-        self.tool_ran = False
-        self.hold = RawErrorHold()
-
-    def joined(self) -> str:
-        return "".join(self.text)
-
-    def only_echoes(self, exc: AcpError) -> bool:
-        """True when the only thing this attempt produced is the error's own words."""
-        return not self.tool_ran and is_echo(self.joined(), exc)
-
-
 @dataclass(frozen=True, slots=True)
 class TurnDeps:
     """What a turn needs from the relay around it."""
@@ -88,92 +68,90 @@ class TurnDeps:
     policy: RetryPolicy
     sleep: Sleep
     cancel_wait_s: float
-    outbox: Outbox
     journal: Journal
-    #: Ask the person about one permission request (buttons or numbered replies); returns an option kind.
-    ask_approval: Callable[[ConversationView, PermissionRequest, Streamer], Awaitable[str]]
-    #: An answer is cut past this many bytes; the rest is offered as a file.
-    max_answer_bytes: int | None = None
+    #: "Allow for this session": the scopes a person allowed, per conversation.
+    approvals: Approvals
+    #: What shows a turn to the person (a chat's reply, or the terminal's).
+    replies: Replies
 
 
 class TurnRunner:
-    """Runs a queued message as a turn and always delivers a final state to the person."""
+    """Runs a queued message as a turn, and always gives its Reply the final state."""
 
     def __init__(self, deps: TurnDeps) -> None:
         self.deps = deps
 
-    async def run(self, conv: ConversationView, item: QueueItem) -> None:
-        """Answer ``item`` in ``conv``: stream the reply, and deliver its final state whatever happens."""
-        doc = Document(max_bytes=self.deps.max_answer_bytes)
-        journal = self.deps.journal
-        streamer = self.deps.outbox.streamer(conv.surface, conv.key, reply_to=item.message.message_id,
-                                             log=journal.reply_log(item.message))
-        async with streamer:
-            if item.replay:  # a restart: the answer goes on in the messages the person already sees
-                await streamer.resume(journal.reply_messages(item.message))
-            await _Turn(self.deps, conv, item, doc, streamer).run()
+    async def run(self, scope: TurnScope, item: QueueItem) -> None:
+        """Answer ``item`` in its conversation (``scope``), whatever happens."""
+        async with self.deps.replies.open(scope, item) as reply:
+            turn = _Turn(self.deps, scope, item, reply)
+            try:
+                await turn.run()
+            finally:
+                scope.cancellable = False
+                await reply.finish(turn.outcome())
 
 
 class _Turn:
-    """One message being answered: its document, its stream, and what its current attempt did."""
+    """One message being answered: the ladder, what its current attempt did, and how it all ended."""
 
-    def __init__(self, deps: TurnDeps, conv: ConversationView, item: QueueItem, doc: Document,
-                 streamer: Streamer) -> None:
-        self.deps, self.conv, self.item, self.doc, self.streamer = deps, conv, item, doc, streamer
+    def __init__(self, deps: TurnDeps, scope: TurnScope, item: QueueItem, reply: Reply) -> None:
+        self.deps, self.scope, self.item, self.reply = deps, scope, item, reply
         self.msg = item.message
         self.started = time.monotonic()
         self.backend = "generic"
         self.current = Attempt(0)
-        self.seen = _AttemptOutput()
+        self.text = AttemptText()  # the current attempt's text, told from an error's words
+        self.tool_ran = False  # in the current attempt
         self.lost_once = False
         self.compaction_failed = False
         self.last_failure: AcpError | AcpRuntimeError | None = None  # what the ladder is retrying
+        self.retries = 0
         self.denied = False  # a tool call was denied in this turn
         self.patience = Patience(silent_retrier=self._silent)
-        self.interrupted = False  # the relay is shutting down: the message stays unfinished
         self.tools_noted: set[str] = set()  # tool calls the journal knows may have run
+        # How it ended:
+        self.stats: AcpPromptStats | None = None
+        self.stop_reason = ""
+        self.refusal: RefusalInfo | None = None
+        self.failure: BaseException | None = None
+        self.interrupted = False  # the relay is shutting down: the message stays unfinished
+
+    def outcome(self) -> TurnOutcome:
+        """How the turn ended (so far)."""
+        stats, failure = self.stats, self.failure
+        return TurnOutcome(
+            elapsed_s=time.monotonic() - self.started, stop_reason=self.stop_reason, text=self.text.text,
+            tool_ran=self.tool_ran, denied=self.denied, empty=stats is not None and failure is None and stats.empty,
+            context_pct=self.scope.binding.context_pct, refusal=self.refusal, failure=failure,
+            described=describe(failure, backend=self.backend) if failure is not None else None,
+            interrupted=self.interrupted)
 
     # -- the error funnel ------------------------------------------------------------------
 
     async def run(self) -> None:
-        conv, doc = self.conv, self.doc
-        async with TypingIndicator(conv.surface, conv.key, sleep=self.deps.sleep) as typing:
-            try:
-                await self.answer()
-            finally:
-                conv.cancellable = False
-                doc.finish(time.monotonic() - self.started, conv.context_pct)
-                await typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
-                await self.deps.outbox.deliver(self.streamer, doc.parts())
-                if not self.interrupted:  # answered the moment it is shown; a crash now repeats nothing
-                    self.deps.journal.complete(self.msg)
-                if doc.overflow:
-                    await self.deps.outbox.attach_rest(self.streamer, doc.overflow)
-
-    async def answer(self) -> None:
-        """The retry ladder, and every way it can end folded into the document."""
-        doc = self.doc
+        """The retry ladder, and every way it can end folded into the outcome."""
         ticker = asyncio.create_task(self._keep_patient(), name="turn-patience")
         try:
-            stop = await with_retries(self.attempt, policy=self.deps.policy, on_retry=self.on_retry,
-                                      sleep=self.deps.sleep, agent_retries=self._retries_itself)
-            if doc.has_notice("retry"):
-                self.on_event(Notice(wording.RETRY_SUCCEEDED, key="retry"))
-            if self.denied and not doc.text.strip():
+            self.stop_reason = await with_retries(self.attempt, policy=self.deps.policy, on_retry=self.on_retry,
+                                                  sleep=self.deps.sleep, agent_retries=self._retries_itself)
+            if self.retries:
+                self.reply.show(RetryEnded(True, self.retries + 1))
+            if self.denied and not self.text.text.strip():
                 self.on_event(Notice(wording.TOOL_DENIED, key="denied"))
-            if self.item.compact and stop == STOP_REASON_END_TURN and not self.compaction_failed:
+            if self.item.compact and self.stop_reason == STOP_REASON_END_TURN and not self.compaction_failed:
                 self.on_event(CompactionStatus("completed", wording.COMPACTED))
         except asyncio.CancelledError:
-            if not self.conv.stopping:  # the relay is shutting down: say so; a restart replays the message
-                doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
+            if not self.scope.stopping:  # the relay is shutting down; a restart replays the message
                 self.interrupted = True
                 raise
-            doc.apply(TurnEnded(STOP_REASON_CANCELLED))
+            self.stop_reason = STOP_REASON_CANCELLED
+            self.reply.show(TurnEnded(STOP_REASON_CANCELLED))
         except (AcpError, AcpRuntimeError) as exc:
             self.failed(exc)
         except Exception as exc:  # the funnel: the traceback is logged here, once
-            log.exception("turn in %s failed unexpectedly", self.conv.key)
-            doc.set_error(_format_acp_error(exc, backend=self.backend))
+            log.exception("turn in %s failed unexpectedly", self.scope.key)
+            self.failure = exc
         finally:
             ticker.cancel()
 
@@ -183,43 +161,34 @@ class _Turn:
 
     def _silent(self) -> bool:
         """Nothing but silence so far from an agent that retries in silence."""
-        return self._retries_itself() and not self.seen.text and not self.seen.tool_ran
+        return self._retries_itself() and not self.text.streamed and not self.tool_ran
 
     async def _keep_patient(self) -> None:
         """Bring the "still retrying" line up to date while the turn runs."""
         while True:
             await self.deps.sleep(PATIENCE_TICK_S)
             if (line := self.patience.tick()) is not None:
-                self._patience_line(line)
-
-    def _patience_line(self, line: str) -> None:
-        """The "still retrying" line as the turn words it (on_event rewrites the session's own)."""
-        self.doc.apply(Notice(line, key=AGENT_RETRY_KEY))
-        self.streamer.update(self.doc.parts)
+                self.reply.show(Notice(line, key=AGENT_RETRY_KEY))
 
     def failed(self, exc: AcpError | AcpRuntimeError) -> None:
-        """The ladder gave up, or the failure was terminal: prose in place of (or after) the answer."""
-        doc = self.doc
-        if doc.has_notice("retry"):
-            self.on_event(Notice(wording.retry_gave_up(self.deps.policy.attempts), key="retry"))
+        """The ladder gave up, or the failure was terminal: the outcome is that failure."""
+        if self.retries:
+            self.reply.show(RetryEnded(False, self.deps.policy.attempts))
         if (line := self.patience.gave_up()) is not None:
-            self._patience_line(line)
-        doc.set_error(_format_acp_error(exc, backend=self.backend), raw_message=getattr(exc, "message", ""))
-        if isinstance(exc, AcpTimeoutError) and exc.partial_output:
-            if not doc.text:
-                doc.apply(TextChunk(exc.partial_output))
-            doc.set_partial_note()  # what streamed stays, marked as incomplete
-        log.info("turn in %s failed: %s", self.conv.key, type(exc).__name__)
+            self.reply.show(Notice(line, key=AGENT_RETRY_KEY))
+        self.failure = exc
+        log.info("turn in %s failed: %s", self.scope.key, type(exc).__name__)
 
     # -- one attempt on the retry ladder ---------------------------------------------------
 
     async def attempt(self, state: Attempt) -> str:
         """Prompt the agent once; returns the stop reason. A lost session is retried once, anew."""
-        conv, msg = self.conv, self.msg
+        binding, msg = self.scope.binding, self.msg
         self.current = state
-        self.seen.reset()
+        self.text.reset()
+        self.tool_ran = False
         notices: list[Notice] = []
-        session = await conv.ensure_session(notices)
+        session = await binding.ensure(notices)
         self.backend = session.runtime.backend
         for notice in notices:
             self.on_event(notice)
@@ -228,82 +197,73 @@ class _Turn:
             self.on_event(Notice(wording.IMAGES_NOT_SUPPORTED, key="images"))
         state.reached_agent = True
         timeouts = self.deps.timeouts
+        approver = self.approver if self.reply.can_ask else None
         try:
             stats = await session.prompt(prompt_content(msg, images_ok=images_ok), on_event=self.on_event,
-                                         approver=self.approver, timeout_s=timeouts.prompt_s,
+                                         approver=approver, timeout_s=timeouts.prompt_s,
                                          approval_timeout_s=timeouts.approval_s,
                                          cancel_wait_s=self.deps.cancel_wait_s)
         except AcpError as exc:
-            if self.seen.only_echoes(exc):
+            echoed, shown = self.text.failed(exc, tool_ran=self.tool_ran)
+            if echoed:
                 # claude-agent-acp and codex-acp stream the error text before the error: that is
                 # not an answer, so it does not block a retry, and the person reads it once.
                 state.side_effects = False
-                self.seen.hold.drop()
-                self.doc.drop_echo(self.seen.joined())
-            for shown in self.seen.hold.release():  # held text that was an answer after all
-                self.doc.apply(shown)
+                self.reply.take_back(echoed)
+            for event in shown:  # held text that was an answer after all
+                self.reply.show(event)
             if not is_session_lost(exc) or self.lost_once or state.side_effects:
                 raise
             self.lost_once = True  # the agent forgot the session: once, on a new one, with a notice
-            conv.drop_session()
+            binding.drop()
             self.on_event(Notice(wording.SESSION_LOST, key="session"))
             return await self.attempt(state)
         if stats.empty and self.last_failure is not None:
             # claude-agent-acp 0.23 answers a prompt retried after a failed model call with an empty
             # end_turn although that call failed again: the failure again, never a silent success.
             raise self.last_failure
+        self.stats = stats
         return stats.stop_reason
 
     async def on_retry(self, state: Attempt, delay: float, exc: BaseException) -> None:
-        """One "retrying" notice, corrected in place as the ladder goes on."""
+        """One "retrying" event per retry, saying why and when."""
         if isinstance(exc, AcpError | AcpRuntimeError):
             self.last_failure = exc
-        self.on_event(Notice(wording.retrying(state.number, self.deps.policy.attempts), key="retry"))
+        self.retries += 1
+        self.reply.show(Retrying(state.number, self.deps.policy.attempts, delay, describe(exc, backend=self.backend)))
 
     # -- what the agent sends --------------------------------------------------------------
 
     def on_event(self, event: AcpEvent) -> None:
-        """Fold an event into the reply; note what makes a retry (or a replay) unsafe."""
-        seen, conv = self.seen, self.conv
+        """Fold an event into the outcome; note what makes a retry (or a replay) unsafe; show it."""
         if isinstance(event, Notice) and event.key == AGENT_RETRY_KEY and event.text:
             event = Notice(self.patience.retrying(), key=AGENT_RETRY_KEY)  # the session's, with the time
         if isinstance(event, TextChunk):
-            if event.text:
-                seen.text.append(event.text)
             if event.text.strip() and (line := self.patience.answered()) is not None:
-                self.doc.apply(Notice(line, key=AGENT_RETRY_KEY))
+                self.reply.show(Notice(line, key=AGENT_RETRY_KEY))
         elif isinstance(event, ToolCall) and (event.ran or (event.started and self._gate_allows_all())):
             self._tool_may_run(event)
         elif isinstance(event, ToolCall) and event.status == TOOL_STATUS_DENIED:
             self.denied = True
         elif isinstance(event, CompactionStatus) and event.status == "failed":
             self.compaction_failed = True
-        elif isinstance(event, KiroMetadata) and event.context_pct is not None:
-            conv.context_pct = event.context_pct
-        elif isinstance(event, UsageUpdate) and event.used is not None and event.size:
-            conv.context_pct = 100.0 * event.used / event.size
-        self.current.side_effects = seen.tool_ran or bool(seen.text)
-        if isinstance(event, TextChunk) and event.text.strip() and self.streamer.rollover_due(self.doc.part_count):
-            self.doc.break_here()  # the message being written is too old to keep editing: go on below
-        for shown in seen.hold.take(event):
-            self.doc.apply(shown)
-        self.streamer.update(self.doc.parts)  # rendered when the streamer flushes, not per event
+        elif isinstance(event, TurnEnded):
+            self.refusal = event.refusal
+        shown = self.text.take(event)
+        self.current.side_effects = self.tool_ran or self.text.streamed
+        for each in shown:
+            self.reply.show(each)
 
     async def approver(self, request: PermissionRequest) -> str:
-        """Ask the person (buttons or numbered replies); a platform failure cancels the tool call.
-
-        The answer so far is shown first, and what the agent writes after the decision continues in
-        a new part, below the prompt the person is looking at.
-        """
+        """The tool gate asks: an "allow for this session" choice answers at once, else the person."""
         self.current.side_effects = True  # never retry past an approval request
-        self.doc.break_here()
-        try:
-            await self.streamer.flush(self.doc.parts())
-            kind = await self.deps.ask_approval(self.conv, request, self.streamer)
-        except DeliveryError as exc:  # the platform's failure, not the agent's
-            log.warning("could not show an approval request in %s: %s", self.conv.key, exc)
-            self.on_event(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
-            return "cancelled"
+        approvals, key = self.deps.approvals, self.scope.key
+        if approvals.remembered(key, request):
+            kind = "allow_once"
+        else:
+            kind = await self.reply.approve(request)
+            if kind == "allow_always":
+                approvals.remember(key, request)
         if kind.startswith("allow"):
             self._tool_may_run(request.tool_call)
         return kind
@@ -312,8 +272,8 @@ class _Turn:
         if call.tool_call_id not in self.tools_noted:  # a restart must not run it twice without asking
             self.tools_noted.add(call.tool_call_id)
             self.deps.journal.tool_may_run(self.msg, call)
-        self.seen.tool_ran = self.current.side_effects = True
+        self.tool_ran = self.current.side_effects = True
 
     def _gate_allows_all(self) -> bool:
-        session = self.conv.session
+        session = self.scope.binding.session
         return session is not None and session.runtime.spec.tool_gate == "allow"

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from core.acp.types import RefusalInfo
-from core.engine.surface import ConversationStatus
+from core.engine.messages import ConversationStatus
 from core.failures import person_text
 
 __all__ = [
@@ -57,10 +57,13 @@ __all__ = [
     "model_switched_text",
     "models_text",
     "plan_line",
+    "plan_words",
     "queue_full_text",
     "queued_text",
     "rate_limit_text",
+    "refusal_card_lines",
     "refusal_card_text",
+    "refusal_fields",
     "resend_question_text",
     "retry_gave_up",
     "retrying",
@@ -154,24 +157,33 @@ _ACTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-def refusal_card_text(info: RefusalInfo, streamed: str = "") -> str:
-    """The refusal card: the lead line, then one line per non-empty field (nothing is guessed).
+def refusal_fields(info: RefusalInfo, streamed: str = "") -> tuple[str, str, str]:
+    """What the refusal card shows of ``info``: (category, why, suggested model), "" where not said.
 
     The provider's words pass the same filter as all prose (no command but ``/compact``, no
     secret), whoever built ``info``; the suggested model is a bare model id and shown as it is.
     Kiro streams its explanation as ordinary text too: when ``streamed`` (the turn's text) already
-    says it, the Why line is left out, so the same sentence is never shown twice.
+    says it, the Why is left out, so the same sentence is never shown twice.
     """
     why = person_text(info.explanation)
     said = _squash(why)
     if said and (said in _squash(streamed) or said in _squash(person_text(streamed))):
         why = ""
+    return person_text(info.category).strip(), why.strip(), info.recommended_model.strip()
+
+
+def refusal_card_lines(category: str, why: str, model: str) -> list[str]:
+    """The refusal card's lines: the lead line, then one line per non-empty field (nothing is guessed)."""
     lines = [REFUSAL_LEAD]
-    for label, value in (("Category", person_text(info.category)), ("Why", why),
-                         ("Suggested model", info.recommended_model)):
-        if value.strip():
-            lines.append(f"{label}: {value.strip()}")
-    return "\n".join(lines)
+    for label, value in (("Category", category), ("Why", why), ("Suggested model", model)):
+        if value:
+            lines.append(f"{label}: {value}")
+    return lines
+
+
+def refusal_card_text(info: RefusalInfo, streamed: str = "") -> str:
+    """The refusal card as text (``refusal_fields``, ``refusal_card_lines``)."""
+    return "\n".join(refusal_card_lines(*refusal_fields(info, streamed)))
 
 
 def queued_text(position: int) -> str:
@@ -311,14 +323,15 @@ def tool_status_line(title: str, kind: str, status: str) -> str:
     return f"{glyph} {name}{suffix}: {word}"
 
 
-def plan_line(content: str, status: str) -> str:
-    """One checklist line of the agent's plan; the entry being worked on is marked."""
+def plan_words(content: str, status: str) -> str:
+    """The words of one plan entry; the entry being worked on is marked."""
     text = " ".join(content.split())
-    if status == "completed":
-        return f"- [x] {text}"
-    if status == "in_progress":
-        return f"- [ ] {text} (in progress)"
-    return f"- [ ] {text}"
+    return f"{text} (in progress)" if status == "in_progress" else text
+
+
+def plan_line(content: str, status: str) -> str:
+    """One checklist line of the agent's plan (``plan_words`` in a Markdown task list)."""
+    return f"- [{'x' if status == 'completed' else ' '}] {plan_words(content, status)}"
 
 
 def footer_text(elapsed_s: float, context_pct: float | None) -> str:

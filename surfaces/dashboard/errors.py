@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import errno
 
-from core.engine.surface import StartupError
+from core.surface_api import StartupError
 from surfaces.dashboard.wording import bind_failure_text, no_token_text, weak_token_text
 
 __all__ = ["BindFailed", "TokenMissing", "WeakToken"]

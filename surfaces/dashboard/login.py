@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from core.refusal_log import RefusalLog
+from core.surface_api import RefusalLog
 from surfaces.dashboard import wording
 from surfaces.dashboard.auth import COOKIE_NAME, LINK_TTL_S, Auth
 

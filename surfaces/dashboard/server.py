@@ -17,33 +17,33 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import ipaddress
 import json
 import logging
 import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from core.acp.client import AcpError
-from core.acp.session_handle import AcpRuntimeError
-from core.engine.surface import ButtonPress, Inbound, InboundMessage
-from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
-from core.failures import _format_acp_error
-from core.refusal_log import RefusalLog
+from core.surface_api import (
+    ButtonPress,
+    ControlFailed,
+    Host,
+    InboundMessage,
+    RefusalLog,
+)
 from surfaces.dashboard import wording
 from surfaces.dashboard.auth import COOKIE_NAME, Auth
-from surfaces.dashboard.errors import TokenMissing, WeakToken
+from surfaces.dashboard.binding import MIN_TOKEN_LENGTH, check_bind, is_loopback
 from surfaces.dashboard.login import AUTH, REFUSALS, login, login_needed, login_page, logout, new_link
 from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
 
-__all__ = ["AUTH", "COOKIE_NAME", "ENGINE", "MIN_TOKEN_LENGTH", "SURFACE", "USER_ID", "Auth", "DashboardEngine",
-           "check_bind", "create_app", "is_loopback"]
+__all__ = ["AUTH", "COOKIE_NAME", "HOST", "MIN_TOKEN_LENGTH", "SURFACE", "USER_ID", "Auth", "check_bind",
+           "create_app", "is_loopback"]
 
 log = logging.getLogger("acp_relay.dashboard")
 
@@ -52,8 +52,6 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 USER_ID = "local"
 KEEPALIVE_S = 15.0
 MAX_TEXT = 100_000
-#: An access token shorter than this (after stripping whitespace) is refused: it could be guessed.
-MIN_TOKEN_LENGTH = 16
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: What a browser without a session may ask for, besides the page's files (/static/): the way in and out.
 _OPEN = frozenset({"/login", "/login/link", "/logout"})
@@ -70,53 +68,8 @@ _HEADERS = {
 }
 
 
-class DashboardEngine(Inbound, Protocol):
-    """What the dashboard needs from the engine, beyond ``Inbound``."""
-
-    async def stop(self, conversation_key: str) -> None:
-        """End the conversation's running turn, as the stop command does; returns once it ended."""
-
-    def status(self, conversation_key: str) -> Any:
-        """The conversation's status snapshot (a dataclass, sent to the browser as JSON)."""
-
-    async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
-        """The current model and the models the agent offers, binding a session first if needed."""
-
-    async def set_model(self, conversation_key: str, model: str) -> None:
-        """Switch the conversation's model, binding a session first if needed."""
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost``, 127.0.0.0/8 and ::1 (brackets allowed)."""
-    host = host.strip().strip("[]").lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_bind(host: str, access_token: str | None, *, token_env: str = "ACP_RELAY_DASHBOARD_TOKEN") -> str | None:
-    """The access token set for the dashboard (stripped of whitespace), or None: then, on loopback,
-    ``create_app`` makes one for the run.
-
-    Raises ``TokenMissing`` (the relay does not start) when the bind is not loopback and no token is
-    set, or ``WeakToken`` when a token is set but shorter than ``MIN_TOKEN_LENGTH``: a token set while
-    bound to loopback is used too, so it must be as strong. Both are ``StartupError``.
-    """
-    if access_token is None:
-        if not is_loopback(host):
-            raise TokenMissing(host, token_env)
-        return None
-    token = access_token.strip()
-    if len(token) < MIN_TOKEN_LENGTH:
-        raise WeakToken(token_env, len(token), MIN_TOKEN_LENGTH, loopback=is_loopback(host))
-    return token
-
-
 SURFACE = web.AppKey("surface", DashboardSurface)
-ENGINE = web.AppKey("engine", DashboardEngine)
+HOST = web.AppKey("host", Host)
 INDEX = web.AppKey("index", str)
 
 
@@ -206,15 +159,8 @@ async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
 
 
 def _index_page() -> str:
-    """``index.html`` with the marks of the core's document that the page recognises, from the core itself.
-
-    The tool lines' and the footer's glyphs are emoji, which a browser without an emoji font shows
-    as empty boxes: the page draws its own icon in their place. The refusal card is found by its lead.
-    """
-    marks = {"tool_glyphs": {glyph: status for status, glyph in TOOL_GLYPHS.items()},
-             "footer_glyph": FOOTER_GLYPH, "refusal_lead": REFUSAL_LEAD}
-    data = json.dumps(marks).replace("<", "\\u003c")  # ASCII, and it cannot end the <script> it sits in
-    return (STATIC_DIR / "index.html").read_text(encoding="utf-8").replace("{{core-marks}}", data)
+    """``index.html``, read once."""
+    return (STATIC_DIR / "index.html").read_text(encoding="utf-8")
 
 
 async def index(request: web.Request) -> web.StreamResponse:
@@ -260,7 +206,7 @@ async def post_message(request: web.Request) -> web.StreamResponse:
     if len(text) > MAX_TEXT:
         return _error(413, wording.too_long_text(MAX_TEXT))
     request.app[SURFACE].post_user(tab, text, message_id)
-    await request.app[ENGINE].handle_message(InboundMessage(
+    await request.app[HOST].submit(InboundMessage(
         surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,
         message_id=message_id, display_name="you"))
     return web.json_response({"id": message_id}, status=202)
@@ -280,20 +226,20 @@ async def press_button(request: web.Request) -> web.StreamResponse:
     """An approval button."""
     tab = _tab(request)
     token, message_id = await _body(request, "token")
-    result = await request.app[ENGINE].handle_button(ButtonPress(SURFACE_NAME, conversation_key(tab), USER_ID,
-                                                                  token, message_id or ""))
+    result = await request.app[HOST].press(ButtonPress(SURFACE_NAME, conversation_key(tab), USER_ID, token,
+                                                        message_id or ""))
     return web.json_response({"outcome": result.outcome, "text": result.text})
 
 
 async def stop(request: web.Request) -> web.StreamResponse:
     """The Stop button: returns once the turn has really ended."""
-    await request.app[ENGINE].stop(conversation_key(_tab(request)))
+    await request.app[HOST].controls.stop(conversation_key(_tab(request)))
     return web.json_response({"ok": True})
 
 
 async def status(request: web.Request) -> web.StreamResponse:
     """The status panel: agent, model(s), cwd, session, context %, queue, busy."""
-    value = request.app[ENGINE].status(conversation_key(_tab(request)))
+    value = request.app[HOST].controls.status(conversation_key(_tab(request)))
     return web.json_response(dataclasses.asdict(value))
 
 
@@ -301,9 +247,9 @@ async def models(request: web.Request) -> web.StreamResponse:
     """The model picker's choices, asked for when the tab opens: a POST, as the agent starts (if it had not)."""
     tab = _tab(request)
     try:
-        current, choices = await request.app[ENGINE].models(conversation_key(tab))
-    except Exception as exc:  # the agent could not start: the sentence says why, as a turn would
-        return _agent_failed(tab, "listing the models", exc)
+        current, choices = await request.app[HOST].controls.models(conversation_key(tab))
+    except ControlFailed as exc:  # the agent could not start: the sentence says why, as a turn would
+        return _error(400, str(exc))
     return web.json_response({"model": current, "models": list(choices)})
 
 
@@ -312,26 +258,19 @@ async def set_model(request: web.Request) -> web.StreamResponse:
     tab = _tab(request)
     model, _ = await _body(request, "model")
     try:
-        await request.app[ENGINE].set_model(conversation_key(tab), model)
-    except Exception as exc:  # e.g. the stored agent is no longer configured: say so, do not 500
-        return _agent_failed(tab, "switching the model", exc)
+        await request.app[HOST].controls.set_model(conversation_key(tab), model)
+    except ControlFailed as exc:  # e.g. the stored agent is no longer configured: say so, do not 500
+        return _error(400, str(exc))
     return web.json_response({"model": model})
 
 
-def _agent_failed(tab: str, doing: str, exc: Exception) -> web.Response:
-    """The agent refused or could not start: a 400 with the core's sentence for it (the same as in chat)."""
-    if not isinstance(exc, AcpError | AcpRuntimeError):
-        log.warning("dashboard: %s of tab %s failed", doing, tab, exc_info=True)
-    return _error(400, _format_acp_error(exc))
-
-
-def create_app(surface: DashboardSurface, engine: DashboardEngine, *, access_token: str | None = None,
+def create_app(surface: DashboardSurface, host: Host, *, access_token: str | None = None,
                trust_forwarded_proto: bool = False, announce: Callable[[str], None] | None = None,
                clock: Callable[[], float] = time.monotonic) -> web.Application:
     """The dashboard application. Without ``access_token`` one is made (``app[AUTH]``, see ``auth``);
     ``announce`` prints the path of a login link the login page asked for where the relay runs."""
     app = web.Application(middlewares=[handle_errors, check_request], client_max_size=4 * MAX_TEXT)
-    app[SURFACE], app[ENGINE] = surface, engine
+    app[SURFACE], app[HOST] = surface, host
     app[AUTH] = Auth(access_token, trust_forwarded_proto=trust_forwarded_proto, clock=clock, announce=announce)
     app[REFUSALS] = RefusalLog(log, "a dashboard request without a login", level=logging.INFO, clock=clock)
     app[INDEX] = _index_page()

@@ -1,7 +1,8 @@
 """The dashboard as a ``Surface``: each browser tab is one conversation (``dashboard:<tab id>``).
 
 Sending, editing and deleting change the tab's transcript (SQLite) and publish an event to every
-browser connection watching that tab. Text stays neutral Markdown: the browser renders it.
+browser connection watching that tab. What the core shows arrives rendered by ``DashboardFormatter``:
+the neutral Markdown and the blocks the page draws (the browser renders the Markdown).
 """
 
 from __future__ import annotations
@@ -14,16 +15,26 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
-from core.engine.surface import Button, Capabilities, DeliveryFailed, MessageTooLong, SurfaceDefaults
-from core.redact import redact
+from core.surface_api import (
+    Button,
+    Capabilities,
+    DeliveryFailed,
+    MessageTooLong,
+    Rendered,
+    SurfaceDefaults,
+    Text,
+    redact,
+    rendered_as,
+)
+from surfaces.dashboard.render import DashboardFormatter, DashboardMessage
 from surfaces.dashboard.transcript import Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
            "file_url", "valid_tab"]
 
 SURFACE_NAME = "dashboard"
-CAPABILITIES = Capabilities(max_message_length=100_000, markup="markdown", can_edit=True, can_delete=True,
-                            can_buttons=True, can_typing=True, edit_interval_s=0.2)
+CAPABILITIES = Capabilities(max_message_length=100_000, can_edit=True, can_delete=True, can_buttons=True,
+                            can_typing=True, edit_interval_s=0.2)
 #: A reset is a new browser tab, so there is no spelling for it; stop is also the Stop button.
 COMMANDS: Mapping[str, str] = MappingProxyType(
     {"/compact": "compact", "/stop": "stop", "/status": "status", "/model": "model", "/help": "help"})
@@ -51,13 +62,14 @@ def conversation_key(tab: str) -> str:
     return _PREFIX + tab
 
 
-def _tab(key: str, text: str = "") -> str:
+def _tab(key: str, message: Rendered | None = None) -> str:
     tab = key.removeprefix(_PREFIX)
     if tab == key or not valid_tab(tab):
         raise DeliveryFailed(f"not a dashboard conversation: {key!r}")
-    if len(text) > CAPABILITIES.max_message_length:
-        raise MessageTooLong(f"{len(text)} characters; the dashboard takes {CAPABILITIES.max_message_length}")
+    if message is not None and message.length > CAPABILITIES.max_message_length:
+        raise MessageTooLong(f"{message.length} characters; the dashboard takes {CAPABILITIES.max_message_length}")
     return tab
+
 
 
 class Subscriber:
@@ -82,44 +94,44 @@ class DashboardSurface(SurfaceDefaults):
     name = SURFACE_NAME
     capabilities = CAPABILITIES
     commands = COMMANDS
+    formatter = DashboardFormatter()
 
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._typing: dict[str, bool] = {}
 
-    def render(self, markdown: str) -> str:
-        """The browser renders Markdown itself."""
-        return markdown
-
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
         """Append a relay message to the tab; returns its id."""
-        tab = _tab(conversation_key, text)
+        tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
         try:
-            entry = self.transcript.add(tab, "agent", text, buttons=buttons, plain=plain)
+            entry = self.transcript.add(tab, "agent", shown.text, buttons=buttons, plain=shown.plain,
+                                        blocks=shown.blocks)
         except sqlite3.Error as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         assert entry is not None  # a fresh id never collides
         self._publish(tab, entry.to_json())
         return entry.id
 
-    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
-                        reply_to: str | None = None) -> str:
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
+                        fallback: Rendered, reply_to: str | None = None) -> str:
         """Keep the file in the transcript and post its caption with a download link."""
         tab = _tab(conversation_key)
         try:
             file_id = self.transcript.add_file(tab, name, data)
         except sqlite3.Error as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
-        return await self.send(conversation_key, f"{caption} [{name}]({file_url(tab, file_id)})")
+        link = f"{rendered_as(caption, DashboardMessage).text} [{name}]({file_url(tab, file_id)})"
+        return await self.send(conversation_key, self.formatter.render((Text(link),)))
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
         """Replace a message's text and buttons."""
-        tab = _tab(conversation_key, text)
+        tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
         try:
-            entry = self.transcript.update(tab, message_id, text, buttons=buttons, plain=plain)
+            entry = self.transcript.update(tab, message_id, shown.text, buttons=buttons, plain=shown.plain,
+                                           blocks=shown.blocks)
         except sqlite3.Error as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         if entry is None:
@@ -136,7 +148,7 @@ class DashboardSurface(SurfaceDefaults):
         if deleted:
             self._publish(tab, {"type": "delete", "id": message_id})
 
-    async def typing(self, conversation_key: str, active: bool) -> None:
+    async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
         """Show or hide the "working" indicator."""
         tab = _tab(conversation_key)
         self._typing[tab] = active

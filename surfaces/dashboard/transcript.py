@@ -1,8 +1,10 @@
 """What each dashboard tab shows, kept in SQLite so a reload or a relay restart shows it again.
 
 One row per message of a tab (the person's own messages and the relay's), in posting order. The
-relay edits its messages while an answer streams, so a row is updated in place; the text is the
-neutral Markdown the core sent (the browser renders it).
+relay edits its messages while an answer streams, so a row is updated in place; a row keeps the
+neutral Markdown of what the relay sent and its blocks as the page draws them
+(``surfaces.dashboard.render``); a row from before blocks were kept has none, and the page renders
+its Markdown.
 
 The file holds at most ``max_tabs`` tabs: when a new tab's first message would make one more, the
 tab used least recently (by its last message added or edited) loses its whole transcript. Each tab's
@@ -24,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from core.engine.surface import Button
-from core.private_files import SQLITE_COMPANIONS, private_file
+from core.surface_api import SQLITE_COMPANIONS, Button, private_file
 
 __all__ = ["Entry", "Transcript"]
 
@@ -41,9 +42,12 @@ CREATE TABLE IF NOT EXISTS messages (
     buttons TEXT NOT NULL DEFAULT '[]',
     plain INTEGER NOT NULL DEFAULT 0,
     updated_at REAL NOT NULL,
+    blocks TEXT NOT NULL DEFAULT '[]',
     UNIQUE (tab, id)
 )
 """
+#: A transcript written before blocks were kept gains the column (its rows have none).
+_ADD_BLOCKS = "ALTER TABLE messages ADD COLUMN blocks TEXT NOT NULL DEFAULT '[]'"
 _FILES = """
 CREATE TABLE IF NOT EXISTS files (
     tab TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (tab, id)
@@ -60,7 +64,7 @@ _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
                        " SELECT tab, MAX(updated_at), MAX(seq) FROM messages GROUP BY tab")
 _USED = ("INSERT INTO tabs (tab, used_at, touch) VALUES (?, ?, ?)"
          " ON CONFLICT (tab) DO UPDATE SET used_at = excluded.used_at, touch = excluded.touch")
-_SELECT = "SELECT id, role, text, buttons, plain FROM messages"
+_SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +76,20 @@ class Entry:
     text: str
     buttons: tuple[Button, ...] = ()
     plain: bool = False
+    #: The blocks as the page draws them (``surfaces.dashboard.render``); none: render ``text``.
+    blocks: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The ``message`` event the browser receives."""
         return {"type": "message", "id": self.id, "role": self.role, "text": self.text, "plain": self.plain,
+                "blocks": list(self.blocks),
                 "buttons": [{"label": b.label, "token": b.token, "style": b.style} for b in self.buttons]}
+
+    @classmethod
+    def of(cls, row: tuple[Any, ...]) -> Entry:
+        """An entry from a row of ``_SELECT``."""
+        ident, role, text, buttons, plain, blocks = row
+        return cls(ident, role, text, _buttons(buttons), bool(plain), tuple(json.loads(blocks)))
 
 
 def _buttons_json(buttons: tuple[Button, ...]) -> str:
@@ -113,6 +126,8 @@ class Transcript:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(_SCHEMA)
+            if "blocks" not in {column[1] for column in conn.execute("PRAGMA table_info(messages)")}:
+                conn.execute(_ADD_BLOCKS)
             conn.execute(_FILES)
             had_tabs = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tabs'").fetchone() is not None
             conn.executescript(_TABS)
@@ -135,39 +150,39 @@ class Transcript:
             self._conn.close()
 
     def add(self, tab: str, role: Role, text: str, *, buttons: tuple[Button, ...] = (), plain: bool = False,
-            message_id: str | None = None) -> Entry | None:
+            blocks: tuple[dict[str, Any], ...] = (), message_id: str | None = None) -> Entry | None:
         """Append a message; returns it, or None when ``message_id`` is already in this tab."""
-        entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain)
+        entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks)
         with self._lock, self._transaction():
             now = time.time()
             cur = self._conn.execute(
-                "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), now))
+                "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, blocks, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), json.dumps(blocks), now))
             if cur.rowcount == 1 and self._used(tab, now):
                 self._prune()
         return entry if cur.rowcount == 1 else None
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
-               plain: bool = False) -> Entry | None:
+               plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""
         with self._lock, self._transaction():
             cur = self._conn.execute(
-                "UPDATE messages SET text = ?, buttons = ?, plain = ?, updated_at = ?"
+                "UPDATE messages SET text = ?, buttons = ?, plain = ?, blocks = ?, updated_at = ?"
                 " WHERE tab = ? AND id = ?",
-                (text, _buttons_json(buttons), int(plain), time.time(), tab, message_id))
+                (text, _buttons_json(buttons), int(plain), json.dumps(blocks), time.time(), tab, message_id))
             if cur.rowcount != 1:
                 return None
             self._used(tab, time.time())
             (role,) = self._conn.execute("SELECT role FROM messages WHERE tab = ? AND id = ?",
                                          (tab, message_id)).fetchone()
-        return Entry(message_id, role, text, buttons, plain)
+        return Entry(message_id, role, text, buttons, plain, blocks)
 
     def get(self, tab: str, message_id: str) -> Entry | None:
         """One message, or None."""
         with self._lock:
             row = self._conn.execute(f"{_SELECT} WHERE tab = ? AND id = ?", (tab, message_id)).fetchone()
-        return None if row is None else Entry(row[0], row[1], row[2], _buttons(row[3]), bool(row[4]))
+        return None if row is None else Entry.of(row)
 
     def delete(self, tab: str, message_id: str) -> bool:
         """Remove a message; False when there was none."""
@@ -232,4 +247,4 @@ class Transcript:
         """The tab's messages in posting order."""
         with self._lock:
             rows = self._conn.execute(f"{_SELECT} WHERE tab = ? ORDER BY seq", (tab,)).fetchall()
-        return [Entry(i, role, text, _buttons(b), bool(plain)) for i, role, text, b, plain in rows]
+        return [Entry.of(row) for row in rows]

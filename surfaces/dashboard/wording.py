@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from core.failures import INTERNAL_FAILURE
+from core.surface_api import INTERNAL_FAILURE
 
 __all__ = [
     "BAD_TAB",

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from core.engine.listening import Listener
-from core.engine.surface import AnswerUnreadable
+from core.surface_api import AnswerUnreadable, Listener
 
 __all__ = ["Answer", "listen", "note", "unreadable"]
 
@@ -36,11 +35,13 @@ class Answer:
 
 
 _ANSWERS: Listener[Answer] = Listener("discord_answer", Answer)
+#: ``HTTPClient.request``, whatever its exact signature.
+Request = TypeVar("Request", bound=Callable[..., Awaitable[Any]])
 #: ``with listen() as answer:`` notes what Discord answers to the requests made inside the block.
 listen = _ANSWERS.listen
 
 
-def note(request: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def note(request: Request) -> Request:
     """``HTTPClient.request``, noting each answer it returns for ``listen``."""
 
     async def noted(*args: Any, **kwargs: Any) -> Any:
@@ -51,7 +52,7 @@ def note(request: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]
             answer.path = str(getattr(args[0], "path", "")) if args else ""
         return data
 
-    return noted
+    return cast(Request, noted)
 
 
 def unreadable(what: str, exc: BaseException) -> AnswerUnreadable:

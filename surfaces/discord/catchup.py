@@ -3,8 +3,8 @@
 The gateway only replays events to a connection that resumes its session; a relay that starts anew
 (or whose session Discord invalidated) identifies afresh and would never see what people wrote in
 the meantime. So after every READY, each conversation channel the relay knows (``KnownChannels``,
-the recent ones) is read after the last message it handled, and those messages go to the engine
-as if they had just arrived: the engine de-duplicates by message id, so nothing is answered twice.
+the recent ones) is read after the last message it handled, and those messages go to the core
+as if they had just arrived: the core de-duplicates by message id, so nothing is answered twice.
 
 "The last message it handled" is the position as it stood when the session began (``mark``, at
 discord.py's ``on_connect``): live messages of the new session (they arrive while discord.py still
@@ -12,21 +12,28 @@ waits for its servers) wait for the catch-up (``Router.hold``), and a position t
 otherwise hide what was written before them.
 
 Answering a long backlog would bury the conversation, so at most ``per_channel`` of the newest
-missed messages in a channel are handed over; when there were more, one sentence says how many
-were sent and that only the latest are answered.
+missed messages in a channel are handed over (``launch`` gives the host's ``queue_limit``: as many
+as a conversation queues while it is busy, so a backlog is answered like a burst of live messages);
+when there were more, one sentence says how many were sent and that only the latest are answered
+(a notice, at the channel's pace, before them).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, cast
 
 import discord
 
+from core.surface_api import Host
 from surfaces.discord import wording
 from surfaces.discord.channels import KnownChannels, Seen
 from surfaces.discord.errors import PLATFORM_ERRORS, REFUSED_CODES
 from surfaces.discord.inbound import Router
-from surfaces.discord.interactions import NO_PINGS
+from surfaces.discord.keys import conversation_key
+
+if TYPE_CHECKING:
+    from discord.abc import MessageableChannel
 
 __all__ = ["CatchUp"]
 
@@ -41,8 +48,10 @@ FETCH_LIMIT = 100  # one page of history per channel
 class CatchUp:
     """Reads the known channels after the last message handled in each."""
 
-    def __init__(self, client: discord.Client, router: Router, known: KnownChannels, *, per_channel: int = 5) -> None:
+    def __init__(self, client: discord.Client, router: Router, known: KnownChannels, host: Host, *,
+                 per_channel: int = 10) -> None:
         self.client = client
+        self.host = host
         self.router = router
         self.known = known
         self.per_channel = per_channel
@@ -80,7 +89,7 @@ class CatchUp:
             for message in skipped:  # counted once: the next start does not find them again
                 self.known.note(channel_id, message.id, seen.kind, seen.parent)
             if seen.kind != "channel":
-                await channel.send(wording.missed_text(len(missed), len(answered)), allowed_mentions=NO_PINGS)
+                self.host.notify(conversation_key(channel_id), wording.missed_text(len(missed), len(answered)))
         for message in answered:
             await self.router.on_message(message, live=False)
             self.handed += 1
@@ -94,7 +103,9 @@ class CatchUp:
         found: list[discord.Message] = []
         for data in sorted(page, key=lambda d: int(d.get("id") or 0)):
             try:
-                found.append(discord.Message(state=self.client._connection, channel=channel, data=data))
+                # A channel get_channel or get_partial_messageable gave: one of the kinds Message takes.
+                found.append(discord.Message(state=self.client._connection, channel=cast("MessageableChannel", channel),
+                                             data=data))
             except Exception as exc:  # whatever discord.py raises for a message it does not expect
                 self.router.unreadable("MESSAGE_CREATE", str(data.get("id") or ""), type(exc).__name__)
         return found

@@ -1,10 +1,10 @@
 """The channels the relay holds conversations in, and the last message it handled in each.
 
-Kept in the store's offsets (``channel:<id>`` -> JSON), so a restarted relay still knows its
-threads (a thread's later messages need no mention) and can fetch what was written in them while
-it was down. Kinds: ``dm`` (a direct message channel), ``thread`` (a thread under an allowed
-channel, with its ``parent``), ``channel`` (an allowed channel itself: a mention there opens a
-thread). Discord ids are snowflakes, so the last id also says when that message was written.
+Kept in the surface's state (``Host.state``: ``channel:<id>`` -> JSON, in the relay's store), so a
+restarted relay still knows its threads (a thread's later messages need no mention) and can fetch
+what was written in them while it was down. Kinds: ``dm`` (a direct message channel), ``thread``
+(a thread under an allowed channel, with its ``parent``), ``channel`` (an allowed channel itself: a
+mention there opens a thread). Discord ids are snowflakes, so the last id also says when that message was written.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from core.store import Store
+from core.surface_api import SurfaceState
 
 __all__ = ["DISCORD_EPOCH_MS", "KnownChannels", "Seen", "snowflake_time"]
 
@@ -41,14 +41,13 @@ class Seen:
 
 
 class KnownChannels:
-    """The store's view of the channels the Discord surface serves."""
+    """The state's view of the channels the Discord surface serves."""
 
-    def __init__(self, store: Store, surface: str) -> None:
-        self._store = store
-        self._surface = surface
+    def __init__(self, state: SurfaceState) -> None:
+        self._state = state
         self._known: dict[int, Seen] = {}
-        for name, value in store.offsets(surface).items():
-            if name.startswith(_PREFIX) and name[len(_PREFIX):].isdigit():
+        for name, value in state.items(_PREFIX).items():
+            if name[len(_PREFIX):].isdigit():
                 try:
                     data = json.loads(value)
                     self._known[int(name[len(_PREFIX):])] = Seen(data["kind"], int(data["last"]), data.get("parent"))
@@ -66,8 +65,8 @@ class KnownChannels:
             return
         seen = Seen(kind, max(message_id, old.last if old else 0), parent)
         self._known[channel_id] = seen
-        self._store.set_offset(self._surface, f"{_PREFIX}{channel_id}",
-                               json.dumps({"kind": seen.kind, "last": seen.last, "parent": seen.parent}))
+        self._state.set(f"{_PREFIX}{channel_id}",
+                        json.dumps({"kind": seen.kind, "last": seen.last, "parent": seen.parent}))
 
     def recent(self, within_s: float, limit: int, *, now: float | None = None) -> list[tuple[int, Seen]]:
         """The channels whose last handled message is younger than ``within_s``, newest first."""

@@ -14,7 +14,7 @@ import asyncio
 import aiohttp
 import discord
 
-from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, MessageTooLong, RateLimited
+from core.surface_api import DeliveryError, DeliveryFailed, DeliveryRefused, MessageTooLong, RateLimited
 
 __all__ = ["PLATFORM_ERRORS", "REFUSED_CODES", "THREAD_EXISTS", "delivery_error", "retry_after"]
 

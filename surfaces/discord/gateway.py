@@ -25,8 +25,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from core.engine.receiving import ReconnectLater
-from core.engine.surface import StartupError
+from core.surface_api import ReconnectLater, StartupError
 from surfaces.discord import wording
 from surfaces.discord.answers import listen, note
 from surfaces.discord.errors import retry_after

@@ -1,15 +1,15 @@
-"""Discord messages -> the engine's inbound messages: which messages are a conversation, and which.
+"""Discord messages -> the core's inbound messages: which messages are a conversation, and which.
 
 - A DM is one conversation (``discord:<dm channel>``).
 - In an allowed channel, a message that mentions the bot opens a thread named after the prompt, and
   the conversation lives in that thread; later messages in the thread continue it without a mention.
   A command there (``@bot !status``), and anything from a person not on the allow-list, stays in the
-  channel itself: no thread is opened for it (the engine refuses that person once, naming their id).
+  channel itself: no thread is opened for it (the core refuses that person once, naming their id).
 - Channels that are not allowed, and threads under them, get nothing at all.
 
-Messages of one channel are handed over one at a time, in the order Discord sent them (discord.py
-runs every event in its own task), and each channel remembers the last message handed over, so a
-restarted relay can fetch what it missed (``catchup``).
+Messages of one channel are handed over in the order Discord sent them, though discord.py runs every
+event in its own task (``Host.ordered``, per channel), and each channel remembers the last message
+handed over, so a restarted relay can fetch what it missed (``catchup``).
 """
 
 from __future__ import annotations
@@ -17,17 +17,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from typing import Literal
 
 import discord
 
-from core.engine.router import route
-from core.engine.surface import Attachment, Inbound, InboundMessage
+from core.surface_api import Attachment, Host, InboundMessage, route
 from surfaces.discord import wording
 from surfaces.discord.channels import Kind, KnownChannels
 from surfaces.discord.errors import PLATFORM_ERRORS, THREAD_EXISTS
-from surfaces.discord.interactions import NO_PINGS
 from surfaces.discord.keys import SURFACE_NAME, conversation_key
 from surfaces.discord.surface import COMMANDS
 
@@ -59,18 +57,16 @@ def _in_guild(message: discord.Message) -> bool:
 
 
 class Router:
-    """Decides where each message belongs and hands it to the engine."""
+    """Decides where each message belongs and hands it to the core."""
 
-    def __init__(self, engine: Inbound, client: discord.Client, known: KnownChannels, *,
-                 allowed_channel_ids: Collection[int], allowed_user_ids: Collection[int]) -> None:
-        self.engine = engine
+    def __init__(self, host: Host, client: discord.Client, known: KnownChannels, *,
+                 allowed_channel_ids: Collection[int]) -> None:
+        self.host = host
         self.client = client
         self.known = known
         self.allowed_channels = frozenset(allowed_channel_ids)
-        self.allowed_users = frozenset(str(u) for u in allowed_user_ids)
         self.receiving = True
         self._live = asyncio.Event()  # closed until the first catch-up has handed over what was missed
-        self._locks: dict[int, asyncio.Lock] = {}
 
     # -- what is ours ----------------------------------------------------------------------
 
@@ -119,7 +115,7 @@ class Router:
         logged once, never its text; a message is stored as rejected (it is never asked for again)."""
         log.warning("skipped Discord %s %s: it could not be read (%s)", event, ident or "without an id", why)
         if event == "MESSAGE_CREATE" and ident:
-            self.engine.reject(SURFACE_NAME, ident, why)
+            self.host.reject(ident, why)
 
     def hold(self) -> None:
         """A new gateway session began: live messages wait until ``release`` (the catch-up first hands
@@ -138,14 +134,8 @@ class Router:
             await self._live.wait()
             if not self.receiving:
                 return
-        channel_id = message.channel.id
-        lock = self._locks.setdefault(channel_id, asyncio.Lock())
-        try:
-            async with lock:  # taken in event order: messages of a channel reach the engine in order
-                await self._route(message)
-        finally:
-            if not lock.locked() and self._locks.get(channel_id) is lock:
-                del self._locks[channel_id]
+        async with self.host.ordered(f"channel:{message.channel.id}"):  # in event order, per channel
+            await self._route(message)
 
     async def _route(self, message: discord.Message) -> None:
         channel_id = message.channel.id
@@ -170,7 +160,7 @@ class Router:
             return
         if not text and not message.attachments:
             text = "!help"  # a bare mention asks what the bot can do
-        if str(message.author.id) not in self.allowed_users or route(text, COMMANDS) is not None:
+        if not self.host.permits(str(message.author.id)) or route(text, COMMANDS) is not None:
             await self._hand(message, text, channel_id)  # refused once, or a command: no thread for it
             self.known.note(channel_id, message.id, "channel")
             return
@@ -178,21 +168,21 @@ class Router:
 
     async def _start_thread(self, message: discord.Message, text: str, channel_id: int) -> None:
         """A mention that opens a thread, in an order a kill at any point cannot lose: the thread (whose
-        id is the mention's own, Discord's rule) is known and the mention journaled first; then the
-        thread is opened, or found when an earlier run opened it; only then does the channel's
-        position move past the mention, so a restart's catch-up finds it again until it has a thread."""
+        id is the mention's own, Discord's rule) is known first; then it is opened, or found when an
+        earlier run opened it; then the mention is journaled (the core answers it in the thread, which
+        exists by then); only then does the channel's position move past the mention, so a restart's
+        catch-up finds it again until it is journaled."""
         thread_id = message.id
         if self.known.get(channel_id) is None:  # the channel's first message: a catch-up must read from here
             self.known.note(channel_id, message.id - 1, "channel")
         self.known.note(thread_id, message.id, "thread", channel_id)
-        then = await self._accept(message, text, thread_id)
-        thread = await self._open_thread(message, text)
+        async with self.host.ordered(f"channel:{thread_id}"):  # nothing written in the new thread goes first
+            thread = await self._open_thread(message, text)
+            if thread is None:  # the person was told why; the mention is never answered
+                self.host.reject(str(message.id), "no thread could be opened for it")
+            else:
+                await self._hand(message, text, thread_id)
         self.known.note(channel_id, message.id, "channel")
-        if thread is None:  # the person was told why; the journaled mention is never answered
-            self.engine.reject(SURFACE_NAME, str(message.id), "no thread could be opened for it")
-            return
-        if then is not None:
-            await then()
 
     async def _open_thread(self, message: discord.Message, text: str) -> discord.Thread | None:
         try:
@@ -203,10 +193,7 @@ class Router:
             log.warning("could not open a thread in channel %s: %s", message.channel.id, exc)
         except (*PLATFORM_ERRORS, ValueError) as exc:  # ValueError: the guild is not known yet
             log.warning("could not open a thread in channel %s: %s", message.channel.id, exc)
-        try:
-            await message.reply(wording.NO_THREAD, allowed_mentions=NO_PINGS)
-        except PLATFORM_ERRORS as exc:
-            log.warning("could not say so in channel %s: %s", message.channel.id, exc)
+        self.host.notify(conversation_key(message.channel.id), wording.NO_THREAD, reply_to=str(message.id))
         return None
 
     async def _existing_thread(self, thread_id: int) -> discord.Thread | None:
@@ -221,21 +208,15 @@ class Router:
         return fetched if isinstance(fetched, discord.Thread) else None
 
     async def _hand(self, message: discord.Message, text: str, conversation_channel: int) -> None:
-        then = await self._accept(message, text, conversation_channel)
-        if then is not None:
-            await then()
-
-    async def _accept(self, message: discord.Message, text: str,
-                      conversation_channel: int) -> Callable[[], Awaitable[None]] | None:
-        """Journal the message (``Engine.accept``); returns the rest of its handling."""
+        """Journal the message (``Host.submit``); the core handles it after the conversation's earlier ones."""
         reply_to = message.reference.message_id if message.reference is not None else None
         user_id = str(message.author.id)
-        # A stranger is refused by the engine; what they attached is never downloaded.
-        images = await self._images(message) if self.engine.permits(SURFACE_NAME, user_id) else ()
+        # A stranger is refused by the core; what they attached is never downloaded.
+        images = await self._images(message) if self.host.permits(user_id) else ()
         inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), user_id, text,
                                  str(message.id), display_name=message.author.display_name, attachments=images,
                                  reply_to=str(reply_to) if reply_to is not None else None)
-        return self.engine.accept(inbound)
+        await self.host.submit(inbound)
 
     async def _images(self, message: discord.Message) -> tuple[Attachment, ...]:
         images: list[Attachment] = []

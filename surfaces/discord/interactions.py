@@ -1,10 +1,11 @@
 """Interactions the relay still owes an answer, and the messages it answered them with.
 
 A slash command is deferred at once (Discord allows 3 seconds) and answered later through its
-interaction: the first answer replaces the "is thinking…" response, later ones are followups. The
-interaction's token lives 15 minutes, so messages made through it are edited through it only while
-it is fresh; after that (or after a restart, when the interaction is gone) they are ordinary
-channel messages to the surface.
+interaction, which travels with the command's ``InboundMessage`` as its ``origin``: the first
+answer replaces the "is thinking…" response, later ones are followups. The interaction's token
+lives 15 minutes, so messages made through it are edited through it only while it is fresh; after
+that (or after a restart, when the interaction is gone) they are ordinary channel messages to the
+surface.
 """
 
 from __future__ import annotations
@@ -75,23 +76,19 @@ class LiveInteraction:
 
 
 class Interactions:
-    """Live interactions by the inbound message id the engine knows them by, and by their messages."""
+    """Opens deferred interactions, and knows the messages made through them."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._by_inbound: OrderedDict[str, LiveInteraction] = OrderedDict()
         self._by_message: OrderedDict[str, LiveInteraction] = OrderedDict()
 
-    def open(self, inbound_id: str, interaction: discord.Interaction, *, ephemeral: bool) -> LiveInteraction:
-        """Remember a deferred interaction under the inbound message id it was handed to the engine as."""
-        live = LiveInteraction(interaction, ephemeral, self._clock())
-        self._by_inbound[inbound_id] = live
-        self._trim(self._by_inbound)
-        return live
+    def open(self, interaction: discord.Interaction, *, ephemeral: bool) -> LiveInteraction:
+        """A deferred interaction, to hand to the engine as its message's ``origin``."""
+        return LiveInteraction(interaction, ephemeral, self._clock())
 
-    def get(self, inbound_id: str) -> LiveInteraction | None:
-        """The interaction that ``inbound_id`` came with, while its token is fresh."""
-        return self._fresh(self._by_inbound.get(inbound_id))
+    def fresh(self, live: LiveInteraction) -> bool:
+        """``live``'s token may still be used."""
+        return self._fresh(live) is not None
 
     def made(self, message_id: str, live: LiveInteraction) -> None:
         """``message_id`` was sent through ``live`` (so edits go through it while it is fresh)."""
@@ -101,10 +98,6 @@ class Interactions:
     def maker(self, message_id: str) -> LiveInteraction | None:
         """The fresh interaction that made ``message_id``, if any."""
         return self._fresh(self._by_message.get(message_id))
-
-    def known(self, inbound_id: str) -> bool:
-        """``inbound_id`` is an interaction, not a message (a reply cannot reference it)."""
-        return inbound_id in self._by_inbound
 
     def _fresh(self, live: LiveInteraction | None) -> LiveInteraction | None:
         if live is None or self._clock() - live.at > TOKEN_LIFETIME_S:

@@ -3,7 +3,7 @@ command in an allowed channel itself, that channel)."""
 
 from __future__ import annotations
 
-from core.engine.surface import DeliveryFailed
+from core.surface_api import DeliveryFailed
 
 __all__ = ["SURFACE_NAME", "channel_of", "conversation_key"]
 

@@ -1,52 +1,73 @@
-"""Neutral Markdown -> Discord's Markdown.
+"""The Discord formatter: the core's blocks -> Discord's Markdown, rendered once per message.
 
 Discord renders most of CommonMark itself (emphasis, code, fences, lists, quotes, links, headings
 ``#`` to ``###``). What it does not know becomes its closest form: a heading of level 4 to 6 is
-shown in bold. The core's footer (``⏱ 12.3s · context 45%``, the last block of an answer) becomes
-Discord's small grey subtext (``-# ``), and a refusal card just before it (the core's order: nothing
-else follows a refusal card) gains Discord's own hint to start again with ``/new``; the same words
-anywhere else are agent text and stay as they are. Fenced code is never touched. Nothing is escaped: Discord
-never rejects markup, and pings are prevented by the surface's ``allowed_mentions``, not by
-rewriting the text.
+shown in bold (outside code, as the core reads fences: ``code_lines``). The core's footer is
+Discord's small grey subtext (``-# ⏱ 12.3s · context 45%``), and a refusal card gains Discord's own
+hint to start again with ``/new``: both are known by their block, so the same words written by the
+agent stay as they are. Nothing is escaped: Discord never rejects markup, and pings are prevented
+by the surface's ``allowed_mentions``, not by rewriting the text. Plain text (``plain``) is escaped
+so that Discord shows it exactly as it is.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD
+import discord
+
+from core.surface_api import (
+    Block,
+    Footer,
+    RefusalCard,
+    code_lines,
+    markdown_of,
+)
 from surfaces.discord.wording import REFUSAL_HINT
 
-__all__ = ["to_discord"]
+__all__ = ["DiscordFormatter", "DiscordMessage", "to_discord"]
 
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _DEEP_HEADING = re.compile(r"^ {0,3}#{4,6}[ \t]+(.+?)[ \t#]*$")
 
 
 def to_discord(markdown: str) -> str:
     """Discord's form of ``markdown`` (never longer than needed: headings lose their marks)."""
     out: list[str] = []
-    fence: str | None = None
-    for line in markdown.split("\n"):
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-        elif fence is not None and m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-            fence = None
-        elif fence is None and (h := _DEEP_HEADING.match(line)):
+    for line, code in code_lines(markdown):
+        if not code and (h := _DEEP_HEADING.match(line)):
             line = f"**{h.group(1)}**"
         out.append(line)
-    if fence is None and len(out) >= 2 and out[-1].startswith(FOOTER_GLYPH) and not out[-2].strip():
-        out[-1] = "-# " + out[-1]
-        if _card_start(out) is not None:
-            out.insert(len(out) - 2, REFUSAL_HINT)
     return "\n".join(out)
 
 
-def _card_start(lines: list[str]) -> int | None:
-    """Where the refusal card before the footer starts (``lines`` ends: card, blank, footer)."""
-    i = len(lines) - 3
-    while i >= 0 and lines[i].strip():
-        i -= 1
-    start = i + 1
-    return start if start <= len(lines) - 3 and lines[start] == REFUSAL_LEAD else None
+def _block(block: Block) -> str:
+    words = block.markdown()
+    if isinstance(block, Footer):
+        return f"-# {words}"
+    if isinstance(block, RefusalCard):
+        return f"{words}\n{REFUSAL_HINT}"
+    return words
+
+
+@dataclass(frozen=True, slots=True)
+class DiscordMessage:
+    """A message's ``content`` as Discord shows it; ``length`` in characters, as Discord counts."""
+
+    content: str
+
+    @property
+    def length(self) -> int:
+        """Characters, as Discord counts them against its 2,000."""
+        return len(self.content)
+
+
+class DiscordFormatter:
+    """Blocks as Discord Markdown (``to_discord``), the footer as subtext, the refusal card with its hint."""
+
+    def render(self, blocks: Sequence[Block], *, plain: bool = False) -> DiscordMessage:
+        """The message's content."""
+        if plain:  # Discord parses Markdown in every message: plain text is shown as sent by escaping it
+            return DiscordMessage(discord.utils.escape_markdown(markdown_of(blocks)))
+        return DiscordMessage(to_discord("\n\n".join(m for m in (_block(b) for b in blocks) if m)))

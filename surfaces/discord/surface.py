@@ -5,8 +5,12 @@ Discord has no streaming API, so the core posts and then edits (about once a sec
 channel: Discord allows about five messages per five seconds in one channel). A message edited for
 longer than ``rollover_after_s`` is left as it is and the answer continues in a new message
 (Discord throttles edits of messages older than an hour, error 30046). Messages are at most 2,000
-characters; the core splits longer answers without breaking code fences. The rest of an answer too
-long to show is a message with the file attached.
+characters (as ``DiscordFormatter`` renders them); the core splits longer answers without breaking
+code fences. The rest of an answer too long to show is a message with the file attached.
+
+A slash command comes with its deferred interaction as the message's ``origin``: ``reply`` answers
+through it while its token is fresh. A message replayed after a restart has none and is answered in
+the channel.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 import discord
 
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     Button,
     Capabilities,
@@ -29,13 +33,15 @@ from core.engine.surface import (
     InboundMessage,
     MessageTooLong,
     RateLimit,
+    Rendered,
     SurfaceDefaults,
+    rendered_as,
 )
 from surfaces.discord.answers import Answer, listen, unreadable
 from surfaces.discord.errors import PLATFORM_ERRORS, delivery_error
-from surfaces.discord.interactions import NO_PINGS, Interactions
+from surfaces.discord.interactions import NO_PINGS, Interactions, LiveInteraction
 from surfaces.discord.keys import SURFACE_NAME, channel_of
-from surfaces.discord.render import to_discord
+from surfaces.discord.render import DiscordFormatter, DiscordMessage
 from surfaces.discord.views import build_view
 
 __all__ = ["CAPABILITIES", "COMMANDS", "MAX_MESSAGE_LENGTH", "DiscordSurface"]
@@ -44,8 +50,8 @@ MAX_MESSAGE_LENGTH = 2000
 #: Discord throttles edits of messages older than an hour; ten minutes of margin.
 ROLLOVER_AFTER_S = 50 * 60.0
 CAPABILITIES = Capabilities(
-    max_message_length=MAX_MESSAGE_LENGTH, length_unit="chars", markup="discord_markdown", can_edit=True,
-    can_delete=True, can_buttons=True, can_thread=True, can_typing=True, edit_interval_s=None,
+    max_message_length=MAX_MESSAGE_LENGTH, length_unit="chars", can_edit=True,
+    can_delete=True, can_buttons=True, can_typing=True, edit_interval_s=None,
     rate_limit=RateLimit(5, 5.0, burst=5),  # Discord's per-channel bucket: 5 per 5 s
     typing_refresh_s=8.0,  # Discord shows "is typing…" for about ten seconds
     rollover_after_s=ROLLOVER_AFTER_S,
@@ -88,52 +94,50 @@ def _message_id(message_id: str) -> int:
 
 
 class DiscordSurface(SurfaceDefaults):
-    """The ``Surface`` the engine calls; ``interactions`` holds the slash commands still owed an answer."""
+    """The ``Surface`` the engine calls; ``interactions`` opens the slash commands' interactions and
+    knows the messages made through them (edited through them while their token is fresh)."""
 
     name = SURFACE_NAME
     commands = COMMANDS
+    formatter = DiscordFormatter()
 
     def __init__(self, client: discord.Client, capabilities: Capabilities = CAPABILITIES) -> None:
         self.client = client
         self.capabilities = capabilities
         self.interactions = Interactions()
 
-    def render(self, markdown: str) -> str:
-        """Discord's Markdown (see ``render``)."""
-        return to_discord(markdown)
-
-    def _content(self, text: str, plain: bool) -> str:
-        # Discord parses Markdown in every message: plain text is shown as sent by escaping it.
-        content = discord.utils.escape_markdown(text) if plain else self.render(text)
-        if len(content) > self.capabilities.max_message_length:
-            raise MessageTooLong(f"{len(content)} characters; Discord takes {self.capabilities.max_message_length}")
-        return content
+    def _content(self, rendered: Rendered) -> str:
+        message = rendered_as(rendered, DiscordMessage)
+        if message.length > self.capabilities.max_message_length:
+            raise MessageTooLong(f"{message.length} characters; Discord takes {self.capabilities.max_message_length}")
+        return message.content
 
     def _channel(self, key: str) -> discord.PartialMessageable:
         return self.client.get_partial_messageable(channel_of(key))
 
     def _reference(self, channel_id: int, reply_to: str | None) -> discord.MessageReference | None:
         """A reply to ``reply_to`` where it can be one: not to a thread's starter message (it lives in
-        the parent channel), nor to an interaction. A message deleted meanwhile is simply not quoted."""
-        if not reply_to or not reply_to.isdigit() or int(reply_to) == channel_id or self.interactions.known(reply_to):
+        the parent channel). A message deleted meanwhile, or an id that is no message here (a slash
+        command's interaction), is simply not quoted."""
+        if not reply_to or not reply_to.isdigit() or int(reply_to) == channel_id:
             return None
         return discord.MessageReference(message_id=int(reply_to), channel_id=channel_id, fail_if_not_exists=False)
 
-    async def send_once(self, conversation_key: str, text: str, *, key: str, buttons: tuple[Button, ...] = (),
-                        plain: bool = False, reply_to: str | None = None) -> str:
+    async def send_once(self, conversation_key: str, message: Rendered, *, key: str,
+                        buttons: tuple[Button, ...] = (), reply_to: str | None = None) -> str:
         """``send`` with a nonce made from ``key``: discord.py asks Discord to enforce it, so a piece sent
         again after a crash returns the message already posted instead of a second copy."""
         nonce = hashlib.blake2b(key.encode(), digest_size=12).hexdigest()  # Discord takes 25 characters
-        content = self._content(text, plain)
+        content = self._content(message)
         message_id, shown = await self._post(conversation_key, content, buttons, reply_to, nonce)
         if shown is not None and shown != content:  # the copy a killed relay posted: it shows what it had then
-            await self.edit(conversation_key, message_id, text, buttons=buttons, plain=plain)
+            await self.edit(conversation_key, message_id, message, buttons=buttons)
         return message_id
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
         """Post a message (with buttons, as a reply where it can be); returns its id."""
-        message_id, _ = await self._post(conversation_key, self._content(text, plain), buttons, reply_to)
+        message_id, _ = await self._post(conversation_key, self._content(message), buttons, reply_to)
         return message_id
 
     async def _post(self, conversation_key: str, content: str, buttons: tuple[Button, ...], reply_to: str | None,
@@ -155,11 +159,11 @@ class DiscordSurface(SurfaceDefaults):
             return _found(answer), None
         return str(message.id), message.content
 
-    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
-                        reply_to: str | None = None) -> str:
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
+                        fallback: Rendered, reply_to: str | None = None) -> str:
         """A message with the file attached (the rest of an answer too long to show)."""
         channel = self._channel(conversation_key)
-        kwargs: dict[str, Any] = {"content": self._content(caption, False), "allowed_mentions": NO_PINGS,
+        kwargs: dict[str, Any] = {"content": self._content(caption), "allowed_mentions": NO_PINGS,
                                   "file": discord.File(io.BytesIO(data), filename=name)}
         reference = self._reference(channel.id, reply_to)
         if reference is not None:
@@ -171,27 +175,26 @@ class DiscordSurface(SurfaceDefaults):
             return _found(answer)
         return str(message.id)
 
-    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
-                    plain: bool = False, private: bool = False) -> str:
-        """Answer through the message's interaction (ephemeral where ``private``), else reply in the channel
-        (a channel message cannot be private: it is an ordinary reply)."""
-        live = self.interactions.get(message.message_id)
-        if live is None:
-            return await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
-                                   reply_to=message.message_id)
-        content = self._content(text, plain)
+    async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
+                    private: bool = False) -> str:
+        """Answer through the message's interaction (its ``origin``; ephemeral where ``private``) while it
+        is fresh, else reply in the channel (a channel message cannot be private: an ordinary reply)."""
+        live = message.origin if isinstance(message.origin, LiveInteraction) else None
+        if live is None or not self.interactions.fresh(live):
+            return await self.send(message.conversation_key, answer, buttons=buttons, reply_to=message.message_id)
+        content = self._content(answer)
         try:
-            with translated("an interaction's answer") as answer:
+            with translated("an interaction's answer") as heard:
                 message_id = await live.answer(content, build_view(buttons) if buttons else None, private)
         except AnswerUnreadable:
-            message_id = _found(answer)
+            message_id = _found(heard)
         self.interactions.made(message_id, live)
         return message_id
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
         """Replace a message's text and buttons (no buttons: the components are removed)."""
-        content = self._content(text, plain)
+        content = self._content(message)
         view = build_view(buttons) if buttons else None
         maker = self.interactions.maker(message_id)
         with translated("an edit"):
@@ -211,7 +214,7 @@ class DiscordSurface(SurfaceDefaults):
             if not isinstance(exc.__cause__, discord.NotFound):
                 raise  # (one already gone is fine)
 
-    async def typing(self, conversation_key: str, active: bool) -> None:
+    async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
         """Show "is typing…" (about ten seconds; the core refreshes it). Discord has no way to clear it
         early: the next message does."""
         if not active:

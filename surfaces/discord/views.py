@@ -13,7 +13,7 @@ from typing import Any
 
 import discord
 
-from core.engine.surface import Button, ButtonPress, Inbound
+from core.surface_api import Button, ButtonPress, Host
 from surfaces.discord import wording
 from surfaces.discord.errors import PLATFORM_ERRORS
 from surfaces.discord.interactions import NO_PINGS
@@ -51,10 +51,10 @@ def token_of(interaction: discord.Interaction) -> str | None:
 
 
 class Presses:
-    """Hands presses to the engine and answers each one ephemerally, to the person who pressed."""
+    """Hands presses to the core and answers each one ephemerally, to the person who pressed."""
 
-    def __init__(self, engine: Inbound) -> None:
-        self.engine = engine
+    def __init__(self, host: Host) -> None:
+        self.host = host
         self.receiving = True
 
     async def on_press(self, interaction: discord.Interaction, token: str) -> None:
@@ -67,7 +67,7 @@ class Presses:
             message_id = str(interaction.message.id) if interaction.message is not None else ""
             press = ButtonPress(SURFACE_NAME, conversation_key(interaction.channel_id or 0),
                                 str(interaction.user.id), token, message_id)
-            result = await self.engine.handle_button(press)
+            result = await self.host.press(press)
             log.info("button press in %s: %s", press.conversation_key, result.outcome)
             await interaction.edit_original_response(content=result.text, allowed_mentions=NO_PINGS)
         except PLATFORM_ERRORS as exc:

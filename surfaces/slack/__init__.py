@@ -1,196 +1,20 @@
-"""The Slack surface (slack-bolt, async): a workspace app in Socket Mode (default) or HTTP mode.
+"""The Slack surface (slack-bolt), exported as ``PLUGIN`` (entry point ``acp_relay.surfaces``).
 
-``launch`` checks the bot token with ``auth.test``, builds the Bolt app and its listeners, attaches
-the surface to the engine and starts receiving: in Socket Mode over a websocket the app opens
-itself (``socket``), in HTTP mode on 127.0.0.1:``http_port`` at ``/slack/events`` (``http``).
-``check`` lists what ``launch`` would refuse (for ``acp-relay check-config``); ``doctor`` asks Slack
-whether the tokens work (``auth.test``, ``apps.connections.open``) for ``acp-relay doctor``.
+Each thread is one conversation: a mention of the app in a channel starts a thread under that
+message, and every reply in a thread the app is part of continues it; a direct message works the
+same way. Events arrive in Socket Mode (the default) over a websocket the app opens itself
+(``socket``), or in HTTP mode on 127.0.0.1:``http_port`` at ``/slack/events`` (``http``).
 
-Modules: ``surface`` (the Surface the engine calls), ``listeners`` and ``inbound`` (what Slack sends,
-translated), ``render`` (Markdown block, text fallback, buttons), ``streaming`` (native streams),
-``indicator`` (assistant status or reaction), ``threads`` (which threads are the app's), ``errors``
-(Slack's failures as the core's), ``options`` (tokens, timings), ``wording`` (Slack's own sentences).
+Modules: ``plugin`` (what the relay loads), ``settings`` and ``options`` (the config, tokens and
+timings; ``check``), ``launching`` (``launch``, ``doctor``), ``surface`` (the Surface the core calls),
+``listeners`` and ``inbound`` (what Slack sends, translated), ``render`` (Markdown block, text
+fallback, buttons), ``streaming`` (native streams), ``indicator`` (assistant status or reaction),
+``threads`` (which threads are the app's), ``errors`` (Slack's failures as the core's), ``wording``
+(Slack's own sentences).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from surfaces.slack.plugin import PLUGIN
 
-import aiohttp
-from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
-from slack_sdk.web.async_client import AsyncWebClient
-
-from core.config import RelayConfig, SlackConfig, secret
-from core.engine.surface import StartupError
-from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, error_code
-from surfaces.slack.http import HttpReceiver
-from surfaces.slack.listeners import Listeners
-from surfaces.slack.options import Timings, Tokens, problems, read_tokens
-from surfaces.slack.socket import SocketReceiver
-from surfaces.slack.surface import SlackSurface
-from surfaces.slack.threads import Threads
-
-if TYPE_CHECKING:
-    from core.engine.engine import Engine
-
-__all__ = ["SlackRelay", "SlackSurface", "Timings", "check", "doctor", "launch", "web_client"]
-
-log = logging.getLogger("acp_relay.slack")
-
-_DEFAULT_API = "https://slack.com/api/"
-DOCTOR_TIMEOUT_S = 10.0
-
-
-class _UnusedTokenWarning(logging.Filter):
-    """Bolt warns that $SLACK_BOT_TOKEN goes unused when it is given a client: the relay's client
-    already holds the token the config names, so the warning would only mislead an operator."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "`token` will be unused" not in record.getMessage()
-
-
-logging.getLogger("acp_relay.slack.bolt").addFilter(_UnusedTokenWarning())
-
-
-def web_client(settings: SlackConfig, token: str, session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
-    """The Web API client: a 429 is retried once by slack-sdk after its ``Retry-After``; a second one
-    reaches the core, which holds the chat and sends again."""
-    return AsyncWebClient(token=token, base_url=settings.api_base_url or _DEFAULT_API, session=session,
-                          logger=logging.getLogger("acp_relay.slack.sdk"),
-                          retry_handlers=[AsyncConnectionErrorRetryHandler(),
-                                          AsyncRateLimitErrorRetryHandler(max_retry_count=1)])
-
-
-class SlackRelay:
-    """A running Slack surface (what ``launch`` returns)."""
-
-    def __init__(self, surface: SlackSurface, session: aiohttp.ClientSession, listeners: Listeners, *,
-                 socket: SocketReceiver | None = None, http: HttpReceiver | None = None) -> None:
-        self.surface = surface
-        self.listeners = listeners
-        self.socket = socket
-        self.http = http
-        self._session = session
-
-    async def stop_receiving(self) -> None:
-        """No more events: the socket closes, or the HTTP server stops."""
-        if self.socket is not None:
-            await self.socket.stop()
-        if self.http is not None:
-            await self.http.stop()
-
-    async def fatal(self) -> StartupError:
-        """Returns when Slack refuses a token for good (the app token, or the bot token mid-run)."""
-        waiters = [asyncio.ensure_future(asyncio.shield(self.surface.revoked))]
-        if self.socket is not None:
-            waiters.append(asyncio.ensure_future(self.socket.fatal()))
-        try:
-            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-        return done.pop().result()
-
-    async def close(self) -> None:
-        """Stop receiving (if not yet), end the lanes, and close the Web API connections."""
-        await self.stop_receiving()
-        await self.listeners.close()
-        await self._session.close()
-
-
-def check(config: RelayConfig) -> list[tuple[str, str]]:
-    """Problems ``launch`` would refuse to start with, as (JSON path, sentence), for check-config."""
-    return problems(config.surfaces.slack)
-
-
-async def _identity(client: AsyncWebClient, settings: SlackConfig) -> None:
-    """``auth.test`` once at start: a token Slack refuses is a configuration fact (exit 2)."""
-    try:
-        info = await client.auth_test()
-    except SlackApiError as exc:
-        code = error_code(exc)
-        if code in AUTH_ERRORS:
-            raise StartupError(f"Slack refused the bot token in ${settings.bot_token_env} ({code}); check "
-                               "surfaces.slack.bot_token_env") from None
-        log.warning("slack: auth.test failed (%s); continuing, Bolt asks again on the first event", code)
-    except SDK_FAILURES as exc:
-        log.warning("slack: Slack could not be reached at start (%s); continuing", type(exc).__name__)
-    else:
-        log.info("slack: signed in as %s in %s", info.get("user"), info.get("team"))
-
-
-async def launch(engine: Engine, config: RelayConfig, *, timings: Timings | None = None) -> SlackRelay:
-    """Start the Slack surface for ``engine``; ``StartupError`` for a missing or refused token."""
-    settings = config.surfaces.slack
-    timings = timings or Timings()
-    tokens: Tokens = read_tokens(settings)
-    session = aiohttp.ClientSession()
-    try:
-        client = web_client(settings, tokens.bot, session)
-        await _identity(client, settings)
-        surface = SlackSurface(client, timings=timings, token_env=settings.bot_token_env)
-        # process_before_response: Slack is acknowledged when a listener returns, i.e. once the message
-        # is journaled (see ``listeners``), never before.
-        app = AsyncApp(client=client, signing_secret=tokens.signing_secret or "unused-in-socket-mode",
-                       request_verification_enabled=False, process_before_response=True,
-                       logger=logging.getLogger("acp_relay.slack.bolt"))
-        listeners = Listeners(engine, surface, Threads(engine.store), settings.allowed_user_ids)
-        listeners.register(app)
-        engine.attach(surface, settings.allowed_user_ids)
-        if settings.mode == "socket":
-            assert tokens.app is not None  # read_tokens checked it
-            socket = SocketReceiver(app, client, tokens.app, timings=timings, token_env=settings.app_token_env)
-            socket.start()
-            return SlackRelay(surface, session, listeners, socket=socket)
-        assert tokens.signing_secret is not None
-        http = HttpReceiver(app, tokens.signing_secret, settings.http_port)
-        await http.start()
-        return SlackRelay(surface, session, listeners, http=http)
-    except BaseException:
-        await session.close()
-        raise
-
-
-async def doctor(config: RelayConfig) -> list[tuple[bool, str]]:
-    """``acp-relay doctor``: are the tokens there, and does Slack take them (``auth.test``, and
-    ``apps.connections.open`` in Socket Mode)? Lines name the variables, never the tokens."""
-    settings = config.surfaces.slack
-    envs = [settings.bot_token_env, settings.app_token_env if settings.mode == "socket"
-            else settings.signing_secret_env]
-    lines = [(False, f"${env} MISSING") for env in envs if secret(env) is None]
-    if lines:
-        return lines
-    try:
-        tokens = read_tokens(settings)
-    except StartupError as exc:
-        return [(False, str(exc))]
-    async with aiohttp.ClientSession() as session:
-        client = web_client(settings, tokens.bot, session)
-        lines.append(await _probe(settings.bot_token_env, "auth.test", client.auth_test()))
-        if tokens.app is not None and settings.mode == "socket":
-            lines.append(await _probe(settings.app_token_env, "apps.connections.open",
-                                      client.apps_connections_open(app_token=tokens.app)))
-        else:
-            lines.append((True, f"${settings.signing_secret_env} present (Slack checks it on each request)"))
-    return lines
-
-
-async def _probe(env: str, method: str, call: Awaitable[Any]) -> tuple[bool, str]:
-    try:
-        async with asyncio.timeout(DOCTOR_TIMEOUT_S):
-            info = await call
-    except SlackApiError as exc:
-        return False, f"${env} present, but Slack refused it ({method}: {error_code(exc) or exc.response.status_code})"
-    except (*SDK_FAILURES, TimeoutError) as exc:
-        return False, f"${env} present; Slack did not answer {method} ({type(exc).__name__})"
-    if method == "auth.test":
-        return True, f"${env} present; {method}: bot {info.get('user')} in {info.get('team')}"
-    return True, f"${env} present; {method}: accepted"
+__all__ = ["PLUGIN"]

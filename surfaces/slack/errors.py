@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     DeliveryError,
     DeliveryFailed,

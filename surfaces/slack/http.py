@@ -17,8 +17,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
-from core.engine.surface import StartupError
-from core.refusal_log import RefusalLog
+from core.surface_api import RefusalLog, StartupError
 
 __all__ = ["EVENTS_PATH", "HttpReceiver", "signature_ok"]
 

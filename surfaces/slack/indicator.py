@@ -14,7 +14,7 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.surface import DeliveryFailed
+from core.surface_api import DeliveryFailed
 from surfaces.slack import wording
 from surfaces.slack.errors import SDK_FAILURES, delivery_error, error_code
 from surfaces.slack.keys import Thread

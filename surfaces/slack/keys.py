@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PREFIX", "Thread", "parse_key"]
+__all__ = ["PREFIX", "Asker", "Thread", "parse_key"]
 
 PREFIX = "slack:"
 
@@ -26,6 +26,15 @@ class Thread:
     def is_dm(self) -> bool:
         """A direct message with the app (channel ids of DMs start with D)."""
         return self.channel.startswith("D")
+
+
+@dataclass(frozen=True, slots=True)
+class Asker:
+    """A message's ``origin``: who wrote it (a channel stream is for them) and its ts (the working
+    reaction goes on it; None for a slash command, which is no message)."""
+
+    user: str
+    ts: str | None = None
 
 
 def parse_key(key: str) -> Thread:

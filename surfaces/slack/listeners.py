@@ -1,18 +1,19 @@
 """The Bolt listeners: Slack's events, the ``/compact`` command and button presses, handed to the core.
 
 Each listener only translates: a message becomes one ``InboundMessage`` (``inbound.heard`` decides
-whether it is the relay's), a press one ``ButtonPress``; the engine de-duplicates, checks the
+whether it is the relay's), a press one ``ButtonPress``; the core de-duplicates, checks the
 allow-list and routes. Slack may deliver an interaction twice (a Socket Mode envelope redelivered,
 an HTTP request retried); a press is applied once, so a repeat never answers "expired" for a tap
 that worked.
 
 Nothing is acknowledged before it is stored: the Bolt app runs with ``process_before_response``, so
 Slack's acknowledgement (the Socket Mode ack, the HTTP 200) goes out only when a listener returns,
-and a message listener returns once the engine has journaled the message (``Engine.accept``); the
-rest of its handling waits in its conversation's lane. A store that cannot journal makes the
+and a message listener returns once the core has journaled the message (``Host.submit``); the core
+handles it after the conversation's earlier messages. A store that cannot journal makes the
 listener fail: no acknowledgement, and Slack sends the event again. An event that cannot be read is
 logged once (never its text), stored as rejected and acknowledged. Presses are handled in tasks of
-their own, so every acknowledgement leaves well within Slack's 3 seconds.
+their own (the host's), so every acknowledgement leaves well within Slack's 3 seconds; a press that
+changed nothing is answered to the presser only, at the channel's pace (``Host.notify``).
 
 ``/compact`` cannot be sent in a thread (Slack's rule), so in a channel it applies to the person's
 latest conversation there; it is acknowledged at once (Slack wants an answer within 3 seconds) with
@@ -24,19 +25,16 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from core.engine.lanes import Lanes
-from core.engine.messages import ButtonPress, InboundMessage
-from core.engine.surface import Inbound
-from core.engine.tasks import TaskSet
+from core.surface_api import ButtonPress, Host, InboundMessage
 from surfaces.slack import wording
 from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
-from surfaces.slack.keys import Thread
+from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.render import ACTION_PREFIX
 from surfaces.slack.surface import SURFACE_NAME, SlackSurface
 from surfaces.slack.threads import Threads
@@ -72,22 +70,13 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 
 
 class Listeners:
-    """Translate Slack's requests for ``engine``; ``surface`` learns who asked in each thread."""
+    """Translate Slack's requests for ``host``; each message carries who asked as its ``origin``."""
 
-    def __init__(self, engine: Inbound, surface: SlackSurface, threads: Threads,
-                 allowed_user_ids: Collection[str]) -> None:
-        self.engine = engine
+    def __init__(self, host: Host, surface: SlackSurface, threads: Threads) -> None:
+        self.host = host
         self.surface = surface
         self.threads = threads
-        self.lanes = Lanes(SURFACE_NAME)
-        self._presses = TaskSet()
-        self._allowed = frozenset(allowed_user_ids)
         self._seen = _Seen()
-
-    async def close(self) -> None:
-        """Stop the lanes and the presses still being handled (their messages stay journaled)."""
-        await self.lanes.close()
-        await self._presses.close()
 
     def register(self, app: AsyncApp) -> None:
         """Attach every listener to ``app``."""
@@ -117,27 +106,22 @@ class Listeners:
             log.warning("skipped Slack event %s (%s): it could not be read (%s)", event_id or "without an id",
                         str(event.get("type") or "?"), exc)
             if event_id:
-                self.engine.reject(SURFACE_NAME, f"event:{event_id}", str(exc))
+                self.host.reject(f"event:{event_id}", str(exc))
             return
         if got is not None:
-            self._hand_over(got)
+            await self._hand_over(got)
 
-    def _hand_over(self, got: Heard) -> None:
-        """Journal the message (the listener returns, so Slack is acknowledged); the rest waits in its lane."""
+    async def _hand_over(self, got: Heard) -> None:
+        """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next."""
         thread = got.thread
-        if not thread.is_dm and got.user in self._allowed:
+        if not thread.is_dm and self.host.permits(got.user):
             # Only a person who may use the agent makes a thread the app's: replies in a thread a
             # stranger started with a mention are the people's own (the stranger is refused once).
             self.threads.join(thread)
         self.threads.note_latest(thread, got.user)
-        self.surface.heard(thread, got.user, got.ts)
-        self._accept(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
-                                    message_id(thread.team, thread.channel, got.ts)))
-
-    def _accept(self, message: InboundMessage) -> None:
-        then = self.engine.accept(message)  # journaled once this returns
-        if then is not None:
-            self.lanes.put(message.conversation_key, then)
+        await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
+                                              message_id(thread.team, thread.channel, got.ts),
+                                              origin=Asker(got.user, got.ts)))
 
     # -- the slash command -------------------------------------------------------------------
 
@@ -156,15 +140,15 @@ class Listeners:
             return
         await ack(text=wording.COMPACT_SENT)  # (sent when this returns: after the command is journaled)
         text = f"/compact {person_text(str(command.get('text') or ''))}".rstrip()
-        self.surface.heard(thread, user, None)
-        self._accept(InboundMessage(SURFACE_NAME, thread.key, user, text, f"{team}:command:{trigger or channel}"))
+        await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, user, text,
+                                              f"{team}:command:{trigger or channel}", origin=Asker(user)))
 
     # -- buttons -----------------------------------------------------------------------------
 
     async def on_button(self, ack: Ack, body: dict[str, Any], context: AsyncBoltContext) -> None:
         """A press on an approval or model button: acknowledged at once, handled in a task of its own."""
         await ack()
-        self._presses.spawn(self._press(body, context), name="slack-press")
+        self.host.tasks.spawn(self._press(body, context), name="slack-press")
 
     async def _press(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
         """Applied once; a stale press answers "expired" (only to the person who pressed)."""
@@ -181,7 +165,7 @@ class Listeners:
         ts = str(message.get("ts") or container.get("message_ts") or "")
         thread = Thread(_team(body, context), channel, str(message.get("thread_ts") or container.get("thread_ts")
                                                           or ts))
-        result = await self.engine.handle_button(ButtonPress(SURFACE_NAME, thread.key, user,
-                                                             str(action.get("value") or ""), ts))
+        result = await self.host.press(ButtonPress(SURFACE_NAME, thread.key, user, str(action.get("value") or ""),
+                                                   ts))
         if result.outcome != "resolved":  # a resolved press shows in the prompt's own update
-            await self.surface.tell(thread, user, result.text)
+            self.host.notify(thread.key, result.text, private_to=user)

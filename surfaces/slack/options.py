@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.config import SlackConfig, secret
-from core.engine.surface import RateLimit, StartupError
+from core.surface_api import Problems, RateLimit, StartupError, secret
+from surfaces.slack.settings import SlackConfig
 
 __all__ = ["SLACK_PACE", "Timings", "Tokens", "problems", "read_tokens"]
 
@@ -42,9 +42,9 @@ class Tokens:
     signing_secret: str | None
 
 
-def problems(settings: SlackConfig) -> list[tuple[str, str]]:
-    """What would stop the surface from starting, as (JSON path, sentence)."""
-    found: list[tuple[str, str]] = []
+def problems(settings: SlackConfig) -> Problems:
+    """What would stop the surface from starting, as (path in the section, sentence)."""
+    found: Problems = []
     needed = [("bot_token_env", settings.bot_token_env, "the bot token, xoxb-…", "xoxb-")]
     if settings.mode == "socket":
         needed.append(("app_token_env", settings.app_token_env, "the app-level token, xapp-…", "xapp-"))
@@ -53,16 +53,16 @@ def problems(settings: SlackConfig) -> list[tuple[str, str]]:
     for key, env, what, prefix in needed:
         value = secret(env)
         if value is None:
-            found.append((f"{_PATH}.{key}", f"${env} is not set (it must hold {what})"))
+            found.append((key, f"${env} is not set (it must hold {what})"))
         elif prefix and value.startswith(("xoxb-", "xapp-", "xoxp-")) and not value.startswith(prefix):
-            found.append((f"{_PATH}.{key}", f"${env} holds a {value[:5]} token, but it must hold {what}"))
+            found.append((key, f"${env} holds a {value[:5]} token, but it must hold {what}"))
     for i, user in enumerate(settings.allowed_user_ids):
         if not _MEMBER_ID.fullmatch(user):
-            found.append((f"{_PATH}.allowed_user_ids[{i}]", f"{user!r} is not a Slack member id (like U0123ABCD: "
+            found.append((f"allowed_user_ids[{i}]", f"{user!r} is not a Slack member id (like U0123ABCD: "
                           "a profile's ⋮ menu, Copy member ID)"))
     url = settings.api_base_url
     if url is not None and not url.startswith(("https://", "http://")):
-        found.append((f"{_PATH}.api_base_url", "must be the Web API base URL, like https://slack.com/api/"))
+        found.append(("api_base_url", "must be the Web API base URL, like https://slack.com/api/"))
     return found
 
 
@@ -70,7 +70,7 @@ def read_tokens(settings: SlackConfig) -> Tokens:
     """The tokens ``settings`` names; ``StartupError`` names the first problem."""
     if found := problems(settings):
         path, sentence = found[0]
-        raise StartupError(f"{path}: {sentence}")
+        raise StartupError(f"{_PATH}.{path}: {sentence}")
     bot = secret(settings.bot_token_env)
     assert bot is not None  # problems() checked it
     return Tokens(bot, secret(settings.app_token_env), secret(settings.signing_secret_env))

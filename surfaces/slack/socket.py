@@ -21,8 +21,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.receiving import Receiver
-from core.engine.surface import StartupError
+from core.surface_api import Host, StartupError
 from surfaces.slack.errors import AUTH_ERRORS, error_code
 from surfaces.slack.options import Timings
 
@@ -41,7 +40,7 @@ class ConnectionLost(Exception):
 class SocketReceiver:
     """One Socket Mode connection at a time for ``app``, replaced whenever it fails."""
 
-    def __init__(self, app: AsyncApp, client: AsyncWebClient, app_token: str, *, timings: Timings,
+    def __init__(self, host: Host, app: AsyncApp, client: AsyncWebClient, app_token: str, *, timings: Timings,
                  token_env: str) -> None:
         self.handler = AsyncSocketModeHandler(app, app_token=app_token, web_client=client,
                                               ping_interval=timings.ping_interval_s,
@@ -51,9 +50,9 @@ class SocketReceiver:
         sdk.auto_reconnect_enabled = False
         self._timings = timings
         self._token_env = token_env
-        self.receiver = Receiver("slack", self.connect_once, first_delay_s=timings.reconnect_first_delay_s,
-                                 max_delay_s=timings.reconnect_max_delay_s,
-                                 healthy_after_s=max(60.0, 6 * timings.ping_interval_s))
+        self.receiver = host.receiver(self.connect_once, first_delay_s=timings.reconnect_first_delay_s,
+                                      max_delay_s=timings.reconnect_max_delay_s,
+                                      healthy_after_s=max(60.0, 6 * timings.ping_interval_s))
         #: Connections opened so far.
         self.connections = 0
         self._closed = False
@@ -81,7 +80,8 @@ class SocketReceiver:
         sdk = self.handler.client
         sdk.wss_uri = await self._url()
         async with asyncio.timeout(self._timings.connect_timeout_s):
-            await sdk.connect()  # the SDK retries a refused connection itself: bounded by the timeout
+            # The SDK retries a refused connection itself: bounded by the timeout. (Its method is unannotated.)
+            await sdk.connect()  # type: ignore[no-untyped-call]
         self.connections += 1
         log.info("slack: Socket Mode connected")
         interval = self._timings.ping_interval_s
@@ -106,4 +106,4 @@ class SocketReceiver:
             return
         self._closed = True
         await self.receiver.stop()
-        await self.handler.close_async()
+        await self.handler.close_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt

@@ -1,9 +1,10 @@
 """Slack's native streaming (``chat.startStream`` / ``appendStream`` / ``stopStream``), whole-text.
 
-The core hands the WHOLE text of the piece being written on every flush; Slack only appends, so
-this module remembers what each stream shows and appends the difference. A text that does not
-extend it (a tool line changed above the answer) raises ``DeliveryFailed``: the core then ends the
-stream and edits the message with ``chat.update`` for the rest of the reply.
+The core hands the WHOLE piece being written on every flush; Slack only appends, so this module
+remembers what each stream shows and appends the difference (of what the formatter says may be
+streamed: ``SlackMessage.streamable``). A text that does not extend it (a tool line changed above the
+answer) raises ``DeliveryFailed``: the core then ends the stream and edits the message with
+``chat.update`` for the rest of the reply.
 
 slack-sdk's ``chat_stream()`` helper is not used: it buffers what it could not send and sends it
 again with the next append, while the core re-sends the whole text after a failure (a 429, a
@@ -27,23 +28,23 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.surface import DeliveryFailed, RateLimited
+from core.surface_api import DeliveryFailed, RateLimited
 from surfaces.slack.errors import SDK_FAILURES, delivery_error, error_code, message_ts, translated
 from surfaces.slack.keys import Thread
-from surfaces.slack.render import render, streamable
+from surfaces.slack.render import SlackMessage
 
 __all__ = ["NativeStreams"]
 
 log = logging.getLogger("acp_relay.slack.streaming")
 
-#: chat.update for a message: (thread, ts, neutral Markdown).
-Update = Callable[[Thread, str, str], Awaitable[None]]
+#: chat.update for a message: (thread, ts, what it shows).
+Update = Callable[[Thread, str, SlackMessage], Awaitable[None]]
 
 
 @dataclass(slots=True)
 class _Live:
     thread: Thread
-    shown: str  # the Markdown the stream shows so far
+    shown: str  # the markdown the stream shows so far
 
 
 class NativeStreams:
@@ -59,18 +60,19 @@ class NativeStreams:
         """False where Slack has refused to start a stream."""
         return channel not in self._refused
 
-    async def start(self, thread: Thread, markdown: str, recipient: str | None) -> str:
-        """Start a stream in ``thread`` showing ``markdown``; returns its message ts.
+    async def start(self, thread: Thread, message: SlackMessage, recipient: str | None) -> str:
+        """Start a stream in ``thread`` showing ``message``; returns its message ts.
 
         In a channel Slack needs the person the stream is for (``recipient``, a member id).
         """
         if not thread.is_dm and not recipient:
             raise DeliveryFailed("slack: a stream in a channel needs its recipient")
-        text = streamable(render(markdown))
-        extra = {} if thread.is_dm else {"recipient_user_id": recipient, "recipient_team_id": thread.team}
+        text = message.streamable
+        to_user, to_team = (None, None) if thread.is_dm else (recipient, thread.team)  # None: left out
         try:
             response = await self._client.chat_startStream(channel=thread.channel, thread_ts=thread.thread_ts,
-                                                           markdown_text=text or None, **extra)
+                                                           markdown_text=text or None, recipient_user_id=to_user,
+                                                           recipient_team_id=to_team)
         except SlackApiError as exc:
             error = delivery_error(exc)
             if type(error) is DeliveryFailed and error_code(exc) and exc.response.status_code < 500:
@@ -84,12 +86,12 @@ class NativeStreams:
         self._live[ts] = _Live(thread, text)
         return ts
 
-    async def append(self, ts: str, markdown: str) -> None:
-        """Show ``markdown`` (the whole text so far) in the stream ``ts``."""
+    async def append(self, ts: str, message: SlackMessage) -> None:
+        """Show ``message`` (the whole piece so far) in the stream ``ts``."""
         live = self._live.get(ts)
         if live is None:
             raise DeliveryFailed("slack: no such stream")
-        text = streamable(render(markdown))
+        text = message.streamable
         if not text.startswith(live.shown):
             raise DeliveryFailed("slack: the text no longer extends what was streamed")
         delta = text[len(live.shown):]
@@ -97,14 +99,14 @@ class NativeStreams:
             await translated(self._client.chat_appendStream(channel=live.thread.channel, ts=ts, markdown_text=delta))
             live.shown = text
 
-    async def stop(self, thread: Thread, ts: str, markdown: str) -> str:
-        """End the stream ``ts`` so that its message shows ``markdown``; returns the message ts.
+    async def stop(self, thread: Thread, ts: str, message: SlackMessage) -> str:
+        """End the stream ``ts`` so that its message shows ``message``; returns the message ts.
 
         A stream this process did not start (a relay killed mid-answer started it) is stopped with
-        ``markdown`` appended to what it shows, so the cut-off text is marked, never left streaming.
+        ``message`` appended to what it shows, so the cut-off text is marked, never left streaming.
         """
         live = self._live.pop(ts, None)
-        text = render(markdown)
+        text = message.markdown
         if live is None:
             try:
                 await translated(self._client.chat_stopStream(channel=thread.channel, ts=ts,
@@ -128,5 +130,5 @@ class NativeStreams:
             else:
                 if extends:
                     return ts
-        await self._update(thread, ts, markdown)
+        await self._update(thread, ts, message)
         return ts

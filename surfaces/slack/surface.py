@@ -1,11 +1,14 @@
 """The Slack workspace as a ``Surface``: each thread is one conversation (``slack:<team>:<channel>:<ts>``).
 
 Every reply goes into the conversation's thread. Text is shown as a ``markdown`` block (standard
-Markdown, 12,000 characters a message) with a plain ``text`` fallback (``render``). Where Slack
-allows it, the piece being written is a native stream (``streaming``); elsewhere the core sends and
-edits. Answers only the asker needs (status, help, a refusal) are ephemeral (``chat.postEphemeral``).
-The working indicator is the assistant status, else a reaction (``indicator``). The rest of an answer
-too long to show is uploaded into the thread as a file (``files_upload_v2``).
+Markdown, 12,000 characters a message) with a plain ``text`` fallback (``render.SlackFormatter``).
+Where Slack allows it, the piece being written is a native stream (``streaming``); elsewhere the core
+sends and edits. A message's ``origin`` is its ``Asker`` (who wrote it, and its ts): a stream in a
+channel is for that person, and the working reaction goes on that message; a message replayed after
+a restart has none, so its answer is sent and edited. Answers only the asker needs (status, help, a
+refusal) are ephemeral (``chat.postEphemeral``). The working indicator is the assistant status, else
+a reaction (``indicator``). The rest of an answer too long to show is uploaded into the thread as a
+file (``files_upload_v2``).
 
 Slack's failures become the core's delivery errors (``errors``); a bot token Slack no longer
 accepts also ends the run (``revoked``), since nothing can be delivered until an operator acts.
@@ -16,20 +19,29 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.engine.messages import Button, InboundMessage
-from core.engine.surface import Capabilities, DeliveryError, DeliveryFailed, StartupError, SurfaceDefaults
-from surfaces.slack import render as rendering
+from core.surface_api import (
+    Button,
+    Capabilities,
+    DeliveryError,
+    DeliveryFailed,
+    InboundMessage,
+    Rendered,
+    StartupError,
+    SurfaceDefaults,
+    Text,
+    rendered_as,
+)
 from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, delivery_error, error_code, message_ts
 from surfaces.slack.indicator import WorkingIndicator
-from surfaces.slack.keys import Thread, parse_key
+from surfaces.slack.keys import Asker, Thread, parse_key
 from surfaces.slack.options import Timings
+from surfaces.slack.render import SlackFormatter, SlackMessage
 from surfaces.slack.streaming import NativeStreams
 
 __all__ = ["COMMANDS", "MAX_MESSAGE_LENGTH", "SURFACE_NAME", "SlackSurface"]
@@ -47,55 +59,41 @@ COMMANDS: Mapping[str, str] = MappingProxyType({
     "!new": "reset", "!compact": "compact", "/compact": "compact", "!stop": "stop", "!status": "status",
     "!model": "model", "!help": "help",
 })
-_ASKERS = 10_000  # conversations whose asker is remembered (a channel stream needs its recipient)
 _NOT_A_MEMBER = "user_not_in_channel"
 
 
+
 class SlackSurface(SurfaceDefaults):
-    """The ``Surface`` the engine calls; the listeners tell it who asked in each thread (``heard``)."""
+    """The ``Surface`` the engine calls; a message's ``Asker`` comes back with its reply (``origin``)."""
 
     name = SURFACE_NAME
     commands = COMMANDS
+    formatter = SlackFormatter()
 
     def __init__(self, client: AsyncWebClient, *, timings: Timings | None = None, token_env: str = "") -> None:
         timings = timings or Timings()
         self.client = client
         self.capabilities = Capabilities(
-            max_message_length=MAX_MESSAGE_LENGTH, markup="markdown", can_edit=True, can_delete=True,
-            can_stream_natively=True, can_buttons=True, can_thread=True, can_typing=True,
+            max_message_length=MAX_MESSAGE_LENGTH, can_edit=True, can_delete=True,
+            can_stream_natively=True, can_buttons=True, can_typing=True,
             rate_limit=timings.rate_limit, typing_refresh_s=timings.typing_refresh_s,
             rollover_after_s=timings.rollover_after_s)
         self._no_stream = dataclasses.replace(self.capabilities, can_stream_natively=False)
         self._streams = NativeStreams(client, self._update)
         self._indicator = WorkingIndicator(client)
-        self._askers: OrderedDict[str, tuple[str, str | None]] = OrderedDict()  # key -> (user, message ts)
         self._token_env = token_env
         #: Set when Slack stops accepting the bot token: the run cannot go on.
         self.revoked: asyncio.Future[StartupError] = asyncio.get_running_loop().create_future()
 
-    # -- what the listeners tell it ----------------------------------------------------------
-
-    def heard(self, thread: Thread, user: str, message_ts: str | None) -> None:
-        """``user`` wrote ``message_ts`` in ``thread``: the answer's stream is for them, and the
-        working reaction goes on that message."""
-        self._askers[thread.key] = (user, message_ts)
-        self._askers.move_to_end(thread.key)
-        while len(self._askers) > _ASKERS:
-            self._askers.popitem(last=False)
-
     # -- capabilities -----------------------------------------------------------------------
 
-    def render(self, markdown: str) -> str:
-        """The ``markdown`` block's text (the limit applies to it)."""
-        return rendering.render(markdown)
-
-    def capabilities_for(self, conversation_key: str) -> Capabilities:
-        """Native streaming only where Slack allows it and, in a channel, the asker is known."""
+    def capabilities_for(self, conversation_key: str, origin: object | None = None) -> Capabilities:
+        """Native streaming only where Slack allows it and, in a channel, for a known asker (``origin``)."""
         try:
             thread = parse_key(conversation_key)
         except ValueError:
             return self._no_stream
-        if self._streams.available(thread.channel) and (thread.is_dm or conversation_key in self._askers):
+        if self._streams.available(thread.channel) and (thread.is_dm or isinstance(origin, Asker)):
             return self.capabilities
         return self._no_stream
 
@@ -134,39 +132,39 @@ class SlackSurface(SurfaceDefaults):
                 f"Slack no longer accepts the bot token in ${self._token_env or 'SLACK_BOT_TOKEN'} ({code}); "
                 "check surfaces.slack.bot_token_env"))
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
         """Post into the conversation's thread; returns the message ts."""
-        thread = self._thread(conversation_key)
-        extra: dict[str, Any] = {"mrkdwn": False} if plain else {}
+        thread, shown = self._thread(conversation_key), rendered_as(message, SlackMessage)
+        extra: dict[str, Any] = {"mrkdwn": False} if shown.plain else {}
         response = await self._api(self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread_ts, unfurl_links=False, unfurl_media=False,
-            **rendering.payload(text, buttons, plain=plain), **extra))
+            **shown.payload(buttons), **extra))
         return message_ts(response, "ts", "chat.postMessage")
 
-    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
-                    plain: bool = False, private: bool = False) -> str:
+    async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
+                    private: bool = False) -> str:
         """Answer in the thread; ``private``: only its sender sees it (ephemeral)."""
         if not private:
-            return await self.send(message.conversation_key, text, buttons=buttons, plain=plain)
+            return await self.send(message.conversation_key, answer, buttons=buttons)
         thread = self._thread(message.conversation_key)
         try:
             response = await self._api(self.client.chat_postEphemeral(
                 channel=thread.channel, user=message.user_id, thread_ts=thread.thread_ts,
-                **rendering.payload(text, buttons, plain=plain)))
+                **rendered_as(answer, SlackMessage).payload(buttons)))
         except DeliveryFailed as exc:
             if error_code(exc.__cause__ or exc) != _NOT_A_MEMBER:
                 raise
-            return await self.send(message.conversation_key, text, buttons=buttons, plain=plain)
+            return await self.send(message.conversation_key, answer, buttons=buttons)
         return message_ts(response, "message_ts", "chat.postEphemeral")
 
-    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
-                        reply_to: str | None = None) -> str:
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
+                        fallback: Rendered, reply_to: str | None = None) -> str:
         """Upload the file into the thread (the rest of an answer too long to show); returns its file id."""
         thread = self._thread(conversation_key)
         response = await self._api(self.client.files_upload_v2(
             channel=thread.channel, thread_ts=thread.thread_ts, content=data, filename=name, title=name,
-            initial_comment=rendering.render(caption)))
+            initial_comment=rendered_as(caption, SlackMessage).markdown))
         file_id = (response.get("file") or {}).get("id")
         if not file_id:
             raise DeliveryFailed("slack: files.completeUploadExternal answered without a file id")
@@ -174,43 +172,43 @@ class SlackSurface(SurfaceDefaults):
 
     async def tell(self, thread: Thread, user: str, text: str) -> None:
         """A short ephemeral answer to ``user`` (a button press); a failure is only logged."""
+        shown = self.formatter.render((Text(text),))
         try:
             await self._api(self.client.chat_postEphemeral(channel=thread.channel, user=user,
-                                                           thread_ts=thread.thread_ts, **rendering.payload(text)))
+                                                           thread_ts=thread.thread_ts, **shown.payload()))
         except DeliveryError as exc:
             log.info("could not answer a button press in %s: %s", thread.channel, exc)
 
-    async def _update(self, thread: Thread, ts: str, markdown: str, buttons: tuple[Button, ...] = (),
-                      plain: bool = False) -> None:
-        await self._api(self.client.chat_update(channel=thread.channel, ts=ts,
-                                                **rendering.payload(markdown, buttons, plain=plain)))
+    async def _update(self, thread: Thread, ts: str, message: SlackMessage, buttons: tuple[Button, ...] = ()) -> None:
+        await self._api(self.client.chat_update(channel=thread.channel, ts=ts, **message.payload(buttons)))
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
         """Replace a message's text and buttons (Slack takes an identical update without complaint)."""
-        await self._update(self._thread(conversation_key), message_id, text, buttons, plain)
+        await self._update(self._thread(conversation_key), message_id, rendered_as(message, SlackMessage), buttons)
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """Remove a message the reply no longer needs."""
         thread = self._thread(conversation_key)
         await self._api(self.client.chat_delete(channel=thread.channel, ts=message_id))
 
-    async def typing(self, conversation_key: str, active: bool) -> None:
-        """The assistant status (or the reaction) that says the agent is working."""
+    async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
+        """The assistant status (or the reaction on the asker's message) that says the agent is working."""
         thread = self._thread(conversation_key)
-        message_ts = self._askers.get(conversation_key, ("", None))[1]
+        message_ts = origin.ts if isinstance(origin, Asker) else None
         await self._api(self._indicator.show(thread, active, message_ts))
 
-    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
-                     reply_to: str | None = None) -> str:
-        """Start or grow a native stream showing ``text`` (the whole piece so far)."""
-        thread = self._thread(conversation_key)
+    async def stream(self, conversation_key: str, stream_id: str | None, message: Rendered, *,
+                     reply_to: str | None = None, origin: object | None = None) -> str:
+        """Start (for the asker, ``origin``) or grow a native stream showing ``message`` (the whole piece so far)."""
+        thread, shown = self._thread(conversation_key), rendered_as(message, SlackMessage)
         if stream_id is None:
-            asker = self._askers.get(conversation_key, ("", None))[0]
-            return await self._api(self._streams.start(thread, text, asker or None))
-        await self._api(self._streams.append(stream_id, text))
+            asker = origin.user if isinstance(origin, Asker) else None
+            return await self._api(self._streams.start(thread, shown, asker))
+        await self._api(self._streams.append(stream_id, shown))
         return stream_id
 
-    async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
-        """Stop the stream: its message shows ``text`` as an ordinary message (returned)."""
-        return await self._api(self._streams.stop(self._thread(conversation_key), stream_id, text))
+    async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
+        """Stop the stream: its message shows ``message`` as an ordinary message (returned)."""
+        shown = rendered_as(message, SlackMessage)
+        return await self._api(self._streams.stop(self._thread(conversation_key), stream_id, shown))

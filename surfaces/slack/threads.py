@@ -1,42 +1,50 @@
-"""The threads the app is part of, and each person's latest one per channel, kept in the relay's store.
+"""The threads the app is part of, and each person's latest one per channel, kept in the surface's
+state (``Host.state``: the relay's store).
 
 A reply in a channel thread reaches the agent without a mention only in a thread the app is part
-of; after a restart the relay must still know which those are, so they are stored (the store's
-``offsets`` table, under the ``slack`` surface). ``/compact`` in a channel applies to the person's
-latest conversation there (a slash command cannot be sent in a thread).
+of; after a restart the relay must still know which those are, so they are stored. ``/compact`` in
+a channel applies to the person's latest conversation there (a slash command cannot be sent in a
+thread). A thread nobody wrote in for ``KEEP_S`` is forgotten (``prune``, at start): a reply there
+needs a mention again, and the state does not grow with every thread ever answered.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from core.store import Store
+from core.surface_api import SurfaceState
 from surfaces.slack.keys import Thread
 
-__all__ = ["Threads"]
+__all__ = ["KEEP_S", "Threads"]
 
-_SURFACE = "slack"
+#: How long a thread (and a person's latest thread) is remembered after its last message.
+KEEP_S = 90 * 24 * 3600.0
 _CACHED = 10_000  # thread keys remembered in memory (the store has them all)
+_JOINED, _LATEST = "thread:", "latest:"
 
 
 class Threads:
-    """Joined threads and latest threads, in memory and in ``store``."""
+    """Joined threads and latest threads, in memory and in ``state``."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, state: SurfaceState) -> None:
+        self._state = state
         self._joined: OrderedDict[str, bool] = OrderedDict()
 
+    def prune(self, older_than_s: float = KEEP_S) -> int:
+        """Forget the threads (and latest threads) nobody wrote in for ``older_than_s``; returns how many."""
+        self._joined.clear()
+        return self._state.prune(older_than_s, _JOINED) + self._state.prune(older_than_s, _LATEST)
+
     def join(self, thread: Thread) -> None:
-        """The app is part of ``thread`` from now on."""
-        if not self.joined(thread):
-            self._store.set_offset(_SURFACE, f"thread:{thread.key}", "joined")
+        """The app is part of ``thread`` from now on (written each time, so an active thread is kept)."""
+        self._state.set(f"{_JOINED}{thread.key}", "joined")
         self._remember(thread.key, True)
 
     def joined(self, thread: Thread) -> bool:
         """True when the app is part of ``thread`` (its replies need no mention)."""
         known = self._joined.get(thread.key)
         if known is None:
-            known = self._store.get_offset(_SURFACE, f"thread:{thread.key}") is not None
+            known = self._state.get(f"{_JOINED}{thread.key}") is not None
             self._remember(thread.key, known)
         return known
 
@@ -48,9 +56,9 @@ class Threads:
 
     def note_latest(self, thread: Thread, user: str) -> None:
         """``user`` just wrote in ``thread``: their latest conversation in its channel."""
-        self._store.set_offset(_SURFACE, f"latest:{thread.team}:{thread.channel}:{user}", thread.thread_ts)
+        self._state.set(f"{_LATEST}{thread.team}:{thread.channel}:{user}", thread.thread_ts)
 
     def latest(self, team: str, channel: str, user: str) -> Thread | None:
         """``user``'s latest conversation in ``channel``, if they have one."""
-        ts = self._store.get_offset(_SURFACE, f"latest:{team}:{channel}:{user}")
+        ts = self._state.get(f"{_LATEST}{team}:{channel}:{user}")
         return Thread(team, channel, ts) if ts else None

@@ -17,7 +17,7 @@ from typing import Any
 
 from telegram.request import HTTPXRequest, RequestData
 
-from core.engine.listening import Listener
+from core.surface_api import Listener
 
 __all__ = ["Answer", "Answers", "listen"]
 

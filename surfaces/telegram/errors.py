@@ -15,6 +15,7 @@ server that says it has no such method raises ``NoSuchMethod``, which a surface 
 from __future__ import annotations
 
 import datetime as dtm
+import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     DeliveryError,
     DeliveryFailed,
@@ -42,6 +43,9 @@ from core.engine.surface import (
 from surfaces.telegram.answers import Answer, listen
 
 __all__ = ["NoSuchMethod", "delivery_errors", "retry_after_s"]
+
+# PTB 22 hands out ``retry_after`` as a timedelta with this set, and warns on every read without it.
+os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 _MARKUP = ("can't parse entities", "can't find end of", "unsupported start tag", "message text is empty",
            "entity_text_invalid", "entities_too_long")

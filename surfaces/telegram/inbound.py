@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from telegram import Bot, CallbackQuery, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 
-from core.engine.surface import Attachment, ButtonPress, InboundMessage
+from core.surface_api import Attachment, ButtonPress, InboundMessage
 from surfaces.telegram.keys import SURFACE_NAME, conversation_key
 from surfaces.telegram.wording import COMMANDS
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from telegram.constants import FloodLimit, MessageLimit
 
-from core.engine.surface import Capabilities, DeliveryFailed, RateLimit
+from core.surface_api import Capabilities, DeliveryFailed, RateLimit
 
 __all__ = ["GROUP", "PRIVATE", "SURFACE_NAME", "ChatRef", "capabilities_for", "conversation_key", "parse_key",
            "rate_key"]
@@ -22,9 +22,9 @@ _PREFIX = f"{SURFACE_NAME}:"
 
 #: Groups: about 20 messages a minute (edits included), shared by every topic; no drafts.
 GROUP = Capabilities(
-    max_message_length=MessageLimit.MAX_TEXT_LENGTH, length_unit="utf16", markup="telegram_entities",
-    can_edit=True, can_delete=True, can_stream_natively=False, can_buttons=True, can_thread=True,
-    can_typing=True, edit_interval_s=60.0 / FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP,
+    max_message_length=MessageLimit.MAX_TEXT_LENGTH, length_unit="utf16", can_edit=True, can_delete=True,
+    can_stream_natively=False, can_buttons=True, can_typing=True,
+    edit_interval_s=60.0 / FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP,
     # A few at once after a quiet moment, so an answer is not held back for the previous one's slot.
     rate_limit=RateLimit(FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP, 60.0, burst=3),
     # Telegram shows "typing" for 5 s, or until the bot's next message.

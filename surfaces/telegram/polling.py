@@ -31,11 +31,9 @@ from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.warnings import PTBUserWarning
 
-from core.engine.surface import StartupError
-from core.store import Store
+from core.surface_api import StartupError, SurfaceState
 from surfaces.telegram.errors import retry_after_s
 from surfaces.telegram.intake import Intake
-from surfaces.telegram.keys import SURFACE_NAME
 from surfaces.telegram.wording import token_refused
 
 __all__ = ["ALLOWED_UPDATES", "IDLE_PAUSE_S", "PARSE_TRIES", "Poller", "Sleep"]
@@ -60,10 +58,10 @@ Sleep = Callable[[float], Awaitable[None]]
 class Poller:
     """``poll`` runs until the connection fails (the ``Receiver`` reconnects) or is cancelled."""
 
-    def __init__(self, bot: Bot, store: Store, intake: Intake, *, timeout_s: int, token_env: str,
+    def __init__(self, bot: Bot, state: SurfaceState, intake: Intake, *, timeout_s: int, token_env: str,
                  sleep: Sleep = asyncio.sleep, idle_pause_s: float = IDLE_PAUSE_S) -> None:
         self.bot = bot
-        self.store = store
+        self.state = state
         self.intake = intake
         self.timeout_s = timeout_s
         self.token_env = token_env
@@ -78,7 +76,7 @@ class Poller:
 
     def offset(self) -> int | None:
         """The first update not yet stored (None: whatever Telegram still holds)."""
-        value = self.store.get_offset(SURFACE_NAME, self._name)
+        value = self.state.get(self._name)
         return int(value) if value else None
 
     async def _fetch(self, offset: int | None, wait_s: int, limit: int | None = None) -> list[Any]:
@@ -123,7 +121,7 @@ class Poller:
                     await self._sleep(self.idle_pause_s)
                     break  # try it again with the next poll, before anything behind it
                 offset = update_id + 1
-                self.store.set_offset(SURFACE_NAME, self._name, str(offset))
+                self.state.set(self._name, str(offset))
 
     async def _take(self, update_id: int, data: dict[str, Any]) -> bool:
         """Read and take in one update; False: unreadable, try it again on the next poll."""

@@ -1,4 +1,7 @@
-"""Neutral Markdown -> Telegram text plus ``MessageEntity`` list (telegramify-markdown).
+"""The Telegram formatter: the core's blocks -> Telegram text plus ``MessageEntity`` list
+(telegramify-markdown), rendered once per message (``TelegramFormatter``).
+
+Telegram draws no block its own way: a piece's blocks are shown as their neutral Markdown.
 
 Entities instead of a ``parse_mode``: there is nothing to escape, so no reply shows stray ``\\!``,
 and the text Telegram counts against its 4096 UTF-16 units is exactly the text we measure
@@ -12,6 +15,8 @@ and the text Telegram counts against its 4096 UTF-16 units is exactly the text w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
 import pyromark
@@ -19,7 +24,13 @@ from telegram import MessageEntity
 from telegramify_markdown import RenderConfig, convert
 from telegramify_markdown.converter import STANDARD_OPTIONS
 
-__all__ = ["entities", "literal_html", "render", "render_text"]
+from core.surface_api import (
+    Block,
+    markdown_of,
+    measure,
+)
+
+__all__ = ["TelegramFormatter", "TelegramMessage", "literal_html", "render"]
 
 _CONFIG = RenderConfig.isolated()
 _symbols = _CONFIG.markdown_symbol
@@ -67,11 +78,22 @@ def render(markdown: str) -> tuple[str, list[MessageEntity]]:
     return text, [MessageEntity(**e.to_dict()) for e in found]
 
 
-def render_text(markdown: str) -> str:
-    """Only the text of ``render``: what Telegram measures against its length limit."""
-    return render(markdown)[0]
+@dataclass(frozen=True, slots=True)
+class TelegramMessage:
+    """What one ``sendMessage`` shows: the text, its entities, and its length in UTF-16 units."""
+
+    text: str
+    entities: tuple[MessageEntity, ...]
+    length: int
 
 
-def entities(markdown: str) -> list[MessageEntity]:
-    """Only the entities of ``render``."""
-    return render(markdown)[1]
+class TelegramFormatter:
+    """Blocks as Telegram text and entities (``render``); plain text as it is, with no entities."""
+
+    def render(self, blocks: Sequence[Block], *, plain: bool = False) -> TelegramMessage:
+        """The message Telegram shows; Markdown that renders to nothing is shown as written."""
+        markdown = markdown_of(blocks)
+        text, found = (markdown, []) if plain else render(markdown)
+        if not text.strip() and markdown.strip():  # nothing left once rendered: the Markdown beats nothing
+            text, found = markdown, []
+        return TelegramMessage(text, tuple(found), measure(text, "utf16"))

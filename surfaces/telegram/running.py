@@ -15,15 +15,12 @@ from telegram import BotCommand
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
-from core.config import TelegramConfig
-from core.engine.receiving import Receiver
-from core.engine.surface import AnswerUnreadable, DeliveryError, StartupError
-from core.redact import redact
-from core.store import Store
+from core.surface_api import AnswerUnreadable, DeliveryError, Host, StartupError, redact
 from surfaces.telegram.answers import Answers, listen
 from surfaces.telegram.errors import NoSuchMethod, delivery_errors
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.polling import ALLOWED_UPDATES, Poller, Sleep
+from surfaces.telegram.settings import TelegramConfig
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.webhook import Webhook, webhook_path
 from surfaces.telegram.wording import COMMAND_MENU, token_refused, unreachable, unreadable_answer
@@ -53,7 +50,7 @@ class TelegramRelay:
     """What ``launch`` returns (a ``Launched``)."""
 
     def __init__(self, app: Application, surface: TelegramSurface, intake: Intake,  # type: ignore[type-arg]
-                 settings: TelegramConfig, store: Store, *, webhook_secret: str | None = None,
+                 settings: TelegramConfig, host: Host, *, webhook_secret: str | None = None,
                  sleep: Sleep = asyncio.sleep) -> None:
         self.app = app
         self.surface = surface
@@ -65,9 +62,9 @@ class TelegramRelay:
         if settings.mode == "webhook" and webhook_secret is not None and settings.webhook_url:
             self.webhook = Webhook(app.bot, intake, webhook_secret, webhook_path(settings.webhook_url))
         else:
-            self.poller = Poller(app.bot, store, intake, timeout_s=settings.poll_timeout_s,
+            self.poller = Poller(app.bot, host.state, intake, timeout_s=settings.poll_timeout_s,
                                  token_env=settings.token_env, sleep=sleep)
-        self.receiver = Receiver("telegram", self._connect)
+        self.receiver = host.receiver(self._connect)
         self._menu_set = False
 
     @property
@@ -144,6 +141,5 @@ class TelegramRelay:
         return await self.receiver.fatal()
 
     async def close(self) -> None:
-        """After the engine has closed: end the lanes, then the bot's connections."""
-        await self.intake.close()
+        """After the engine has closed: the bot's connections."""
         await self.app.shutdown()

@@ -1,7 +1,7 @@
 """Telegram as a ``Surface``: the core's sends, edits, buttons, typing and drafts as Bot API calls.
 
-Text arrives as neutral Markdown and leaves as text plus entities (``render``); ``plain`` sends it
-as it is, with no entities and no escapes. Buttons are an inline keyboard whose ``callback_data``
+What the core shows arrives rendered by ``TelegramFormatter`` (text plus entities, from the blocks'
+neutral Markdown; plain text with no entities and no escapes). Buttons are an inline keyboard whose ``callback_data``
 is the core's one-time token. In private chats a reply streams as a draft (``sendMessageDraft``):
 a draft is only a preview, so ``end_stream`` returns None and the core sends the final text as an
 ordinary message. The rest of an answer too long to show is a document (``sendDocument``). Every
@@ -27,19 +27,20 @@ from telegram import (
 )
 from telegram.constants import ChatAction, KeyboardButtonStyle, MessageLimit
 
-from core.engine.surface import (
+from core.surface_api import (
     AnswerUnreadable,
     Button,
     Capabilities,
     DeliveryFailed,
     MarkupRejected,
     MessageTooLong,
+    Rendered,
     SurfaceDefaults,
-    measure,
+    rendered_as,
 )
 from surfaces.telegram import keys
 from surfaces.telegram.errors import NoSuchMethod, delivery_errors
-from surfaces.telegram.render import render, render_text
+from surfaces.telegram.render import TelegramFormatter, TelegramMessage
 from surfaces.telegram.wording import COMMANDS
 
 __all__ = ["TelegramSurface"]
@@ -82,6 +83,7 @@ class TelegramSurface(SurfaceDefaults):
     name = keys.SURFACE_NAME
     capabilities: Capabilities = keys.GROUP
     commands: Mapping[str, str] = COMMANDS
+    formatter = TelegramFormatter()
 
     def __init__(self, bot: Bot) -> None:
         self.bot = bot
@@ -96,11 +98,7 @@ class TelegramSurface(SurfaceDefaults):
         """Learn the bot's @username once getMe has answered."""
         self.bot_usernames = frozenset({username}) if username else frozenset()
 
-    def render(self, markdown: str) -> str:
-        """The text Telegram shows (and counts): entities carry the formatting."""
-        return render_text(markdown)
-
-    def capabilities_for(self, conversation_key: str) -> Capabilities:
+    def capabilities_for(self, conversation_key: str, origin: object | None = None) -> Capabilities:
         """Drafts and one message a second in private chats; a group's pace elsewhere (no drafts, nor
         typing, from a server that said it has none)."""
         caps = keys.capabilities_for(conversation_key)
@@ -113,22 +111,20 @@ class TelegramSurface(SurfaceDefaults):
         """A forum topic shares its group's pace."""
         return keys.rate_key(conversation_key)
 
-    def _body(self, text: str, plain: bool) -> tuple[str, list[MessageEntity]]:
-        body, entities = (text, []) if plain else render(text)
-        if not body.strip():  # nothing left once rendered: the Markdown itself is better than nothing
-            if plain or not text.strip():
-                raise MarkupRejected("nothing to show")
-            body, entities = text, []
-        length = measure(body, "utf16")
-        if length > self.capabilities.max_message_length:
-            raise MessageTooLong(f"{length} UTF-16 units; Telegram takes {self.capabilities.max_message_length}")
-        return body, entities
+    def _body(self, rendered: Rendered) -> tuple[str, list[MessageEntity]]:
+        message = rendered_as(rendered, TelegramMessage)
+        if not message.text.strip():
+            raise MarkupRejected("nothing to show")
+        if message.length > self.capabilities.max_message_length:
+            limit = self.capabilities.max_message_length
+            raise MessageTooLong(f"{message.length} UTF-16 units; Telegram takes {limit}")
+        return message.text, list(message.entities)
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
         """``sendMessage`` into the chat (the topic, in a forum); returns the message id."""
         ref = keys.parse_key(conversation_key)
-        body, entities = self._body(text, plain)
+        body, entities = self._body(message)
         try:
             with delivery_errors("sendMessage") as answer:
                 sent = await self.bot.send_message(
@@ -146,11 +142,12 @@ class TelegramSurface(SurfaceDefaults):
             return str(found)
         return str(sent.message_id)
 
-    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
-                        reply_to: str | None = None) -> str:
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
+                        fallback: Rendered, reply_to: str | None = None) -> str:
         """``sendDocument`` with the caption (the rest of an answer too long to show)."""
         ref = keys.parse_key(conversation_key)
-        body, entities = render(caption)
+        shown = rendered_as(caption, TelegramMessage)
+        body, entities = shown.text, list(shown.entities)
         with delivery_errors("sendDocument"):
             sent = await self.bot.send_document(
                 ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],
@@ -158,11 +155,11 @@ class TelegramSurface(SurfaceDefaults):
                 reply_parameters=_reply(reply_to))
         return str(sent.message_id)
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
         """``editMessageText``; no buttons removes the keyboard (Telegram's rule for a missing markup)."""
         ref = keys.parse_key(conversation_key)
-        body, entities = self._body(text, plain)
+        body, entities = self._body(message)
         with delivery_errors("editMessageText"):
             await self.bot.edit_message_text(
                 body, chat_id=ref.chat_id, message_id=_message_id(message_id), entities=entities or None,
@@ -174,7 +171,7 @@ class TelegramSurface(SurfaceDefaults):
         with delivery_errors("deleteMessage"):
             await self.bot.delete_message(ref.chat_id, _message_id(message_id))
 
-    async def typing(self, conversation_key: str, active: bool) -> None:
+    async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
         """``sendChatAction`` typing; Telegram clears it by itself (after 5 s, or at our next message)."""
         if not active or "sendChatAction" in self.unsupported:
             return
@@ -187,8 +184,8 @@ class TelegramSurface(SurfaceDefaults):
         except NoSuchMethod:
             self.lacks("sendChatAction", "no typing indicator is shown")
 
-    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
-                     reply_to: str | None = None) -> str:
+    async def stream(self, conversation_key: str, stream_id: str | None, message: Rendered, *,
+                     reply_to: str | None = None, origin: object | None = None) -> str:
         """``sendMessageDraft`` with the whole text so far (private chats only); returns the draft id."""
         ref = keys.parse_key(conversation_key)
         if not ref.private:
@@ -196,7 +193,7 @@ class TelegramSurface(SurfaceDefaults):
         if "sendMessageDraft" in self.unsupported:
             raise DeliveryFailed("this Bot API server has no drafts")
         draft_id = int(stream_id) if stream_id else next(self._draft_ids)
-        body, entities = self._body(text, False)
+        body, entities = self._body(message)
         try:
             with delivery_errors("sendMessageDraft"):
                 await self.bot.send_message_draft(ref.chat_id, draft_id, body, message_thread_id=ref.topic_id,

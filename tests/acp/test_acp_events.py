@@ -131,12 +131,28 @@ async def test_kiro_metadata(start, agent, events) -> None:
     meta = {"contextUsagePercentage": 42.5, "turnDurationMs": 1234,
             "meteringUsage": [{"unit": "credit", "unitPlural": "credits", "value": 0.25},
                               {"unit": "credit", "unitPlural": "credits", "value": 0.5}]}
-    _, stats, ev = await _turn(start, agent, events, f"text hi\nkiro_meta {json.dumps(meta)}", "--kiro",
-                               backend="kiro")
+    session, stats, ev = await _turn(start, agent, events, f"text hi\nkiro_meta {json.dumps(meta)}", "--kiro",
+                                     backend="kiro")
     assert ev.of(KiroMetadata) == [KiroMetadata(context_pct=42.5, credits=0.75, turn_ms=1234)]
     assert (stats.context_pct, stats.credits, stats.turn_ms) == (42.5, 0.75, 1234)
+    assert session.context_pct == 42.5, "the session keeps what the agent last said"
     assert stats.stop_reason == "end_turn"
     assert stats.refusal is None
+
+
+async def test_a_usage_update_gives_the_context_percent_of_its_size(start, agent, events) -> None:
+    session, stats, ev = await _turn(start, agent, events, "text hi\nusage 50000 200000")
+    assert ev.of(UsageUpdate) == [UsageUpdate(50_000, 200_000)]
+    assert (stats.context_pct, session.context_pct) == (25.0, 25.0)
+    session_stats = await session.prompt("text again", on_event=events())
+    assert (session_stats.context_pct, session.context_pct) == (None, 25.0), (
+        "a turn that says nothing keeps the session's last figure; the turn's own stats say nothing")
+
+
+def test_a_usage_update_without_a_size_leaves_the_context_unknown() -> None:
+    assert UsageUpdate(used=10, size=0).context_pct is None
+    assert UsageUpdate(used=None, size=100).context_pct is None
+    assert UsageUpdate(used=1, size=8).context_pct == 12.5
 
 
 async def test_kiro_metadata_partial_fields_keep_earlier_values(start, agent, events) -> None:

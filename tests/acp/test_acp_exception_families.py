@@ -1,14 +1,16 @@
 """The two exception families exactly as spec/error-handling.md draws them: names, bases, the
-modules they live in, ``transient`` on the class and per instance, ``partial_output``.
+modules they are imported from, ``transient`` on the class and per instance, ``partial_output``.
 
-AcpWorkspaceBindingError is documented as ``acp/runtime.py``: it is importable from there, and is
-defined beside its base in ``acp/session_handle.py`` so that ``core.failures`` can word it without
-importing the runtime (which imports ``core.failures``)."""
+Both families sit under the relay's one error root (``core.errors.RelayError``) and are defined in
+that leaf module, so that ``core.failures`` can word them without importing the ``core.acp`` package
+(which imports ``core.failures``); the spec's modules are their import paths. AcpWorkspaceBindingError
+is documented as ``acp/runtime.py``: it is importable from there too."""
 
 from __future__ import annotations
 
 import pytest
 
+from core import errors
 from core.acp import client, runtime, session_handle
 from core.acp.tool_gate import ToolGateUnroutable
 
@@ -26,19 +28,20 @@ RUNTIME_ERRORS = {"AcpRuntimeDead": (session_handle, True), "AcpRequestTimeout":
 NEVER_RETRIED = ("AcpAuthRequired", "AcpToolGateUnroutable", "AcpModelUnavailable")
 
 
-def test_the_two_families_are_independent() -> None:
-    assert client.AcpError.__bases__ == (Exception,)
-    assert session_handle.AcpRuntimeError.__bases__ == (Exception,)
+def test_the_two_families_are_independent_under_the_one_root() -> None:
+    assert client.AcpError.__bases__ == (errors.RelayError,)
+    assert session_handle.AcpRuntimeError.__bases__ == (errors.RelayError,)
     assert not issubclass(session_handle.AcpRuntimeError, client.AcpError)
-    assert client.AcpError.__module__ == "core.acp.client"
-    assert session_handle.AcpRuntimeError.__module__ == "core.acp.session_handle"
+    assert not issubclass(client.AcpError, session_handle.AcpRuntimeError)
+    assert client.AcpError is errors.AcpError and "AcpError" in client.__all__
+    assert session_handle.AcpRuntimeError is errors.AcpRuntimeError and "AcpRuntimeError" in session_handle.__all__
 
 
 @pytest.mark.parametrize(("name", "transient"), ACP_ERRORS.items())
 def test_acp_errors_sit_directly_under_acp_error_in_the_client_module(name: str, transient: bool) -> None:
     cls = getattr(client, name)
     assert cls.__bases__ == (client.AcpError,)
-    assert cls.__module__ == "core.acp.client"
+    assert cls is getattr(errors, name) and name in client.__all__
     assert cls.transient is transient
     error = cls("x", partial_output="half an answer")
     assert error.partial_output == "half an answer"
@@ -49,7 +52,7 @@ def test_runtime_errors_sit_directly_under_acp_runtime_error(name: str, where: t
     module, transient = where
     cls = getattr(module, name)
     assert cls.__bases__ == (session_handle.AcpRuntimeError,)
-    assert cls.__module__ == module.__name__  # type: ignore[attr-defined]
+    assert cls is getattr(errors, name) and name in module.__all__  # type: ignore[attr-defined]
     assert cls.transient is transient
     assert cls("x", transient=not transient).transient is (not transient)  # per-instance verdict
 

@@ -47,7 +47,7 @@ async def test_without_the_env_var_session_new_raises_auth_required(start, agent
     assert "authenticate" not in recorder.methods()
     with pytest.raises(AcpAuthRequired) as info:
         await rt.new_session()
-    assert info.value.code == -32000
+    assert info.value.rpc_code == -32000
     assert info.value.transient is False
     assert classify(info.value).kind == "auth"
 
@@ -92,7 +92,7 @@ async def test_session_load_unknown_session(start, agent) -> None:
     rt = await start(agent())
     with pytest.raises(AcpError) as info:
         await rt.load_session("no-such-session")
-    assert info.value.code == -32002
+    assert info.value.rpc_code == -32002
     assert info.value.transient is False
     assert "no-such-session" not in rt.sessions
 
@@ -102,7 +102,7 @@ async def test_session_load_unsupported(start, agent, recorder) -> None:
     assert rt.load_supported is False
     with pytest.raises(AcpError) as info:
         await rt.load_session("anything")
-    assert info.value.code == -32601
+    assert info.value.rpc_code == -32601
     assert "session/load" not in recorder.methods()
 
 
@@ -112,7 +112,7 @@ async def test_kiro_session_load_needs_the_session_file_meta(start, agent, recor
     await session.prompt("remember me")
     with pytest.raises(AcpError) as info:
         await rt.load_session(session.session_id)  # kiro-cli ignores a load without the session file
-    assert info.value.code == -32002
+    assert info.value.rpc_code == -32002
     meta = {"_kiro.dev/session_file": str(tmp_path / "session.json")}
     loaded = await rt.load_session(session.session_id, meta=meta)
     assert loaded.replayed == 2
@@ -152,7 +152,7 @@ async def test_set_mode(start, agent, recorder) -> None:
     assert frame["params"] == {"sessionId": session.session_id, "modeId": "plan"}
     with pytest.raises(AcpError) as info:
         await session.set_mode("no-such-mode")
-    assert info.value.code == -32602
+    assert info.value.rpc_code == -32602
     assert session.current_mode == "plan"
 
 

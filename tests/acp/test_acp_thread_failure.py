@@ -9,8 +9,8 @@ import json
 import pytest
 
 from core.acp.client import AcpError
+from core.acp.error_text import ThreadFailure
 from core.acp.spec import detect_backend
-from core.acp.thread_failure import ThreadFailure
 from core.acp.types import AcpEvent, AcpPromptStats, SessionInfo, TextChunk, TurnEnded, UsageUpdate
 from core.failures import classify
 

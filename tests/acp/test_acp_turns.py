@@ -182,7 +182,7 @@ async def test_internal_error_carries_code_data_and_verdict(start, agent, data, 
     with pytest.raises(AcpError) as info:
         await session.prompt(f"text oops\nerror_data -32603 {json.dumps(payload)}")
     exc = info.value
-    assert exc.code == -32603
+    assert exc.rpc_code == -32603
     assert exc.data == data
     assert exc.transient is transient
     assert exc.partial_output == "oops"
@@ -197,7 +197,7 @@ async def test_minus_32000_without_error_type_is_auth_required(start, agent) -> 
     _, session = await _session(start, agent)
     with pytest.raises(AcpAuthRequired) as info:
         await session.prompt("error -32000 Authentication required")
-    assert info.value.code == -32000
+    assert info.value.rpc_code == -32000
     assert classify(info.value).kind == "auth"
 
 
@@ -208,7 +208,7 @@ async def test_minus_32000_with_error_type_is_not_auth(start, agent) -> None:
     with pytest.raises(AcpError) as info:
         await session.prompt(f"error_data -32000 {json.dumps(payload)}")
     assert not isinstance(info.value, AcpAuthRequired)
-    assert info.value.code == -32000
+    assert info.value.rpc_code == -32000
     assert classify(info.value, backend="kiro").kind != "auth"
 
 

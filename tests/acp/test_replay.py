@@ -35,7 +35,7 @@ def _agent_frames(capture: str) -> list[dict[str, Any]]:
     return frames
 
 
-def _recorded_chunks(capture: str) -> list[str]:
+def recorded_chunks(capture: str) -> list[str]:
     return [f["params"]["update"]["content"]["text"] for f in _agent_frames(capture)
             if f.get("method") == "session/update"
             and f["params"]["update"].get("sessionUpdate") == "agent_message_chunk"]
@@ -78,7 +78,7 @@ async def test_text_turn(replay, events, capture: str) -> None:
     ev = events()
     async with asyncio.timeout(HANG):
         stats = await session.prompt("say hi", on_event=ev)
-    expected = "".join(_recorded_chunks(capture))
+    expected = "".join(recorded_chunks(capture))
     assert "Hello from the loopback mock." in expected
     assert stats.text == expected
     assert ev.text == expected
@@ -117,7 +117,7 @@ async def test_error_turn_classifies(replay, capture: str, kind: str, transient:
     assert (verdict.kind, verdict.transient) == (kind, transient)
     assert exc.transient is transient
     assert isinstance(exc, AcpAuthRequired) is (kind == "auth")
-    assert exc.partial_output == "".join(_recorded_chunks(capture))  # the error text streamed first
+    assert exc.partial_output == "".join(recorded_chunks(capture))  # the error text streamed first
     assert not session.busy
 
 

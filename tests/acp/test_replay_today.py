@@ -20,7 +20,7 @@ from core.acp.types import PermissionRequest, TextChunk, ToolCall, TurnEnded
 from core.ask import run_ask
 from core.failures import classify
 from core.retry import RetryPolicy
-from tests.acp.test_replay import CAPTURES, HANG, REPLAY_AGENT, Replayed, _recorded_chunks
+from tests.acp.test_replay import CAPTURES, HANG, REPLAY_AGENT, Replayed, recorded_chunks
 from tests.fakes.acp_schema import validate_record_file
 
 Replay = Callable[..., Awaitable[Replayed]]
@@ -57,7 +57,7 @@ async def test_codex_2_6_text_turn_after_leaving_its_auto_review_mode(replay: Re
     ev = events()
     async with asyncio.timeout(HANG):
         stats = await session.prompt("say hi", on_event=ev)
-    recorded = "".join(_recorded_chunks("codex-new-mock-text.jsonl"))
+    recorded = "".join(recorded_chunks("codex-new-mock-text.jsonl"))
     assert stats.text == ev.text == recorded == "Hello from the loopback mock."
     assert stats.stop_reason == "end_turn"
     modes = [f["params"]["modeId"] for f in rp.client_frames() if f.get("method") == "session/set_mode"]
@@ -70,7 +70,7 @@ async def test_codex_2_6_text_turn_after_leaving_its_auto_review_mode(replay: Re
 ])
 async def test_codex_2_6_failed_model_call_is_an_error_not_an_answer(replay: Replay, events, capture: str,
                                                                       kind: str, transient: bool) -> None:
-    recorded = "".join(_recorded_chunks(capture))
+    recorded = "".join(recorded_chunks(capture))
     assert recorded.strip(), "the capture streams the provider's text as the answer"
     rp = await replay(capture)
     session = await rp.runtime.new_session()
@@ -169,5 +169,5 @@ async def test_gemini_400_is_malformed(replay: Replay) -> None:
     with pytest.raises(AcpError) as info:
         async with asyncio.timeout(HANG):
             await session.prompt("say hi")
-    assert info.value.code == 400, "gemini-cli answers with the HTTP status as the JSON-RPC code"
+    assert info.value.rpc_code == 400, "gemini-cli answers with the HTTP status as the JSON-RPC code"
     assert classify(info.value).kind == "malformed"

@@ -1,5 +1,5 @@
-"""Fixtures of the dashboard tier: an event-stream reader, a stand-in engine for the HTTP
-boundary, and a whole relay (real Engine, real demo agent subprocess, real dashboard server).
+"""Fixtures of the dashboard tier: an event-stream reader, a stand-in host for the HTTP boundary,
+and a whole relay (``core.lifecycle``: real Engine, real demo agent subprocess, real dashboard server).
 
 Nothing here measures time: tests wait for a condition with generous hang guards.
 """
@@ -17,12 +17,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.engine import Engine
-from core.engine.surface import ButtonPress, InboundMessage, PressResult
+from core.engine.surface import ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.lifecycle import Lifecycle
 from core.store import Store
-from surfaces.dashboard import Dashboard, launch
+from surfaces.dashboard.launching import Dashboard, launch
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -89,23 +89,26 @@ class EventStream:
 
 
 @dataclass
-class StandInEngine:
-    """Records what the dashboard asks of the engine (the HTTP boundary, without agents)."""
+class StandInHost:
+    """Records what the dashboard's server asks of its host (the HTTP boundary, without agents);
+    it is its own ``controls``."""
 
+    name: str = "dashboard"
+    queue_limit: int = 10
     messages: list[InboundMessage] = field(default_factory=list)
     presses: list[ButtonPress] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
     switched: list[tuple[str, str]] = field(default_factory=list)
     listed: list[str] = field(default_factory=list)
-    attached: list[tuple[str, list[str]]] = field(default_factory=list)
 
-    def attach(self, surface: Any, allowed_user_ids: Any) -> None:
-        self.attached.append((surface.name, list(allowed_user_ids)))
+    @property
+    def controls(self) -> StandInHost:
+        return self
 
-    async def handle_message(self, message: InboundMessage) -> None:
+    async def submit(self, message: InboundMessage) -> None:
         self.messages.append(message)
 
-    async def handle_button(self, press: ButtonPress) -> PressResult:
+    async def press(self, press: ButtonPress) -> PressResult:
         self.presses.append(press)
         return PressResult("resolved", "Allowed once.")
 
@@ -113,8 +116,6 @@ class StandInEngine:
         self.stopped.append(conversation_key)
 
     def status(self, conversation_key: str) -> Any:
-        from core.engine.surface import ConversationStatus
-
         return ConversationStatus("demo", "demo-fast", ("demo-fast", "demo-careful"), "/tmp", None, 12.5, 0, False)
 
     async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
@@ -140,22 +141,33 @@ def demo_config(tmp: Path, **dashboard: Any) -> RelayConfig:
     })
 
 
+def lifecycle(config: RelayConfig, **engine_kw: Any) -> Lifecycle:
+    """A relay's parts in ``acp-relay run``'s order, on ``config``'s store."""
+    return Lifecycle(config, Store.open(config.store.path), **engine_kw)
+
+
 @dataclass
 class DemoRelay:
     """``acp-relay run`` in miniature: store, engine, dashboard; ``restart()`` keeps every file."""
 
     tmp: Path
     config: RelayConfig
-    store: Store | None = None
+    relay: Lifecycle | None = None
     engine: Engine | None = None
     dashboard: Dashboard | None = None
     http: aiohttp.ClientSession | None = None
 
+    @property
+    def store(self) -> Store | None:
+        return None if self.relay is None else self.relay.store
+
     async def start(self) -> DemoRelay:
-        self.store = Store.open(self.config.store.path)
-        self.engine = build_engine(self.config, self.store, cancel_wait_s=5.0)
-        self.dashboard = await launch(self.engine, self.config, announce=False)
-        await self.engine.start()
+        self.relay = lifecycle(self.config, cancel_wait_s=5.0)
+        self.engine = self.relay.engine
+        launched = await self.relay.launch("dashboard", lambda host, s: launch(host, s, announce=False))
+        assert isinstance(launched, Dashboard)
+        self.dashboard = launched
+        await self.relay.start()
         self.http = aiohttp.ClientSession(base_url=self.dashboard.url, headers=self.bearer)
         return self
 
@@ -166,22 +178,13 @@ class DemoRelay:
         return {"Authorization": f"Bearer {self.dashboard.auth.access_token}"}
 
     async def close(self) -> None:
-        """Shut down in ``acp-relay run``'s order: the engine first (a running turn's final state
-        still reaches the open dashboard), then the dashboard, then the agent processes, then the store."""
+        """Shut down in ``acp-relay run``'s order (``Lifecycle.close``)."""
         if self.http is not None:
             await self.http.close()
             self.http = None
-        if self.engine is not None:
-            await self.engine.close()
-        if self.dashboard is not None:
-            await self.dashboard.close()
-            self.dashboard = None
-        if self.engine is not None:
-            await self.engine.pool.close()
-            self.engine = None
-        if self.store is not None:
-            self.store.close()
-            self.store = None
+        if self.relay is not None:
+            await self.relay.close()
+            self.relay = self.engine = self.dashboard = None
 
     async def restart(self) -> None:
         await self.close()

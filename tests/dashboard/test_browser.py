@@ -10,8 +10,10 @@ import pytest
 
 from core.config import RelayConfig
 from core.engine import wording
+from core.engine.blocks import Footer, RefusalCard, Text, ToolLine, Tools
 from core.engine.surface import Button
 from surfaces.dashboard.surface import conversation_key
+from tests.rendering import blocks, md
 
 from .conftest import CHROMIUM, DemoRelay, DemoRelayFactory
 
@@ -300,7 +302,7 @@ async def test_agent_html_cannot_make_controls_or_the_cores_styling(
     key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
     assert relay.dashboard is not None
     surface = relay.dashboard.surface
-    await surface.send(key, FORGED)
+    await surface.send(key, md(surface, FORGED))
     message = tab.page.locator("#messages .msg-agent", has_text="Last words.")
     await message.wait_for()
     markdown = message.locator(".markdown")
@@ -320,7 +322,7 @@ async def test_agent_html_cannot_make_controls_or_the_cores_styling(
     await markdown.locator("button.approval").click()
     await tab.shot("15-forged-controls")
     # The page's own buttons still work (and are the only ones that post).
-    await surface.send(key, "May I?", buttons=(Button("Allow once", "real-token", "primary"),))
+    await surface.send(key, md(surface, "May I?"), buttons=(Button("Allow once", "real-token", "primary"),))
     async with tab.page.expect_request(lambda r: r.url.endswith("/buttons")):
         await tab.page.locator(".msg", has_text="May I?").locator(".buttons button.approval").click()
     assert len(posted) == 1 and '"token":"real-token"' in posted[0]
@@ -328,13 +330,16 @@ async def test_agent_html_cannot_make_controls_or_the_cores_styling(
     assert [e for e in tab.errors if "violates the following Content Security Policy" not in e] == []
 
 
-async def test_the_cores_footer_and_refusal_card_are_styled_at_the_end_only(
+async def test_the_cores_footer_and_refusal_card_are_styled_and_the_agents_look_alikes_are_not(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
     tab = await open_tab(browser, relay, tmp_path)
     key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
     assert relay.dashboard is not None
+    surface = relay.dashboard.surface
     card = "The model declined to answer this request.\nCategory: demo"
-    await relay.dashboard.surface.send(key, f"{card}\n\n⏱ 1.0s\n\nSome text.\n\n{card}\n\n⏱ 2.5s · context 7%")
+    # The agent's text holds a card and a footer of its own, the last of them right before the core's card.
+    await surface.send(key, blocks(surface, Text(f"{card}\n\n⏱ 1.0s\n\nSome text.\n\n{card}\n\n⏱ 1.5s"),
+                                   RefusalCard(category="demo"), Footer(2.5, 7.0)))
     message = tab.page.locator("#messages .msg-agent", has_text="Some text.")
     await message.wait_for()
     assert await message.locator(".footer").all_inner_texts() == ["2.5s · context 7%"]  # the glyph is drawn
@@ -380,8 +385,9 @@ async def test_the_page_draws_its_icons_and_shows_no_emoji_of_its_own(
     key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
     assert relay.dashboard is not None
     # One line per status, and a footer, exactly as the core writes them.
-    rows = "\n".join(wording.tool_status_line(f"step {status}", "read", status) for status in wording.TOOL_GLYPHS)
-    await relay.dashboard.surface.send(key, f"{rows}\n\nAll the statuses.\n\n{wording.footer_text(61.0, 12.0)}")
+    rows = Tools(tuple(ToolLine(f"step {status}", "read", status) for status in wording.TOOL_GLYPHS))
+    surface = relay.dashboard.surface
+    await surface.send(key, blocks(surface, rows, Text("All the statuses."), Footer(61.0, 12.0)))
     message = await tab.answer("All the statuses.")
     await tab.settled()
     await tab.shot("16-icons")

@@ -15,7 +15,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from surfaces.dashboard import transcript_path
 from surfaces.dashboard.transcript import Entry, Transcript
 from tests.conftest import FAKE_AGENT_PATH
 
@@ -67,7 +66,7 @@ def post(port: int, text: str, message_id: str) -> None:
 
 
 def agent_messages(tmp: Path) -> list[Entry]:
-    path = Path(transcript_path(str(tmp / "relay.db")))
+    path = tmp / "relay-dashboard.db"  # beside the relay's store
     if not path.exists():
         return []
     transcript = Transcript.open(path)

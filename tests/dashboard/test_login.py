@@ -16,13 +16,13 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from core.config import RelayConfig
 from core.redact import registered_secrets
-from surfaces.dashboard import launch
 from surfaces.dashboard.auth import LINK_TTL_S, Auth
+from surfaces.dashboard.launching import Dashboard
 from surfaces.dashboard.server import AUTH, COOKIE_NAME, create_app
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
 
-from .conftest import StandInEngine
+from .conftest import StandInHost, lifecycle
 
 API = "/api/conversations/tab1"
 TOKEN = "a-token-of-24-characters"
@@ -37,7 +37,7 @@ class Clock:
         return self.now
 
 
-async def client_for(tmp_path: Path, engine: StandInEngine, **app: Any) -> TestClient[Any, Any]:
+async def client_for(tmp_path: Path, engine: StandInHost, **app: Any) -> TestClient[Any, Any]:
     surface = DashboardSurface(Transcript.open(tmp_path / f"dash-{len(list(tmp_path.iterdir()))}.db"))
     client = TestClient(TestServer(create_app(surface, engine, **app)))
     await client.start_server()
@@ -45,8 +45,8 @@ async def client_for(tmp_path: Path, engine: StandInEngine, **app: Any) -> TestC
 
 
 @pytest.fixture
-async def engine() -> StandInEngine:
-    return StandInEngine()
+async def engine() -> StandInHost:
+    return StandInHost()
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def client(tmp_path: Path, engine: StandInEngine, clock: Clock) -> AsyncIterator[TestClient[Any, Any]]:
+async def client(tmp_path: Path, engine: StandInHost, clock: Clock) -> AsyncIterator[TestClient[Any, Any]]:
     """A dashboard on loopback with no token configured: it makes its own."""
     c = await client_for(tmp_path, engine, clock=clock)
     yield c
@@ -79,7 +79,7 @@ async def log_in(client: TestClient[Any, Any], code: str, **headers: str) -> aio
 
 
 async def test_without_a_configured_token_another_local_account_gets_nothing(
-        client: TestClient[Any, Any], engine: StandInEngine) -> None:
+        client: TestClient[Any, Any], engine: StandInHost) -> None:
     # Any process on this machine, as any user, can reach 127.0.0.1: it must not reach the agent.
     async with client.get("/") as r:
         assert r.status == 401 and "log in" in (await r.text()).lower()
@@ -125,7 +125,7 @@ async def test_an_unused_link_expires_after_minutes(client: TestClient[Any, Any]
 
 
 async def test_sessions_are_random_server_side_and_end_on_logout(
-        tmp_path: Path, client: TestClient[Any, Any], engine: StandInEngine) -> None:
+        tmp_path: Path, client: TestClient[Any, Any], engine: StandInHost) -> None:
     auth = auth_of(client)
     first = (await log_in(client, auth.new_link())).cookies[COOKIE_NAME].value
     second = (await log_in(client, auth.new_link())).cookies[COOKIE_NAME].value
@@ -163,7 +163,7 @@ async def test_a_session_ends_on_its_own_after_a_while(client: TestClient[Any, A
     (False, None, False), (False, "https", False), (True, "https", True), (True, "http", False),
     (True, "https, http", True)])
 async def test_the_cookie_is_secure_behind_a_tls_proxy_only_when_trusted(
-        tmp_path: Path, engine: StandInEngine, trust: bool, forwarded: str | None, secure: bool) -> None:
+        tmp_path: Path, engine: StandInHost, trust: bool, forwarded: str | None, secure: bool) -> None:
     client = await client_for(tmp_path, engine, trust_forwarded_proto=trust)
     try:
         headers = {"X-Forwarded-Proto": forwarded} if forwarded else {}
@@ -174,7 +174,7 @@ async def test_the_cookie_is_secure_behind_a_tls_proxy_only_when_trusted(
         await client.close()
 
 
-async def test_the_access_token_itself_logs_in_through_the_form(tmp_path: Path, engine: StandInEngine) -> None:
+async def test_the_access_token_itself_logs_in_through_the_form(tmp_path: Path, engine: StandInHost) -> None:
     client = await client_for(tmp_path, engine, access_token=TOKEN)
     try:
         async with client.get("/") as r:
@@ -191,7 +191,7 @@ async def test_the_access_token_itself_logs_in_through_the_form(tmp_path: Path, 
 
 
 async def test_no_get_starts_the_agent_and_no_cross_site_request_changes_anything(
-        client: TestClient[Any, Any], engine: StandInEngine) -> None:
+        client: TestClient[Any, Any], engine: StandInHost) -> None:
     bearer = {"Authorization": f"Bearer {auth_of(client).access_token}"}
     async with client.get(f"{API}/models", headers=bearer) as r:
         assert r.status == 405  # an <img> on another site used to start the agent
@@ -213,7 +213,7 @@ async def test_no_get_starts_the_agent_and_no_cross_site_request_changes_anythin
     assert engine.listed == ["dashboard:tab1"]
 
 
-async def test_the_login_page_can_print_a_new_link_where_the_relay_runs(tmp_path: Path, engine: StandInEngine,
+async def test_the_login_page_can_print_a_new_link_where_the_relay_runs(tmp_path: Path, engine: StandInHost,
                                                                         clock: Clock) -> None:
     printed: list[str] = []
     client = await client_for(tmp_path, engine, clock=clock, announce=printed.append)
@@ -250,7 +250,9 @@ async def test_launch_makes_a_token_for_the_run_and_prints_the_link_on_its_own_l
     monkeypatch.delenv("ACP_RELAY_DASHBOARD_TOKEN", raising=False)
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": "127.0.0.1", "port": 0}}})
-    dashboard = await launch(StandInEngine(), config)  # type: ignore[arg-type]
+    relay = lifecycle(config)
+    dashboard = await relay.launch("dashboard")
+    assert isinstance(dashboard, Dashboard)
     try:
         lines = capsys.readouterr().err.splitlines()
         assert dashboard.login_url is not None and dashboard.login_url in lines  # alone on its line
@@ -265,5 +267,5 @@ async def test_launch_makes_a_token_for_the_run_and_prints_the_link_on_its_own_l
                                 headers={"Authorization": f"Bearer {token}"}) as r:
                 assert r.status == 200
     finally:
-        await dashboard.close()
+        await relay.close()
     assert token not in registered_secrets()

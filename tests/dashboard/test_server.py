@@ -1,12 +1,10 @@
-"""The dashboard's HTTP boundary with a stand-in engine: routes, event stream and security."""
+"""The dashboard's HTTP boundary with a stand-in host: routes, event stream and security."""
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import logging
-import re
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,8 +18,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from core.config import RelayConfig
 from core.engine import wording
 from core.engine.surface import StartupError
-from surfaces.dashboard import launch
 from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
+from surfaces.dashboard.launching import Dashboard
 from surfaces.dashboard.server import (
     AUTH,
     MIN_TOKEN_LENGTH,
@@ -32,15 +30,16 @@ from surfaces.dashboard.server import (
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 from surfaces.dashboard.wording import INTERNAL_FAILURE
+from tests.rendering import md
 
-from .conftest import EventStream, StandInEngine
+from .conftest import EventStream, StandInHost, lifecycle
 
 API = "/api/conversations/tab1"
 TOKEN = "a-token-of-24-characters"
 
 
 class Served:
-    def __init__(self, client: TestClient[Any, Any], engine: StandInEngine, surface: DashboardSurface) -> None:
+    def __init__(self, client: TestClient[Any, Any], engine: StandInHost, surface: DashboardSurface) -> None:
         self.client, self.engine, self.surface = client, engine, surface
 
     @property
@@ -48,12 +47,12 @@ class Served:
         return str(self.client.make_url("/")).rstrip("/")
 
 
-async def serve(tmp_path: Path, token: str | None = None, engine: StandInEngine | None = None,
+async def serve(tmp_path: Path, token: str | None = None, engine: StandInHost | None = None,
                 bearer: bool = True) -> tuple[Served, TestServer]:
     """A dashboard app; its client sends the access token (made for the run without ``token``)
     as a script would, unless ``bearer`` is false."""
     surface = DashboardSurface(Transcript.open(tmp_path / "dash.db"))
-    engine = engine or StandInEngine()
+    engine = engine or StandInHost()
     app = create_app(surface, engine, access_token=token)
     server = TestServer(app)
     headers = {"Authorization": f"Bearer {app[AUTH].access_token}"} if bearer else {}
@@ -118,8 +117,10 @@ async def test_the_relay_refuses_to_start_the_dashboard_with_a_weak_token(
     monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", token)
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": host, "port": 0}}})
+    relay = lifecycle(config)
     with pytest.raises(StartupError, match="could be guessed"):
-        await launch(StandInEngine(), config)  # type: ignore[arg-type]
+        await relay.launch("dashboard")
+    await relay.close()
     assert not (tmp_path / "relay-dashboard.db").exists()
 
 
@@ -131,8 +132,10 @@ async def test_a_port_in_use_is_one_sentence_not_a_crash(tmp_path: Path, monkeyp
         port = taken.getsockname()[1]
         config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                              "surfaces": {"dashboard": {"host": "127.0.0.1", "port": port}}})
+        relay = lifecycle(config)
         with pytest.raises(StartupError) as caught:
-            await launch(StandInEngine(), config)  # type: ignore[arg-type]
+            await relay.launch("dashboard")
+        await relay.close()
     assert str(caught.value) == (f"127.0.0.1:{port} is already in use (another acp-relay?); "
                                  "change surfaces.dashboard.port")
     assert isinstance(caught.value, BindFailed)
@@ -144,8 +147,10 @@ async def test_the_relay_refuses_to_start_a_public_dashboard_without_a_token(
     monkeypatch.delenv("ACP_RELAY_DASHBOARD_TOKEN", raising=False)
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
+    relay = lifecycle(config)
     with pytest.raises(StartupError, match="without an access token"):
-        await launch(StandInEngine(), config)  # type: ignore[arg-type]
+        await relay.launch("dashboard")
+    await relay.close()
     assert not (tmp_path / "relay-dashboard.db").exists()
 
 
@@ -154,8 +159,9 @@ async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
     monkeypatch.setenv("ACP_RELAY_DASHBOARD_TOKEN", "tok-123-and-more-characters")
     config = RelayConfig.model_validate({"store": {"path": str(tmp_path / "relay.db")},
                                          "surfaces": {"dashboard": {"host": "0.0.0.0", "port": 0}}})
-    engine = StandInEngine()
-    dashboard = await launch(engine, config)  # type: ignore[arg-type]
+    relay = lifecycle(config)
+    dashboard = await relay.launch("dashboard")
+    assert isinstance(dashboard, Dashboard)
     try:
         err = capsys.readouterr().err
         assert dashboard.login_url in err.splitlines()
@@ -173,24 +179,19 @@ async def test_with_a_token_it_starts_and_prints_a_login_link_that_works_once(
         async with aiohttp.ClientSession() as other, other.post(f"{base}/login", data={"code": code}) as r:
             assert r.status == 403  # used already
     finally:
-        await dashboard.close()
-    assert engine.attached == [("dashboard", ["local"])]
+        await relay.close()
+    assert "dashboard" in relay.engine.surfaces and relay.engine.permits("dashboard", "local")
 
 
 # -- security --------------------------------------------------------------------------------
 
-async def test_the_page_carries_the_cores_marks_as_escaped_json(served: Served) -> None:
+async def test_the_page_needs_no_emoji_and_no_marks_of_the_cores_words(served: Served) -> None:
     async with served.client.get("/") as r:
         assert r.status == 200 and r.content_type == "text/html"
         html = await r.text()
     glyphs = (*wording.TOOL_GLYPHS.values(), wording.FOOTER_GLYPH)
-    assert not any(glyph in html for glyph in glyphs)  # JSON escapes: the page's source needs no emoji font
-    data = re.search(r'<script id="core-marks" type="application/json">(.*?)</script>', html)
-    assert data is not None and "<" not in data[1]
-    assert json.loads(data[1]) == {
-        "tool_glyphs": {glyph: status for status, glyph in wording.TOOL_GLYPHS.items()},
-        "footer_glyph": wording.FOOTER_GLYPH, "refusal_lead": wording.REFUSAL_LEAD}
-    assert set(json.loads(data[1])["tool_glyphs"]) == {"⏳", "🔄", "✅", "❌", "⏹", "🚫"}
+    assert not any(glyph in html for glyph in glyphs)  # the page's source needs no emoji font
+    assert "core-marks" not in html and wording.REFUSAL_LEAD not in html  # blocks say what is what
 
 
 async def test_the_page_and_its_files_are_served_with_strict_headers(served: Served) -> None:
@@ -279,7 +280,7 @@ async def test_a_deeply_nested_body_is_a_bad_request(served: Served) -> None:
     assert served.engine.messages == [] and served.engine.presses == [] and served.engine.switched == []
 
 
-class BrokenEngine(StandInEngine):
+class BrokenHost(StandInHost):
     """An engine with a bug: its exception text must not reach the browser."""
 
     async def stop(self, conversation_key: str) -> None:
@@ -292,7 +293,7 @@ class BrokenEngine(StandInEngine):
 async def test_an_unexpected_exception_is_a_plain_json_500_logged_once(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     asyncio.get_running_loop().set_debug(True)  # aiohttp then puts tracebacks into its own error pages
-    s, _ = await serve(tmp_path, engine=BrokenEngine())
+    s, _ = await serve(tmp_path, engine=BrokenHost())
     try:
         with caplog.at_level(logging.ERROR):
             async with s.client.post(f"{API}/stop", json={}) as r:
@@ -358,15 +359,15 @@ async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) ->
 
 async def test_the_event_stream_sends_a_snapshot_then_live_changes(served: Served) -> None:
     key = conversation_key("tab1")
-    first = await served.surface.send(key, "already there")
+    first = await served.surface.send(key, md(served.surface, "already there"))
     response = await served.client.get(f"{API}/events", timeout=ClientTimeout(total=None, sock_read=None))
     assert response.headers["Content-Type"].startswith("text/event-stream")
     stream = EventStream(response)
     snapshot = await stream.next()
     assert snapshot["type"] == "snapshot" and [m["id"] for m in snapshot["messages"]] == [first]
     await served.surface.typing(key, True)
-    mid = await served.surface.send(key, "streaming…")
-    await served.surface.edit(key, mid, "streaming… done")
+    mid = await served.surface.send(key, md(served.surface, "streaming…"))
+    await served.surface.edit(key, mid, md(served.surface, "streaming… done"))
     await served.surface.delete(key, first)
     await stream.until(lambda s: first not in s.view and s.has("done"), "the live changes")
     assert [e["type"] for e in stream.events] == ["snapshot", "typing", "message", "message", "delete"]

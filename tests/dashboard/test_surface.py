@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from core.engine import wording
+from core.engine.blocks import Footer, Plan, PlanStep, RefusalCard, StopMark, Text, ToolLine, Tools
 from core.engine.router import ACTIONS, route
 from core.engine.surface import Button, DeliveryFailed, MessageTooLong, Surface
 from core.redact import register_secrets
 from surfaces.dashboard.surface import COMMANDS, DashboardSurface, conversation_key, valid_tab
 from surfaces.dashboard.transcript import Transcript
+from tests.rendering import blocks, md
 
 KEY = conversation_key("tab1")
 
@@ -32,24 +36,25 @@ def test_it_is_a_surface_with_the_dashboard_spelling_of_commands(surface: Dashbo
     assert isinstance(surface, Surface)
     assert surface.name == "dashboard"
     caps = surface.capabilities
-    assert (caps.markup, caps.can_edit, caps.can_buttons, caps.can_typing) == ("markdown", True, True, True)
+    assert (caps.can_edit, caps.can_buttons, caps.can_typing) == (True, True, True)
     assert caps.max_message_length >= 100_000 and caps.edit_interval_s == 0.2
     assert set(COMMANDS.values()) <= set(ACTIONS)
     assert "reset" not in COMMANDS.values()  # a new tab is the reset
     assert route("/compact", surface.commands).action == "compact"  # type: ignore[union-attr]
-    assert surface.render("**bold** `x`") == "**bold** `x`"
+    assert surface.formatter.render((Text("**bold** `x`"),)).text == "**bold** `x`"  # the browser renders it
 
 
 async def test_send_edit_delete_and_typing_reach_subscribers_in_order(surface: DashboardSurface) -> None:
     with surface.subscribe("tab1") as sub:
-        mid = await surface.send(KEY, "first", buttons=(Button("Allow once", "t1", "primary"),))
-        await surface.edit(KEY, mid, "first, edited")
-        other = await surface.send(KEY, "2 * 3", plain=True)
+        mid = await surface.send(KEY, md(surface, "first"), buttons=(Button("Allow once", "t1", "primary"),))
+        await surface.edit(KEY, mid, md(surface, "first, edited"))
+        other = await surface.send(KEY, md(surface, "2 * 3", plain=True))
         await surface.delete(KEY, other)
         await surface.typing(KEY, True)
         events = drain(sub.queue)
     assert [e["type"] for e in events if e] == ["message", "message", "message", "delete", "typing"]
     assert events[0] == {"type": "message", "id": mid, "role": "agent", "text": "first", "plain": False,
+                         "blocks": [{"type": "markdown", "kind": "text", "markdown": "first"}],
                          "buttons": [{"label": "Allow once", "token": "t1", "style": "primary"}]}
     assert events[1] is not None and events[1]["buttons"] == [] and events[1]["text"] == "first, edited"
     assert events[2] is not None and events[2]["plain"] is True
@@ -58,9 +63,45 @@ async def test_send_edit_delete_and_typing_reach_subscribers_in_order(surface: D
     assert snapshot["typing"] is True
 
 
+async def test_the_cores_blocks_reach_the_page_by_kind_with_the_words_it_shows(surface: DashboardSurface) -> None:
+    shown = blocks(surface, Tools((ToolLine("Read a.py", "read", "completed"),)),
+                   Plan((PlanStep("first", "completed"), PlanStep("second", "in_progress"))),
+                   Text("The answer."), StopMark(), RefusalCard(category="demo"), Footer(2.5, 7.0))
+    mid = await surface.send(KEY, shown)
+    [message] = surface.snapshot("tab1")["messages"]
+    assert message["id"] == mid and message["text"] == shown.text  # type: ignore[attr-defined]
+    assert message["blocks"] == [
+        {"type": "tools", "calls": [{"status": "completed", "words": "Read a.py (read): done"}]},
+        {"type": "plan", "steps": [{"state": "done", "words": "first"},
+                                   {"state": "in-progress", "words": "second (in progress)"}]},
+        {"type": "markdown", "kind": "text", "markdown": "The answer."},
+        {"type": "markdown", "kind": "stopped", "markdown": wording.STOPPED},
+        {"type": "refusal", "lines": [wording.REFUSAL_LEAD, "Category: demo"]},
+        {"type": "footer", "words": "2.5s · context 7%"},
+    ]
+    # The agent's look-alikes are Markdown to the page, nothing more.
+    await surface.send(KEY, md(surface, f"{wording.REFUSAL_LEAD}\n\n⏱ 2.5s"))
+    assert surface.snapshot("tab1")["messages"][1]["blocks"] == [
+        {"type": "markdown", "kind": "text", "markdown": f"{wording.REFUSAL_LEAD}\n\n⏱ 2.5s"}]
+
+
+async def test_a_transcript_kept_before_blocks_is_read_and_gains_them(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as old:
+        old.execute("CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, tab TEXT NOT NULL, id TEXT NOT "
+                    "NULL, role TEXT NOT NULL, text TEXT NOT NULL, buttons TEXT NOT NULL DEFAULT '[]', plain INTEGER "
+                    "NOT NULL DEFAULT 0, updated_at REAL NOT NULL, UNIQUE (tab, id))")
+        old.execute("INSERT INTO messages (tab, id, role, text, updated_at) VALUES ('tab1', 'm1', 'agent', 'kept', 0)")
+    surface = DashboardSurface(Transcript.open(path))
+    [kept] = surface.snapshot("tab1")["messages"]
+    assert (kept["text"], kept["blocks"]) == ("kept", [])  # the page renders its Markdown
+    mid = await surface.send(KEY, blocks(surface, Text("new"), Footer(1.0)))
+    assert surface.transcript.get("tab1", mid).blocks[-1] == {"type": "footer", "words": "1.0s"}  # type: ignore[union-attr]
+
+
 async def test_tabs_are_separate_conversations(surface: DashboardSurface) -> None:
     with surface.subscribe("tab2") as other:
-        await surface.send(KEY, "only for tab1")
+        await surface.send(KEY, md(surface, "only for tab1"))
         assert other.queue.empty()
     assert surface.snapshot("tab2")["messages"] == []
 
@@ -69,7 +110,7 @@ async def test_a_subscriber_hears_nothing_once_its_block_ended(surface: Dashboar
     with surface.subscribe("tab1") as gone:
         pass
     with surface.subscribe("tab1") as still:
-        await surface.send(KEY, "after the first left")
+        await surface.send(KEY, md(surface, "after the first left"))
         surface.close()
     assert gone.queue.empty()
     assert [e["type"] if e else e for e in drain(still.queue)] == ["message", None]
@@ -77,20 +118,20 @@ async def test_a_subscriber_hears_nothing_once_its_block_ended(surface: Dashboar
 
 async def test_delivery_failures_are_the_core_errors(surface: DashboardSurface) -> None:
     with pytest.raises(DeliveryFailed):
-        await surface.edit(KEY, "no-such-message", "text")
+        await surface.edit(KEY, "no-such-message", md(surface, "text"))
     with pytest.raises(DeliveryFailed):
-        await surface.send("telegram:1", "not ours")
+        await surface.send("telegram:1", md(surface, "not ours"))
     with pytest.raises(DeliveryFailed):
-        await surface.send("dashboard:../etc", "bad tab")
+        await surface.send("dashboard:../etc", md(surface, "bad tab"))
     with pytest.raises(MessageTooLong):
-        await surface.send(KEY, "x" * (surface.capabilities.max_message_length + 1))
+        await surface.send(KEY, md(surface, "x" * (surface.capabilities.max_message_length + 1)))
 
 
 async def test_a_browser_that_falls_behind_gets_a_fresh_snapshot_instead(surface: DashboardSurface) -> None:
     with surface.subscribe("tab1") as sub:
-        mid = await surface.send(KEY, "0")
+        mid = await surface.send(KEY, md(surface, "0"))
         for i in range(sub.queue.maxsize + 5):
-            await surface.edit(KEY, mid, str(i))
+            await surface.edit(KEY, mid, md(surface, str(i)))
         events = drain(sub.queue)
     assert len(events) < 10 and {"type": "resync"} in events
 
@@ -104,14 +145,14 @@ async def test_close_ends_every_stream(surface: DashboardSurface) -> None:
 async def test_the_transcript_survives_a_restart(tmp_path: Path) -> None:
     first = DashboardSurface(Transcript.open(tmp_path / "t.db"))
     assert first.post_user("tab1", "hello", "m1") is not None
-    mid = await first.send(KEY, "answer", buttons=(Button("Deny", "t", "danger"),))
+    mid = await first.send(KEY, md(first, "answer"), buttons=(Button("Deny", "t", "danger"),))
     first.transcript.close()
     second = DashboardSurface(Transcript.open(tmp_path / "t.db"))
     messages = second.snapshot("tab1")["messages"]
     assert [(m["role"], m["text"]) for m in messages] == [("user", "hello"), ("agent", "answer")]
     assert messages[1]["id"] == mid and messages[1]["buttons"][0]["label"] == "Deny"
     assert second.post_user("tab1", "hello", "m1") is None  # a resend of the same message
-    await second.edit(KEY, mid, "answer, edited after the restart")
+    await second.edit(KEY, mid, md(second, "answer, edited after the restart"))
     assert second.transcript.get("tab1", mid).text == "answer, edited after the restart"  # type: ignore[union-attr]
 
 
@@ -123,11 +164,11 @@ def test_tab_ids_are_validated() -> None:
 async def test_past_max_tabs_the_least_recently_used_tab_loses_its_transcript(tmp_path: Path) -> None:
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
     surface.post_user("tab1", "first tab", "m1")
-    old = await surface.send(KEY, "an answer in the first tab")
+    old = await surface.send(KEY, md(surface, "an answer in the first tab"))
     surface.post_user("tab2", "second tab", "m2")
     for i in range(3):  # more messages in a tab already kept prune nothing
         surface.post_user("tab2", f"again {i}", f"m2-{i}")
-    await surface.edit(KEY, old, "edited later, so the first tab is the more recent")
+    await surface.edit(KEY, old, md(surface, "edited later, so the first tab is the more recent"))
     assert surface.snapshot("tab1")["messages"] and surface.snapshot("tab2")["messages"]
     surface.post_user("tab3", "a third tab", "m3")
     assert surface.snapshot("tab2")["messages"] == []

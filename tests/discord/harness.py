@@ -1,7 +1,7 @@
 """The Discord tier's harness: a relay (real Engine, the scripted agent as a real subprocess, the
 Discord surface on the real discord.py client) pointed at the fake Discord.
 
-``relay(...)`` launches the surface the way ``acp-relay run`` does (``launch(engine, config)``),
+``relay(...)`` launches the surface the way ``acp-relay run`` does (a ``core.lifecycle.Lifecycle``),
 with short intervals; ``await r.restart()`` stops that relay and starts a new one on the same store
 file and the same fake (the platform keeps its messages, as Discord does). Tests wait for
 conditions with ``until``; timeouts are hang guards only.
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.engine import Engine
+from core.lifecycle import Lifecycle
 from core.store import Store
-from surfaces.discord import CAPABILITIES, DiscordRelay, launch
+from surfaces.discord.launching import CAPABILITIES, DiscordRelay, launch
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.discord_api import FakeDiscord
 from tests.waiting import fast_sleep, until
@@ -69,6 +69,7 @@ class Relay:
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     launched: DiscordRelay = field(init=False)
+    lifecycle: Lifecycle = field(init=False)
     running: bool = False
 
     @property
@@ -106,16 +107,19 @@ class Relay:
     async def start(self, *, wait_ready: bool = True) -> Relay:
         config = self.config()
         self.store = Store.open(config.store.path)
-        self.engine = build_engine(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
+        self.lifecycle = Lifecycle(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
+        self.engine = self.lifecycle.engine
+        tuning: dict[str, Any] = {"sleep": self.reconnect_sleep} if self.reconnect_sleep else {}
         try:
-            self.launched = await launch(self.engine, config, capabilities=self.capabilities,
-                                         guild_ready_timeout=0.05, first_reconnect_delay_s=0.05,
-                                         identify_delay_s=0.05,
-                                         **({"sleep": self.reconnect_sleep} if self.reconnect_sleep else {}))
+            launched = await self.lifecycle.launch("discord", lambda host, settings: launch(
+                host, settings, capabilities=self.capabilities, guild_ready_timeout=0.05,
+                first_reconnect_delay_s=0.05, identify_delay_s=0.05, **tuning))
         except BaseException:
-            self.store.close()
+            await self.lifecycle.close()
             raise
-        await self.engine.start()
+        assert isinstance(launched, DiscordRelay)
+        self.launched = launched
+        await self.lifecycle.start()
         self.running = True
         if wait_ready:
             await until(self.launched.client.is_ready, "the client is ready")
@@ -125,11 +129,7 @@ class Relay:
         if not self.running:
             return
         self.running = False
-        await self.launched.stop_receiving()
-        await self.engine.close()
-        await self.launched.close()
-        await self.engine.pool.close()
-        self.store.close()
+        await self.lifecycle.close()
 
     async def restart(self, *, flags: tuple[str, ...] | None = None) -> None:
         await self.stop()

@@ -12,6 +12,7 @@ import pytest
 from core.engine.surface import DeliveryRefused
 from tests.discord.harness import ALICE, FAST, Relay, RelayFactory, until
 from tests.fakes.discord_api import Failure
+from tests.rendering import md
 
 FENCE = re.compile(r"(?m)^```")
 
@@ -75,9 +76,9 @@ async def test_a_channel_that_is_gone_is_a_permanent_failure(relay: RelayFactory
     surface = r.launched.surface
     r.fake.fail_next("send", Failure(403, 50001, "Missing Access"))
     with pytest.raises(DeliveryRefused):
-        await surface.send(f"discord:{dm}", "hello")
+        await surface.send(f"discord:{dm}", md(surface, "hello"))
     with pytest.raises(DeliveryRefused):
-        await surface.send("discord:123456789", "no such channel")
+        await surface.send("discord:123456789", md(surface, "no such channel"))
 
 
 async def test_a_long_turn_continues_in_a_new_message(relay: RelayFactory) -> None:

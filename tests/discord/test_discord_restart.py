@@ -51,15 +51,15 @@ async def test_a_long_backlog_answers_the_latest_and_says_how_many_were_missed(r
     await r.fake.say(dm, ALICE, "hello")
     await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
     await r.stop()
-    for i in range(8):
+    for i in range(13):  # more than the queue takes (engine.queue_limit, 10)
         r.fake.add_message(dm, ALICE, f"backlog {i}")
     await r.start()
-    await until(lambda: r.prompts()[-1:] == ["backlog 7"] and r.idle(), "the latest answered")
-    assert r.prompts() == ["hello"] + [f"backlog {i}" for i in range(3, 8)]
+    await until(lambda: r.prompts()[-1:] == ["backlog 12"] and r.idle(), "the latest answered")
+    assert r.prompts() == ["hello"] + [f"backlog {i}" for i in range(3, 13)]
     missed = [t for t in r.bot_texts(dm) if "While the bot was offline" in t]
-    assert missed == ["While the bot was offline, 8 messages were sent here; only the latest 5 are answered now. "
+    assert missed == ["While the bot was offline, 13 messages were sent here; only the latest 10 are answered now. "
                       "Send the others again if you still need them."]
     assert not [t for t in r.bot_texts(dm) if t.startswith("Queued")]  # answered in order, no queue notices
     await r.restart()
     await r.settled()
-    assert len(r.prompts()) == 6  # the skipped ones are not found again
+    assert len(r.prompts()) == 11  # the skipped ones are not found again

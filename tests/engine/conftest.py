@@ -1,7 +1,7 @@
 """Fixtures of the engine tier: a real Engine on a MemorySurface driving the scripted agent.
 
-``relay(...)`` builds an engine the way ``acp-relay run`` does (``build_engine`` on a file-backed
-store) with the fake agent run as a real subprocess that records every frame it receives
+``relay(...)`` builds an engine the way ``acp-relay run`` does (a ``core.lifecycle.Lifecycle`` on a
+file-backed store) with the fake agent run as a real subprocess that records every frame it receives
 (``--record``) and keeps its sessions in a state directory (``--state-dir``), so a restarted relay
 (``await r.restart()``: new Engine, new pool, same store file) can ``session/load`` them.
 
@@ -20,14 +20,23 @@ from typing import Any
 
 import pytest
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.conversation import Conversation
 from core.engine.engine import Engine
-from core.engine.surface import Button, ButtonPress, Capabilities, DeliveryFailed, InboundMessage, PressResult
+from core.engine.surface import (
+    Button,
+    ButtonPress,
+    Capabilities,
+    DeliveryFailed,
+    InboundMessage,
+    PressResult,
+    Rendered,
+)
+from core.lifecycle import Lifecycle
+from core.plugin import SurfaceSettings
 from core.store import Store
 from tests.conftest import FAKE_AGENT_PATH
-from tests.fakes.memory_surface import MemorySurface, StoredMessage
+from tests.fakes.memory_surface import MemorySurface, StoredMessage, attaching, text_of
 from tests.waiting import fast_sleep, until
 
 KEY = "memory:c1"
@@ -71,15 +80,15 @@ class ObservingSurface(MemorySurface):
             self.calls.append((method, key, text))
             raise DeliveryFailed("the platform is unavailable")
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
-        self._gate("send", conversation_key, text)
-        return await super().send(conversation_key, text, buttons=buttons, plain=plain, reply_to=reply_to)
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
+        self._gate("send", conversation_key, text_of(message))
+        return await super().send(conversation_key, message, buttons=buttons, reply_to=reply_to)
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
-        self._gate("edit", conversation_key, text)
-        await super().edit(conversation_key, message_id, text, buttons=buttons, plain=plain)
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
+        self._gate("edit", conversation_key, text_of(message))
+        await super().edit(conversation_key, message_id, message, buttons=buttons)
 
 
 def make_surface(**caps: Any) -> ObservingSurface:
@@ -103,6 +112,7 @@ class Relay:
     agent_env: dict[str, str] = field(default_factory=dict)
     engine: Engine = field(init=False)
     store: Store = field(init=False)
+    lifecycle: Lifecycle = field(init=False)
     _ids: int = 0
     closed: bool = field(init=False, default=True)
 
@@ -129,25 +139,25 @@ class Relay:
             data.setdefault(section, {}).update(values)
         return RelayConfig.model_validate(data)
 
-    def build(self) -> Relay:
+    async def build(self) -> Relay:
         """A new engine on the store file, attached to the surface, not started yet."""
         self.store = Store.open(self.db)
         self.closed = False
-        self.engine = build_engine(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
-        self.engine.attach(self.surface, self.allowed)
+        self.lifecycle = Lifecycle(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
+        self.engine = self.lifecycle.engine
+        await self.lifecycle.launch(self.surface.name, attaching(self.surface, self.allowed),
+                                    settings=SurfaceSettings(enabled=True))
         return self
 
     async def start(self) -> Relay:
-        await self.build().engine.start()
+        await (await self.build()).lifecycle.start()
         return self
 
     async def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        await self.engine.close()
-        await self.engine.pool.close()
-        self.store.close()
+        await self.lifecycle.close()
 
     async def restart(self, *, state_dir: Path | None = None, flags: Sequence[str] | None = None) -> None:
         """Stop this relay and start a new one on the same store file (the surface keeps its

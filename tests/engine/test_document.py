@@ -73,26 +73,14 @@ def test_footer_shows_context_only_when_known() -> None:
     bare.apply(TextChunk("x"))
     bare.finish(12.34)
     assert bare.to_markdown().endswith("⏱ 12.3s")
-    kiro = doc_of(TextChunk("x"), KiroMetadata(context_pct=45.2))
-    kiro.finish(12.34)
-    assert kiro.to_markdown().endswith("⏱ 12.3s · context 45%")
+    known = doc_of(TextChunk("x"))
+    known.finish(12.34, context_pct=45.2)
+    assert known.to_markdown().endswith("⏱ 12.3s · context 45%")
 
 
-def test_usage_update_gives_context_percent_of_size() -> None:
-    doc = doc_of(TextChunk("x"), UsageUpdate(used=50_000, size=200_000))
-    doc.finish(3)
-    assert doc.to_markdown().endswith("context 25%")
-    assert doc.context_pct == 25.0
-
-
-def test_usage_update_without_size_leaves_context_unknown() -> None:
-    doc = doc_of(TextChunk("x"), UsageUpdate(used=10, size=0))
-    doc.finish(0.5)
-    assert "context" not in doc.to_markdown()
-
-
-def test_context_from_finish_used_when_no_event_reported_it() -> None:
-    doc = doc_of(TextChunk("x"))
+def test_the_document_takes_the_context_from_the_turn_not_from_events() -> None:
+    # The session computes it (tests/acp/test_acp_events.py); the document only shows what it is given.
+    doc = doc_of(TextChunk("x"), UsageUpdate(used=50_000, size=200_000), KiroMetadata(context_pct=45.2))
     doc.finish(2, context_pct=61)
     assert doc.to_markdown().endswith("context 61%")
 

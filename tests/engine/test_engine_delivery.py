@@ -10,6 +10,7 @@ import json
 import re
 
 from core.engine import wording
+from core.engine.blocks import Footer, Text
 from core.engine.surface import MarkupRejected, RateLimited, measure
 from tests.engine.conftest import KEY, RelayFactory, make_surface, until
 
@@ -102,6 +103,20 @@ async def test_the_final_answer_is_kept_while_the_platform_is_down_and_redeliver
     surface.down = False
     await until(lambda: not r.store.pending_outbound(), what="the ledger drained")
     assert len(r.with_text("the precious answer")) == 1, "redelivered exactly once"
+
+
+async def test_a_redelivered_answer_keeps_its_blocks_so_the_platform_shows_it_as_it_would_have(
+        relay: RelayFactory) -> None:
+    surface = make_surface()
+    r = await relay(surface=surface)
+    surface.down = True
+    await r.send("text kept for later")
+    await until(lambda: r.store.pending_outbound(), what="the answer in the outbound ledger")
+    surface.down = False
+    await until(lambda: not r.store.pending_outbound(), what="the ledger drained")
+    [shown] = r.with_text("kept for later")
+    assert [type(b) for b in shown.blocks] == [Text, Footer], "the footer is still the core's footer, not text"
+    assert shown.text.startswith("kept for later\n\n⏱ ")
 
 
 async def test_a_refused_answer_is_reported_as_a_delivery_failure_not_an_agent_failure(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.surface import Capabilities
+from core.lifecycle import build_engine
 from core.store import Store
 from tests.fakes.memory_surface import MemorySurface
 

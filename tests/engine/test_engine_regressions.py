@@ -223,7 +223,7 @@ class TypingBugSurface(ObservingSurface):
         super().__init__(**kw)
         self.typing_calls = 0
 
-    async def typing(self, conversation_key: str, active: bool) -> None:
+    async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
         self.typing_calls += 1
         raise ConnectionResetError("typing endpoint reset")
 

@@ -4,6 +4,7 @@ other bots, permanent delivery refusals, the typing indicator, and conversations
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 import pytest
@@ -20,7 +21,7 @@ async def test_a_message_before_start_is_journaled_and_answered_once_after_the_r
     r = await relay()
     await r.ask("text before the restart")
     await r.close()
-    r.build()  # a polling surface starts receiving inside launch(), before engine.start()
+    await r.build()  # a polling surface starts receiving inside launch(), before engine.start()
     early = await r.send("text arrived before start")
     await asyncio.sleep(0.2)
     assert r.prompts() == ["text before the restart"], "nothing reaches the agent before start()"
@@ -101,6 +102,29 @@ async def test_the_model_command_lists_models_as_buttons_and_a_tap_switches_once
     assert r.engine.status(KEY).model == "beta"
     assert not offer.buttons and offer.text == wording.model_switched_text("beta"), "the list shows the choice"
     assert (await r.press(beta.token)).outcome == "expired", "a list's buttons work once"
+
+
+async def test_an_origin_comes_back_with_its_reply_and_a_message_replayed_after_a_restart_has_none(
+        relay: RelayFactory) -> None:
+    surface = make_surface(can_stream_natively=True)
+    r = await relay(surface=surface)
+    handle = object()  # the surface's own handle: opaque to the core, and no JSON could hold it
+    status = dataclasses.replace(r.message("/status"), origin=handle)
+    await r.engine.handle_message(status)
+    await r.idle()
+    assert ("reply", handle) in surface.origins
+    asked = dataclasses.replace(r.message("text first\nsleep 0.3\ntext  second"), origin=handle)
+    await r.engine.handle_message(asked)
+    await r.idle()
+    assert {m for m, o in surface.origins if o is handle} == {"reply", "capabilities_for", "stream", "typing"}
+    slow = dataclasses.replace(r.message("text begun\nsleep 2\ntext  ended"), origin=handle)
+    await r.engine.handle_message(slow)
+    await until(lambda: any("begun" in t for t in r.texts()), what="the answer has begun")
+    seen = len(surface.origins)
+    await r.restart()  # journaled without its origin: the replayed message comes without one
+    await r.idle()
+    assert "ended" in r.answer(slow)
+    assert surface.origins[seen:] == [], "the replayed message's reply had no origin to hand back"
 
 
 # -- delivery ------------------------------------------------------------------------------------

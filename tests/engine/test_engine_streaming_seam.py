@@ -8,7 +8,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fakes.memory_surface import FakeClock, MemorySurface
+from fakes.memory_surface import FakeClock, MemoryMessage, MemorySurface
 
 from core.engine import wording
 from core.engine.delivery import Outbox
@@ -26,16 +26,16 @@ class ChatSurface(MemorySurface):
     clock: FakeClock | None = None
     at: list[tuple[float, str]] = field(default_factory=list)
 
-    def capabilities_for(self, conversation_key: str) -> Capabilities:
+    def capabilities_for(self, conversation_key: str, origin: object | None = None) -> Capabilities:
         return replace(self.capabilities, can_stream_natively=conversation_key.startswith("memory:dm"))
 
     def rate_key(self, conversation_key: str) -> str:
         return conversation_key.rsplit(":", 1)[0] if conversation_key.startswith("memory:group") else conversation_key
 
-    def _check(self, method: str, text: str, plain: bool) -> str:
+    def _check(self, method: str, message: MemoryMessage) -> None:
         if self.clock is not None:
             self.at.append((self.clock.now, method))
-        return super()._check(method, text, plain)
+        super()._check(method, message)
 
 
 def chat_surface(**kw: Any) -> ChatSurface:

@@ -13,6 +13,7 @@ import random
 
 from core.acp.types import TextChunk
 from core.engine import wording
+from core.engine.blocks import markdown_of
 from core.engine.document import PART_CHARS, Document
 from core.engine.splitter import Splitter, split_rendered
 from core.engine.surface import SurfaceDefaults, measure
@@ -65,12 +66,12 @@ def test_a_long_part_is_left_at_a_paragraph_break_and_unchanged_parts_are_the_sa
         doc.apply(TextChunk(para))
     parts = doc.parts()
     assert len(parts) >= 3
-    assert all(len(p) < 2 * PART_CHARS for p in parts)
-    assert "\n\n".join(parts).replace("\n", "") == doc.text.replace("\n", "")
+    assert all(len(markdown_of(p)) < 2 * PART_CHARS for p in parts)
+    assert "\n\n".join(map(markdown_of, parts)).replace("\n", "") == doc.text.replace("\n", "")
     doc.apply(TextChunk("the end"))
     again = doc.parts()
     assert all(a is b for a, b in zip(parts[:-1], again, strict=False)), "parts that stopped are handed out as they are"
-    assert again[-1].endswith("the end")
+    assert markdown_of(again[-1]).endswith("the end")
 
 
 def test_a_code_block_cut_between_parts_is_reopened_in_the_next() -> None:
@@ -80,7 +81,7 @@ def test_a_code_block_cut_between_parts_is_reopened_in_the_next() -> None:
     for _ in range(2 * PART_CHARS // len(line)):
         doc.apply(TextChunk(line))
     doc.apply(TextChunk("```\n\nDone."))
-    parts = doc.parts()
+    parts = [markdown_of(p) for p in doc.parts()]
     assert len(parts) >= 2
     assert all(p.startswith("```python\n") for p in parts[1:])
     assert parts[-1].endswith("Done.")
@@ -95,7 +96,7 @@ def test_past_the_cap_the_answer_stops_with_a_sentence_and_the_rest_is_kept() ->
     assert len(doc.text.encode()) <= 1024
     assert doc.text + doc.overflow == whole
     assert doc.text.endswith("\n"), "cut after a whole line"
-    assert wording.answer_cut_text(1024) in doc.parts()[-1]
+    assert wording.answer_cut_text(1024) in markdown_of(doc.parts()[-1])
 
 
 class NoFiles(ObservingSurface):

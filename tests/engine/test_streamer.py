@@ -7,8 +7,9 @@ import re
 from collections.abc import Sequence
 
 import pytest
-from fakes.memory_surface import FakeClock, MemorySurface
+from fakes.memory_surface import FakeClock, MemoryMessage, MemorySurface
 
+from core.engine.blocks import Block, Footer, Text
 from core.engine.streamer import Streamer
 from core.engine.surface import (
     Button,
@@ -280,3 +281,37 @@ async def test_works_on_the_real_event_loop_clock_with_a_small_interval() -> Non
         ids = await streamer.finish("done")
     assert shown(surface, ids) == ["done"]
     assert surface.count("send") == 1 and surface.count("edit") <= 50
+
+
+class CountingFormatter:
+    """The memory surface's formatter, noting everything it rendered."""
+
+    def __init__(self, surface: MemorySurface) -> None:
+        self.real = surface.formatter
+        self.made: list[MemoryMessage] = []
+
+    def render(self, blocks: Sequence[Block], *, plain: bool = False) -> MemoryMessage:
+        made = self.real.render(blocks, plain=plain)
+        self.made.append(made)
+        return made
+
+
+async def test_a_piece_is_rendered_once_and_what_was_measured_is_what_is_sent() -> None:
+    surface = surface_with()
+    counting = surface.formatter = CountingFormatter(surface)  # type: ignore[assignment]
+    [mid] = await Streamer(surface, KEY).finish("A short answer. Done!")
+    assert len(counting.made) == 1, "measured once, and not rendered again to be sent"
+    assert surface.messages[mid].rendered is counting.made[0].rendered
+
+
+async def test_a_long_reply_sends_only_pieces_its_formatter_measured_within_the_limit() -> None:
+    surface = surface_with(limit=500)
+    counting = surface.formatter = CountingFormatter(surface)  # type: ignore[assignment]
+    text = "\n\n".join(f"Paragraph {i}. " + "word! " * 30 for i in range(20))
+    ids = await Streamer(surface, KEY).finish([(Text(text), Footer(1.5))])
+    assert len(ids) > 3
+    made = {id(m.rendered) for m in counting.made}
+    for mid in ids:
+        assert id(surface.messages[mid].rendered) in made  # the very object measured, not a new render
+        assert measure(surface.messages[mid].rendered, "utf16") <= 500
+    assert isinstance(surface.messages[ids[-1]].blocks[-1], Footer), "the footer reaches the last piece as itself"

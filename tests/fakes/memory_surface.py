@@ -3,8 +3,10 @@
 ``MemorySurface`` keeps every message (id -> text, rendered text, buttons, plain flag), logs every
 call, and behaves like a strict platform (Telegram MarkdownV2 is the model):
 
-* ``render`` escapes ``.`` and ``!`` as ``\\.`` and ``\\!``, so the rendered text is longer than
-  the neutral Markdown (splitting must measure after rendering);
+* its formatter (``MemoryFormatter``) shows blocks as their neutral Markdown (``MemoryMessage.markdown``,
+  what tests read as the text "as sent") and renders that by escaping ``.`` and ``!`` as ``\\.`` and
+  ``\\!`` (``render``), so the rendered text is longer than the neutral Markdown (splitting must
+  measure after rendering); the blocks themselves are kept too (``StoredMessage.blocks``);
 * a send or edit whose rendered text (the text itself when ``plain``) measures over
   ``capabilities.max_message_length`` in ``capabilities.length_unit`` raises ``MessageTooLong``;
 * markup rule (not for ``plain``): outside fenced and inline code, an odd number of unescaped
@@ -18,6 +20,7 @@ call, and behaves like a strict platform (Telegram MarkdownV2 is the model):
   Slack stream (ending it leaves an ordinary message showing the final text); ``streams`` keeps
   each stream's texts in order, and a stream must only grow while it is open;
 * ``reply`` records the inbound message it answers (``StoredMessage.origin``) and ``private``;
+  ``origins`` records the origin handed back with every reply, stream and typing call;
 * ``send_file`` keeps the file (``files``: message id -> (name, data)) and posts its caption.
 """
 
@@ -28,10 +31,11 @@ import heapq
 import itertools
 import re
 from collections import deque
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from core.engine.blocks import Block, Part, Rendered, Text, markdown_of, rendered_as
 from core.engine.surface import (
     Button,
     ButtonPress,
@@ -42,11 +46,15 @@ from core.engine.surface import (
     MarkupRejected,
     MessageTooLong,
     NotModified,
+    StartupError,
+    Surface,
     SurfaceDefaults,
     measure,
 )
+from core.plugin import Host
 
-__all__ = ["DEFAULT_COMMANDS", "FakeClock", "MemorySurface", "StoredMessage"]
+__all__ = ["DEFAULT_COMMANDS", "Attached", "FakeClock", "MemoryFormatter", "MemoryMessage", "MemorySurface",
+           "StoredMessage", "attaching", "text_of"]
 
 T = TypeVar("T")
 
@@ -71,6 +79,42 @@ class StoredMessage:
     edits: int = 0
     origin: str | None = None  # the inbound message id a ``reply`` answered
     private: bool = False
+    blocks: Part = ()  # the blocks the core had the formatter render
+
+
+@dataclass(slots=True)
+class MemoryMessage:
+    """What ``MemoryFormatter`` renders: the neutral Markdown, the escaped text, and its length."""
+
+    markdown: str
+    rendered: str
+    plain: bool
+    length: int
+    blocks: Part = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFormatter:
+    """The memory surface's one formatter (reads its capabilities' length unit when rendering)."""
+
+    surface: MemorySurface
+
+    def render(self, blocks: Sequence[Block], *, plain: bool = False) -> MemoryMessage:
+        """Blocks as their neutral Markdown; escaped unless ``plain``; measured in the surface's unit."""
+        markdown = markdown_of(blocks)
+        rendered = markdown if plain else self.surface.render(markdown)
+        return MemoryMessage(markdown, rendered, plain, measure(rendered, self.surface.capabilities.length_unit),
+                             blocks if isinstance(blocks, tuple) else tuple(blocks))
+
+    def text(self, markdown: str, *, plain: bool = False) -> MemoryMessage:
+        """One ``Text`` block rendered (for tests that post Markdown themselves)."""
+        return self.render((Text(markdown),), plain=plain)
+
+
+
+def text_of(message: Rendered) -> str:
+    """The neutral Markdown of something the memory formatter rendered (what tests read as sent)."""
+    return rendered_as(message, MemoryMessage).markdown
 
 
 def markup_ok(text: str) -> bool:
@@ -104,7 +148,7 @@ class MemorySurface(SurfaceDefaults):
 
     name: str = "memory"
     capabilities: Capabilities = field(default_factory=lambda: Capabilities(
-        max_message_length=4096, length_unit="utf16", markup="markdown"))
+        max_message_length=4096, length_unit="utf16"))
     commands: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_COMMANDS))
     bot_usernames: frozenset[str] = frozenset()
     stream_kind: str = "preview"
@@ -114,39 +158,58 @@ class MemorySurface(SurfaceDefaults):
     typing_active: dict[str, bool] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
     files: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    origins: list[tuple[str, object]] = field(default_factory=list)  # (method, origin) handed back
+    formatter: MemoryFormatter = field(init=False, repr=False)
     _failures: dict[str, deque[DeliveryError]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _inbound_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def __post_init__(self) -> None:
+        self.formatter = MemoryFormatter(self)
 
     def render(self, markdown: str) -> str:
         """Neutral Markdown -> the fake dialect: ``.`` and ``!`` are escaped."""
         return markdown.replace(".", "\\.").replace("!", "\\!")
 
+    def capabilities_for(self, conversation_key: str, origin: object | None = None) -> Capabilities:
+        """The same capabilities everywhere (the origin is recorded)."""
+        if origin is not None:
+            self.origins.append(("capabilities_for", origin))
+        return self.capabilities
+
     def fail_next(self, method: str, error: DeliveryError, times: int = 1) -> None:
         """Make the next ``times`` calls of ``method`` (send, edit, delete, typing) raise ``error``."""
         self._failures.setdefault(method, deque()).extend([error] * times)
 
-    async def send(self, conversation_key: str, text: str, *, buttons: tuple[Button, ...] = (),
-                   plain: bool = False, reply_to: str | None = None) -> str:
+    async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
+                   reply_to: str | None = None) -> str:
+        shown = rendered_as(message, MemoryMessage)
+        text, plain = shown.markdown, shown.plain
         self.calls.append(("send", conversation_key, text, "plain" if plain else "markup"))
-        rendered = self._check("send", text, plain)
+        self._check("send", shown)
         message_id = str(next(self._ids))
-        self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered, buttons,
-                                                  plain, reply_to)
+        self.messages[message_id] = StoredMessage(message_id, conversation_key, text, shown.rendered, buttons,
+                                                  plain, reply_to, blocks=shown.blocks)
         return message_id
 
-    async def reply(self, message: InboundMessage, text: str, *, buttons: tuple[Button, ...] = (),
-                    plain: bool = False, private: bool = False) -> str:
-        self.calls.append(("reply", message.conversation_key, text, "private" if private else "public"))
-        mid = await self.send(message.conversation_key, text, buttons=buttons, plain=plain,
-                              reply_to=message.message_id)
+    async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
+                    private: bool = False) -> str:
+        self.calls.append(("reply", message.conversation_key, rendered_as(answer, MemoryMessage).markdown,
+                           "private" if private else "public"))
+        if message.origin is not None:
+            self.origins.append(("reply", message.origin))
+        mid = await self.send(message.conversation_key, answer, buttons=buttons, reply_to=message.message_id)
         self.messages[mid].origin, self.messages[mid].private = message.message_id, private
         return mid
 
-    async def stream(self, conversation_key: str, stream_id: str | None, text: str, *,
-                     reply_to: str | None = None) -> str:
+    async def stream(self, conversation_key: str, stream_id: str | None, message: Rendered, *,
+                     reply_to: str | None = None, origin: object | None = None) -> str:
+        shown = rendered_as(message, MemoryMessage)
+        text = shown.markdown
         self.calls.append(("stream", conversation_key, text, stream_id or "new"))
-        self._check("stream", text, False)
+        if origin is not None:
+            self.origins.append(("stream", origin))
+        self._check("stream", shown)
         if stream_id is None:
             stream_id = f"s{next(self._ids)}"
             self.streams[stream_id] = NativeStream(stream_id, conversation_key, reply_to)
@@ -156,34 +219,37 @@ class MemorySurface(SurfaceDefaults):
         live.texts.append(text)
         return stream_id
 
-    async def end_stream(self, conversation_key: str, stream_id: str, text: str) -> str | None:
-        self.calls.append(("end_stream", conversation_key, text, stream_id))
+    async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
+        shown = rendered_as(message, MemoryMessage)
+        self.calls.append(("end_stream", conversation_key, shown.markdown, stream_id))
         self._raise_injected("end_stream")
         live = self.streams[stream_id]
         live.ended = True
         if self.stream_kind != "message":
             return None  # a preview: the core sends the final text
-        rendered = self.render(text)
         message_id = str(next(self._ids))
-        self.messages[message_id] = StoredMessage(message_id, conversation_key, text, rendered,
-                                                  reply_to=live.reply_to)
+        self.messages[message_id] = StoredMessage(message_id, conversation_key, shown.markdown, shown.rendered,
+                                                  reply_to=live.reply_to, blocks=shown.blocks)
         return message_id
 
-    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: str, fallback: str,
-                        reply_to: str | None = None) -> str:
+    async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
+                        fallback: Rendered, reply_to: str | None = None) -> str:
         self.calls.append(("send_file", conversation_key, name, str(len(data))))
         mid = await self.send(conversation_key, caption, reply_to=reply_to)
         self.files[mid] = (name, data)
         return mid
 
-    async def edit(self, conversation_key: str, message_id: str, text: str, *,
-                   buttons: tuple[Button, ...] = (), plain: bool = False) -> None:
+    async def edit(self, conversation_key: str, message_id: str, message: Rendered, *,
+                   buttons: tuple[Button, ...] = ()) -> None:
+        shown = rendered_as(message, MemoryMessage)
+        text, plain = shown.markdown, shown.plain
         self.calls.append(("edit", conversation_key, message_id, text, "plain" if plain else "markup"))
-        rendered = self._check("edit", text, plain)
+        self._check("edit", shown)
         msg = self._find(conversation_key, message_id)
-        if (msg.rendered, msg.buttons, msg.plain) == (rendered, buttons, plain):
+        if (msg.rendered, msg.buttons, msg.plain) == (shown.rendered, buttons, plain):
             raise NotModified("message is not modified")
-        msg.text, msg.rendered, msg.buttons, msg.plain = text, rendered, buttons, plain
+        msg.text, msg.rendered, msg.buttons, msg.plain = text, shown.rendered, buttons, plain
+        msg.blocks = shown.blocks
         msg.edits += 1
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
@@ -193,8 +259,10 @@ class MemorySurface(SurfaceDefaults):
         del self.messages[message_id]
         self.deleted.append(message_id)
 
-    async def typing(self, conversation_key: str, active: bool) -> None:
+    async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
         self.calls.append(("typing", conversation_key, str(active)))
+        if origin is not None:
+            self.origins.append(("typing", origin))
         self._raise_injected("typing")
         self.typing_active[conversation_key] = active
 
@@ -203,15 +271,12 @@ class MemorySurface(SurfaceDefaults):
         if queue:
             raise queue.popleft()
 
-    def _check(self, method: str, text: str, plain: bool) -> str:
+    def _check(self, method: str, message: MemoryMessage) -> None:
         self._raise_injected(method)
-        if not plain and not markup_ok(text):
+        if not message.plain and not markup_ok(message.markdown):
             raise MarkupRejected("can't parse entities")
-        rendered = text if plain else self.render(text)
-        caps = self.capabilities
-        if measure(rendered, caps.length_unit) > caps.max_message_length:
+        if message.length > self.capabilities.max_message_length:
             raise MessageTooLong("message is too long")
-        return rendered
 
     def _find(self, conversation_key: str, message_id: str) -> StoredMessage:
         msg = self.messages.get(message_id)
@@ -240,6 +305,30 @@ class MemorySurface(SurfaceDefaults):
               message_id: str = "") -> ButtonPress:
         """A neutral button press."""
         return ButtonPress(self.name, conversation_key, user_id, token, message_id)
+
+
+class Attached:
+    """A surface with no platform connection, as a ``Lifecycle`` runs it (nothing to stop or close)."""
+
+    async def stop_receiving(self) -> None:
+        pass
+
+    async def fatal(self) -> StartupError:
+        await asyncio.get_running_loop().create_future()  # never: no connection to lose
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        pass
+
+
+def attaching(surface: Surface, allowed_user_ids: Collection[str]) -> Callable[[Host, object], Awaitable[Attached]]:
+    """A launch for ``Lifecycle.launch``: attach the ready-made ``surface`` to its host."""
+
+    async def launch(host: Host, settings: object) -> Attached:
+        host.attach(surface, allowed_user_ids)
+        return Attached()
+
+    return launch
 
 
 class FakeClock:

@@ -47,13 +47,13 @@ from tests.fakes.model_api_wire import (
     TOOL_COMMAND,
     TOOL_DONE_TEXT,
     TOOL_MARKER,
-    _anthropic_has_tool_result,
-    _anthropic_tool_names,
-    _openai_has_tool_output,
-    _openai_tool_item,
-    _openai_tool_names,
-    _sse,
+    anthropic_has_tool_result,
+    anthropic_tool_names,
+    openai_has_tool_output,
     openai_stream_events,
+    openai_tool_item,
+    openai_tool_names,
+    sse_event,
 )
 
 __all__ = [
@@ -297,8 +297,8 @@ class ModelApiMock:
 
         stop_reason = "end_turn"
         blocks: list[dict[str, Any]]
-        if scenario == "tool" and not _anthropic_has_tool_result(body):
-            names = _anthropic_tool_names(body)
+        if scenario == "tool" and not anthropic_has_tool_result(body):
+            names = anthropic_tool_names(body)
             tool = "Bash" if "Bash" in names else (names[0] if names else "Bash")
             tool_input = {"command": TOOL_COMMAND, "description": "Write the peer marker file"}
             blocks = [
@@ -363,7 +363,7 @@ class ModelApiMock:
                 "usage": {**usage, "output_tokens": 1},
             },
         }
-        await resp.write(_sse("message_start", start))
+        await resp.write(sse_event("message_start", start))
         if scenario == "hang":
             await self._hang(request, resp, rec)
             return resp
@@ -371,7 +371,7 @@ class ModelApiMock:
         for index, block in enumerate(blocks):
             if block["type"] == "text":
                 await resp.write(
-                    _sse(
+                    sse_event(
                         "content_block_start",
                         {
                             "type": "content_block_start",
@@ -383,7 +383,7 @@ class ModelApiMock:
                 parts = MOCK_TEXT_PARTS if block["text"] == MOCK_TEXT else (block["text"],)
                 for part in parts:
                     await resp.write(
-                        _sse(
+                        sse_event(
                             "content_block_delta",
                             {
                                 "type": "content_block_delta",
@@ -394,7 +394,7 @@ class ModelApiMock:
                     )
             else:  # tool_use
                 await resp.write(
-                    _sse(
+                    sse_event(
                         "content_block_start",
                         {
                             "type": "content_block_start",
@@ -404,7 +404,7 @@ class ModelApiMock:
                     )
                 )
                 await resp.write(
-                    _sse(
+                    sse_event(
                         "content_block_delta",
                         {
                             "type": "content_block_delta",
@@ -413,9 +413,9 @@ class ModelApiMock:
                         },
                     )
                 )
-            await resp.write(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+            await resp.write(sse_event("content_block_stop", {"type": "content_block_stop", "index": index}))
         await resp.write(
-            _sse(
+            sse_event(
                 "message_delta",
                 {
                     "type": "message_delta",
@@ -424,7 +424,7 @@ class ModelApiMock:
                 },
             )
         )
-        await resp.write(_sse("message_stop", {"type": "message_stop"}))
+        await resp.write(sse_event("message_stop", {"type": "message_stop"}))
         await resp.write_eof()
         return resp
 
@@ -463,14 +463,14 @@ class ModelApiMock:
             "model": model,
             "output": [],
         }
-        await resp.write(_sse("response.created", {"type": "response.created", "response": response_obj}))
+        await resp.write(sse_event("response.created", {"type": "response.created", "response": response_obj}))
         if scenario == "hang":
             await self._hang(request, resp, rec)
             return resp
 
         items: list[dict[str, Any]] = []
-        if scenario == "tool" and not _openai_has_tool_output(body):
-            items.append(_openai_tool_item(_openai_tool_names(body), next(self._ids)))
+        if scenario == "tool" and not openai_has_tool_output(body):
+            items.append(openai_tool_item(openai_tool_names(body), next(self._ids)))
             rec.answered = "tool_use"
         else:
             text = TOOL_DONE_TEXT if scenario == "tool" else MOCK_TEXT

@@ -16,13 +16,13 @@ __all__ = [
     "TOOL_COMMAND",
     "TOOL_DONE_TEXT",
     "TOOL_MARKER",
-    "_anthropic_has_tool_result",
-    "_anthropic_tool_names",
-    "_openai_has_tool_output",
-    "_openai_tool_item",
-    "_openai_tool_names",
-    "_sse",
+    "anthropic_has_tool_result",
+    "anthropic_tool_names",
+    "openai_has_tool_output",
     "openai_stream_events",
+    "openai_tool_item",
+    "openai_tool_names",
+    "sse_event",
 ]
 
 TOOL_COMMAND = "echo peer-tool-ran > marker.txt"
@@ -32,11 +32,11 @@ TOOL_MARKER = "marker.txt"
 TOOL_DONE_TEXT = "done"
 
 
-def _sse(event: str, data: dict[str, Any]) -> bytes:
+def sse_event(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def _anthropic_has_tool_result(body: dict[str, Any]) -> bool:
+def anthropic_has_tool_result(body: dict[str, Any]) -> bool:
     """True when the last user message carries a tool_result block."""
     messages = body.get("messages") or []
     for msg in reversed(messages):
@@ -49,11 +49,11 @@ def _anthropic_has_tool_result(body: dict[str, Any]) -> bool:
     return False
 
 
-def _anthropic_tool_names(body: dict[str, Any]) -> list[str]:
+def anthropic_tool_names(body: dict[str, Any]) -> list[str]:
     return [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
 
 
-def _openai_has_tool_output(body: dict[str, Any]) -> bool:
+def openai_has_tool_output(body: dict[str, Any]) -> bool:
     """True when the input, after its last user message, carries a tool call's output."""
     items = body.get("input")
     if not isinstance(items, list):
@@ -69,7 +69,7 @@ def _openai_has_tool_output(body: dict[str, Any]) -> bool:
     return False
 
 
-def _openai_tool_names(body: dict[str, Any]) -> list[str]:
+def openai_tool_names(body: dict[str, Any]) -> list[str]:
     names = []
     for t in body.get("tools") or []:
         if isinstance(t, dict):
@@ -77,7 +77,7 @@ def _openai_tool_names(body: dict[str, Any]) -> list[str]:
     return names
 
 
-def _openai_tool_item(names: list[str], n: int) -> dict[str, Any]:
+def openai_tool_item(names: list[str], n: int) -> dict[str, Any]:
     """A shell call in whichever form the agent offers. ``exec_command`` (codex 0.13x unified exec)
     asks for ``require_escalated`` so that even a read-only sandbox routes it through approval."""
     call_id = f"call_mock{n}"
@@ -131,13 +131,13 @@ def openai_stream_events(items: list[dict[str, Any]], response_obj: dict[str, An
             text = item["content"][0]["text"]
             added = {**item, "status": "in_progress", "content": []}
             yield (
-                _sse(
+                sse_event(
                     "response.output_item.added",
                     {"type": "response.output_item.added", "output_index": index, "item": added},
                 )
             )
             yield (
-                _sse(
+                sse_event(
                     "response.content_part.added",
                     {
                         "type": "response.content_part.added",
@@ -150,7 +150,7 @@ def openai_stream_events(items: list[dict[str, Any]], response_obj: dict[str, An
             )
             for part in parts if text == "".join(parts) else (text,):
                 yield (
-                    _sse(
+                    sse_event(
                         "response.output_text.delta",
                         {
                             "type": "response.output_text.delta",
@@ -162,7 +162,7 @@ def openai_stream_events(items: list[dict[str, Any]], response_obj: dict[str, An
                     )
                 )
             yield (
-                _sse(
+                sse_event(
                     "response.output_text.done",
                     {
                         "type": "response.output_text.done",
@@ -175,13 +175,13 @@ def openai_stream_events(items: list[dict[str, Any]], response_obj: dict[str, An
             )
         else:
             yield (
-                _sse(
+                sse_event(
                     "response.output_item.added",
                     {"type": "response.output_item.added", "output_index": index, "item": item},
                 )
             )
         yield (
-            _sse(
+            sse_event(
                 "response.output_item.done",
                 {"type": "response.output_item.done", "output_index": index, "item": item},
             )
@@ -198,4 +198,4 @@ def openai_stream_events(items: list[dict[str, Any]], response_obj: dict[str, An
             "total_tokens": 26,
         },
     }
-    yield (_sse("response.completed", {"type": "response.completed", "response": done}))
+    yield (sse_event("response.completed", {"type": "response.completed", "response": done}))

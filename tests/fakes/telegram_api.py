@@ -36,7 +36,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tests.fakes.telegram_methods import BOT_ID, ApiError, Json, MessageMethods, _Chat, utf16_len
+from tests.fakes.telegram_methods import BOT_ID, ApiError, Chat, Json, MessageMethods, utf16_len
 
 __all__ = ["BOT_ID", "TOKEN", "Call", "FakeBotApi", "utf16_len"]
 
@@ -60,7 +60,7 @@ class FakeBotApi(MessageMethods):
     def __init__(self, *, token: str = TOKEN, username: str = "relay_bot") -> None:
         self.token = token
         self.me: Json = {"id": BOT_ID, "is_bot": True, "first_name": "Relay", "username": username}
-        self.chats: dict[int, _Chat] = {}
+        self.chats: dict[int, Chat] = {}
         self.users: dict[int, Json] = {}
         self.messages: dict[tuple[int, int], Json] = {}
         self.files: dict[str, bytes] = {}
@@ -196,11 +196,11 @@ class FakeBotApi(MessageMethods):
     def private(self, user_id: int, name: str = "Ada") -> int:
         """A private chat with a person (its id is theirs)."""
         self.user(user_id, name)
-        self.chats[user_id] = _Chat(user_id, "private")
+        self.chats[user_id] = Chat(user_id, "private")
         return user_id
 
     def group(self, chat_id: int, title: str = "Team", *, forum: bool = False) -> int:
-        self.chats[chat_id] = _Chat(chat_id, "supergroup" if forum else "group", title, forum)
+        self.chats[chat_id] = Chat(chat_id, "supergroup" if forum else "group", title, forum)
         return chat_id
 
     def topic(self, chat_id: int, name: str) -> int:
@@ -320,7 +320,7 @@ class FakeBotApi(MessageMethods):
     def _next_id(self, chat_id: int) -> int:
         return next(self._ids.setdefault(chat_id, itertools.count(1)))
 
-    def _chat_json(self, chat: _Chat) -> Json:
+    def _chat_json(self, chat: Chat) -> Json:
         out: Json = {"id": chat.id, "type": chat.type}
         if chat.type == "private":
             out["first_name"] = self.users.get(chat.id, {}).get("first_name", "")

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BOT_ID", "ApiError", "Json", "MessageMethods", "utf16_len"]
+__all__ = ["BOT_ID", "ApiError", "Chat", "Json", "MessageMethods", "utf16_len"]
 
 BOT_ID = 7000000001
 _MAX_TEXT = 4096
@@ -36,7 +36,7 @@ class ApiError(Exception):
 
 
 @dataclass
-class _Chat:
+class Chat:
     id: int
     type: str  # private, group, supergroup
     title: str = ""
@@ -50,7 +50,7 @@ class MessageMethods:
     answerCallbackQuery and getFile, with Telegram's checks."""
 
     me: Json
-    chats: dict[int, _Chat]
+    chats: dict[int, Chat]
     messages: dict[tuple[int, int], Json]
     files: dict[str, bytes]
     answered: dict[str, str | None]
@@ -60,7 +60,7 @@ class MessageMethods:
     def _store(self, chat_id: int, msg: Json) -> Json:
         raise NotImplementedError
 
-    def _chat(self, params: Json) -> _Chat:
+    def _chat(self, params: Json) -> Chat:
         chat = self.chats.get(int(params.get("chat_id", 0)))
         if chat is None:
             raise ApiError(400, "Bad Request: chat not found")
@@ -93,7 +93,7 @@ class MessageMethods:
                     raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
         return dict(markup)
 
-    def _thread(self, chat: _Chat, params: Json) -> int | None:
+    def _thread(self, chat: Chat, params: Json) -> int | None:
         topic = params.get("message_thread_id")
         if topic is None:
             return None

@@ -1,8 +1,8 @@
 """Fixtures of the Slack tier: the fake Slack (Web API + Socket Mode) and a whole relay around it.
 
-``slack(...)`` starts a real Engine (``build_engine`` on a file-backed store, the scripted fake agent
-as a subprocess) and the real Slack surface (``surfaces.slack.launch``: slack-bolt and slack-sdk,
-unmodified) pointed at the fake. People write through the fake (``mention``, ``reply``, ``dm``,
+``slack(...)`` starts a relay as ``acp-relay run`` does (a ``core.lifecycle.Lifecycle`` on a
+file-backed store, the scripted fake agent as a subprocess) with the real Slack surface (slack-bolt
+and slack-sdk, unmodified) pointed at the fake. People write through the fake (``mention``, ``reply``, ``dm``,
 ``slash``, ``press``); what they see is read back from the fake's state (``transcript``).
 
 Nothing here measures time: tests wait for a condition, with hang guards only.
@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.engine import Engine
+from core.lifecycle import Lifecycle
 from core.store import Store
-from surfaces.slack import SlackRelay, Timings, launch
 from surfaces.slack.keys import Thread
+from surfaces.slack.launching import SlackRelay, Timings, launch
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.slack_api import APP_TOKEN, BOT_TOKEN, BOT_USER, SIGNING_SECRET, TEAM, SlackFake, SlackMessage
 from tests.waiting import fast_sleep, until
@@ -56,6 +56,7 @@ class SlackRelayUnderTest:
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     running: SlackRelay = field(init=False)
+    lifecycle: Lifecycle = field(init=False)
 
     def config(self) -> RelayConfig:
         record = self.tmp / "record.jsonl"
@@ -75,21 +76,24 @@ class SlackRelayUnderTest:
     async def start(self) -> SlackRelayUnderTest:
         config = self.config()
         self.store = Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
-        self.engine = build_engine(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
-        self.running = await launch(self.engine, config, timings=self.timings)
+        self.lifecycle = Lifecycle(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
+        self.engine = self.lifecycle.engine
+        try:
+            running = await self.lifecycle.launch("slack", lambda host, s: launch(host, s, timings=self.timings))
+        except BaseException:
+            await self.lifecycle.close()
+            raise
+        assert isinstance(running, SlackRelay)
+        self.running = running
         if self.running.http is not None:
             self.fake.http_target = f"http://127.0.0.1:{self.running.http.port}/slack/events"
         else:
             await self.fake.wait_connected()
-        await self.engine.start()
+        await self.lifecycle.start()
         return self
 
     async def close(self) -> None:
-        await self.running.stop_receiving()
-        await self.engine.close()
-        await self.running.close()
-        await self.engine.pool.close()
-        self.store.close()
+        await self.lifecycle.close()
 
     # -- people writing ----------------------------------------------------------------------
 

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from slack_sdk.errors import SlackApiError
 
-from core.config import SlackConfig
 from core.engine import wording
-from surfaces.slack import web_client
+from surfaces.slack.launching import web_client
+from surfaces.slack.settings import SlackConfig
 from tests.fakes.slack_api import BOT_TOKEN, SlackFake
 
 from .conftest import CHANNEL, SlackFactory, until

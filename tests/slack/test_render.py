@@ -9,13 +9,14 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from core.engine.blocks import ErrorProse, Notices, Text
 from core.engine.messages import Button
 from core.engine.surface import DeliveryFailed, DeliveryRefused, MarkupRejected, MessageTooLong, RateLimited
 from surfaces.slack import wording
 from surfaces.slack.errors import delivery_error
 from surfaces.slack.inbound import heard, person_text, strip_mention
 from surfaces.slack.keys import Thread, parse_key
-from surfaces.slack.render import ACTION_PREFIX, escape, payload, render, streamable
+from surfaces.slack.render import ACTION_PREFIX, SlackFormatter, escape, payload, render
 
 
 def test_the_markdown_block_carries_the_agents_markdown_as_it_is() -> None:
@@ -37,12 +38,17 @@ def test_plain_sends_escaped_text_only_and_buttons_keep_their_tokens() -> None:
     assert "style" not in second and len(second["text"]["text"]) == 75
 
 
-def test_the_reset_hint_follows_the_cores_suggestion_and_never_lands_in_code() -> None:
+def test_the_reset_hint_follows_the_cores_suggestion_and_never_lands_in_agent_text() -> None:
+    render_blocks = SlackFormatter().render
     prose = "The conversation no longer fits. Use /compact to shrink it, or start a new conversation."
-    assert render(prose) == f"{prose} {wording.RESET_HINT}"
+    assert render_blocks((ErrorProse(prose, reset=True),)).markdown == f"{prose} {wording.RESET_HINT}"
+    assert render_blocks((ErrorProse("The agent is still working."),)).markdown == "The agent is still working."
     code = "```\nstart a new conversation.\n```"
-    assert render(code) == code
-    assert render("Started a new conversation.") == "Started a new conversation."
+    assert render_blocks((Text(code),)).markdown == code
+    assert render_blocks((Notices(("Started a new conversation.",)),)).markdown == "Started a new conversation."
+    # The agent's own words are never taken for the core's suggestion (a regex on them added the hint).
+    said = "You could start a new conversation."
+    assert render_blocks((Text(said),)).markdown == said
 
 
 def test_single_newlines_stay_line_breaks_outside_code() -> None:
@@ -57,14 +63,15 @@ def test_a_growing_text_renders_to_a_growing_text() -> None:
     assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(renders))
 
 
-@pytest.mark.parametrize(("growing", "streamed"), [
-    ("plain words", "plain words"),
-    ("intro\n\n```py\nx = 1\n```", "intro\n\n```py\nx = 1"),  # the splitter closed it: the block goes on
-    ("```py\nx = 1\n```\n\nafter", "```py\nx = 1\n```\n\nafter"),
-    ("```py\nx = 1\n```", "```py\nx = 1"),
+@pytest.mark.parametrize(("growing", "closer", "streamed"), [
+    ("plain words", "", "plain words"),
+    ("intro\n\n```py\nx = 1\n```", "\n```", "intro\n\n```py\nx = 1"),  # the core closed it: the block goes on
+    ("```py\nx = 1\n```\n\nafter", "", "```py\nx = 1\n```\n\nafter"),
+    ("```py\nx = 1\n```", "", "```py\nx = 1\n```"),  # the agent closed it itself
 ])
-def test_streamable_leaves_off_a_fence_closed_only_because_the_text_ends_there(growing: str, streamed: str) -> None:
-    assert streamable(growing) == streamed
+def test_a_stream_leaves_off_only_the_fence_the_core_closed(growing: str, closer: str, streamed: str) -> None:
+    shown = SlackFormatter().render((Text(growing, closer=closer),))
+    assert shown.markdown == growing and shown.streamable == streamed
 
 
 def test_escape_covers_slacks_three_control_characters() -> None:

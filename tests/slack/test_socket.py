@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from core.app import build_engine
+from core.lifecycle import Lifecycle
 from core.store import Store
-from surfaces.slack import launch
+from surfaces.slack.launching import launch
 
 from .conftest import CHANNEL, FAST, SlackFactory, SlackRelayUnderTest, until
 
@@ -65,16 +65,12 @@ async def test_an_app_token_slack_refuses_ends_receiving_with_one_sentence(slack
     fake_slack.fail_next("apps.connections.open", "invalid_auth")
     relay = SlackRelayUnderTest(fake_slack, tmp_path, timings=FAST)
     config = relay.config()
-    store = Store.open(config.store.path)
-    engine = build_engine(config, store)
-    running = await launch(engine, config, timings=FAST)
+    lifecycle = Lifecycle(config, Store.open(config.store.path))
     try:
+        running = await lifecycle.launch("slack", lambda host, s: launch(host, s, timings=FAST))
         async with asyncio.timeout(10):
             problem = await running.fatal()
         assert str(problem) == ("Slack refused the app-level token in $SLACK_APP_TOKEN (invalid_auth); check "
                                 "surfaces.slack.app_token_env (an xapp- token with connections:write)")
     finally:
-        await running.close()
-        await engine.close()
-        await engine.pool.close()
-        store.close()
+        await lifecycle.close()

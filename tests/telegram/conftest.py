@@ -1,8 +1,8 @@
 """Fixtures of the Telegram tier: the fake Bot API server, and a relay running the real Telegram
 surface (PTB's Application) against it, with the scripted fake ACP agent as a real subprocess.
 
-``tg(...)`` builds the relay as ``acp-relay run`` does (``build_engine`` + ``surfaces.telegram.launch``)
-on a file-backed store; ``await r.restart()`` starts a new relay on the same store and agent state.
+``tg(...)`` builds the relay as ``acp-relay run`` does (a ``core.lifecycle.Lifecycle`` launching the
+Telegram surface) on a file-backed store; ``await r.restart()`` starts a new relay on the same store and agent state.
 The engine's sleep records every requested delay (``r.sleeps``) and waits at most a few
 milliseconds, so paces and ``retry_after`` holds are asserted as requested delays, never timed.
 """
@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from core.app import build_engine
 from core.config import RelayConfig
 from core.engine.engine import Engine
+from core.lifecycle import Lifecycle
 from core.store import Store
-from surfaces.telegram import TelegramRelay, launch
+from surfaces.telegram.launching import TelegramRelay, launch
 from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.telegram_api import TOKEN, FakeBotApi
 from tests.waiting import until
@@ -62,6 +62,7 @@ class TgRelay:
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     launched: TelegramRelay = field(init=False)
+    lifecycle: Lifecycle = field(init=False)
     running: bool = False
 
     def config(self) -> RelayConfig:
@@ -89,12 +90,18 @@ class TgRelay:
     async def start(self) -> TgRelay:
         config = self.config()
         self.store = Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
-        self.engine = build_engine(config, self.store, sleep=self.sleep, cancel_wait_s=5.0)
-        if self.poll_sleep is None:
-            self.launched = await launch(self.engine, config)
-        else:
-            self.launched = await launch(self.engine, config, sleep=self.poll_sleep)
-        await self.engine.start()
+        self.lifecycle = Lifecycle(config, self.store, sleep=self.sleep, cancel_wait_s=5.0)
+        self.engine = self.lifecycle.engine
+        poll_sleep = self.poll_sleep
+        try:
+            launched = await self.lifecycle.launch(
+                "telegram", None if poll_sleep is None else lambda host, s: launch(host, s, sleep=poll_sleep))
+        except BaseException:
+            await self.lifecycle.close()
+            raise
+        assert isinstance(launched, TelegramRelay)
+        self.launched = launched
+        await self.lifecycle.start()
         self.running = True
         return self
 
@@ -102,11 +109,7 @@ class TgRelay:
         if not self.running:
             return
         self.running = False
-        await self.launched.stop_receiving()
-        await self.engine.close()
-        await self.launched.close()
-        await self.engine.pool.close()
-        self.store.close()
+        await self.lifecycle.close()
 
     async def restart(self) -> None:
         await self.close()
@@ -116,7 +119,7 @@ class TgRelay:
 
     def idle(self) -> bool:
         convs = self.engine.conversations.values()
-        return (all(not c.busy and not c.queue for c in convs) and not self.launched.intake.lanes.busy
+        return (all(not c.busy and not c.queue for c in convs) and not self.lifecycle.hosting.busy
                 and not self.api.pending_updates)
 
     async def settled(self) -> None:

@@ -2,12 +2,15 @@
 
 * An update PTB cannot parse is tried on a few polls, then skipped: logged once without its text,
   stored as rejected, confirmed; the messages behind it are answered.
+* The same update posted to the webhook is stored as rejected at once and answered 200: Telegram
+  sends nothing else to a webhook until a post is answered 2xx, and would post it for ever.
 * A server that answers ``getUpdates`` at once (it ignores ``timeout``) is not polled in a busy loop.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 
 import aiohttp
 import pytest
@@ -41,6 +44,29 @@ async def test_an_update_ptb_cannot_parse_is_skipped_once_stored_as_rejected_and
     assert not r.store.record_inbound("telegram", f"update:{poison['update_id']}", "", {}), "stored as rejected"
     assert f"update:{poison['update_id']}" not in [u.message_id for u in r.store.unfinished_inbound()], \
         "and never replayed"
+
+
+async def test_a_webhook_update_ptb_cannot_parse_is_stored_as_rejected_and_answered_200(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-value_1")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    url = f"http://127.0.0.1:{port}/telegram/hook"
+    r = await tg(telegram={"mode": "webhook", "webhook_url": url, "webhook_port": port})
+    await until(lambda: api.webhook, "setWebhook was called")
+    api.private(USER)
+    poison = api.unreadable(USER, SECRET_TEXT)
+    api.say(USER, "text after the bad one")
+    assert await api.deliver() == [200, 200], "the bad update is taken too, so Telegram goes on"
+    await until(lambda: any("after the bad one" in t for t in r.texts(USER)), "the next message is answered")
+    await r.settled()
+    assert r.prompts() == ["text after the bad one"]
+    rejected = [r for r in caplog.records if r.levelno >= logging.WARNING and "could not be read" in r.getMessage()]
+    assert len(rejected) == 1 and str(poison["update_id"]) in rejected[0].getMessage()
+    assert [r for r in caplog.records if r.levelno > logging.DEBUG and SECRET_TEXT in r.getMessage()] == []
+    assert not r.store.record_inbound("telegram", f"update:{poison['update_id']}", "", {}), "stored as rejected"
 
 
 async def test_a_server_that_answers_getupdates_at_once_is_polled_with_a_pause_between_empty_polls(

@@ -1,11 +1,14 @@
 // acp-relay dashboard: one browser tab = one conversation. Plain JavaScript, no build step.
-// The relay sends neutral Markdown; marked renders it and DOMPurify sanitises the HTML.
+// The relay sends each message as typed blocks (surfaces/dashboard/render.py): Markdown, which
+// marked renders and DOMPurify sanitises, and the core's own parts (tool lines, the plan, the
+// refusal card, the footer), which the page draws from their fields. A message without blocks (a
+// transcript from before them) is its Markdown.
 //
 // Agent text is untrusted. Rendered Markdown never holds a control: DOMPurify drops form elements,
 // and class, id, style and data-* attributes, so an answer cannot look like (or be) one of the
 // page's own buttons, and only the buttons the page builds from a message's `buttons` list are
-// approval buttons (`approvalButtons`). The core's parts of a reply are recognised by position,
-// not by their words alone (see `decorate`).
+// approval buttons (`approvalButtons`). Nothing is recognised by its words: agent text that reads
+// like a footer or a refusal card is text.
 //
 // The page draws its own icons (inline SVG): the core's tool lines and footer open with emoji,
 // which a browser without an emoji font (a plain Debian install) shows as empty boxes.
@@ -14,11 +17,6 @@
 
   const TAB_KEY = "acp-relay-tab";
   const TAB_RE = /^[A-Za-z0-9_-]{1,64}$/;
-  // The core's own marks, put into the page by the server (core/engine/wording.py is their source).
-  const MARKS = JSON.parse(document.getElementById("core-marks").textContent);
-  const TOOL_STATUS = MARKS.tool_glyphs;  // glyph -> status
-  const FOOTER_GLYPH = MARKS.footer_glyph;
-  const REFUSAL_LEAD = MARKS.refusal_lead;
   const PURIFY = {
     FORBID_TAGS: ["form", "button", "input", "select", "textarea", "style", "option"],
     FORBID_ATTR: ["class", "id", "style"],
@@ -106,12 +104,11 @@
     }
   });
 
-  function markdown(text) {
-    const body = document.createElement("div");
-    body.className = "body markdown";
-    body.innerHTML = DOMPurify.sanitize(marked.parse(text), PURIFY);
-    decorate(body);
-    return body;
+  // Sanitised HTML of one Markdown text, as nodes to put into a message's body.
+  function markdownNodes(text) {
+    const holder = document.createElement("div");
+    holder.innerHTML = DOMPurify.sanitize(marked.parse(text), PURIFY);
+    return [...holder.childNodes];
   }
 
   // ---- icons ------------------------------------------------------------------------------
@@ -142,48 +139,78 @@
     return svg;
   }
 
-  // A line's opening glyph (with the emoji variation selector an agent may add), or "".
-  function leadingGlyph(line) {
-    const m = /^(\S)\uFE0F?/u.exec(line);
-    return m && TOOL_STATUS[m[1]] ? m[0] : "";
+  // ---- the core's blocks -----------------------------------------------------------------
+
+  function checkbox(checked) {
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.disabled = true;
+    box.checked = checked;
+    return box;
   }
 
-  // ---- the core's parts -----------------------------------------------------------------
+  // Lines of text with a line break between them, in a new element.
+  function linesIn(tag, className, lines) {
+    const el = document.createElement(tag);
+    el.className = className;
+    lines.forEach((line, i) => {
+      if (i) el.appendChild(document.createElement("br"));
+      el.appendChild(document.createTextNode(line));
+    });
+    return el;
+  }
 
-  // The core's document is Markdown; give its parts classes so they look like what they are.
-  //
-  // The footer and the refusal card are recognised by POSITION, because an agent can write the
-  // same words: the core's document (core/engine/document.py) ends a finished turn with its footer
-  // ("⏱ 12.3s · context 45%") as the LAST top-level block, and a refusal card (first line exactly
-  // REFUSAL_LEAD) comes immediately before it (nothing else follows a refusal card: an error and a
-  // refusal do not happen in one turn). A paragraph anywhere else that starts with those words is
-  // plain agent text. (An answer still streaming has no footer yet; an agent could make its last
-  // paragraph look like one until the real footer arrives: that is cosmetic, never a control.)
+  // One block of a message as nodes. A kind the page does not know yet is its Markdown.
+  function blockNodes(block) {
+    if (block.type === "tools") {
+      // One status row per tool call, with data-status for styling and tests; the page's icon.
+      const rows = document.createElement("div");
+      rows.className = "tools";
+      for (const call of block.calls) {
+        const row = document.createElement("div");
+        row.className = "tool-row";
+        row.dataset.status = call.status;
+        const words = document.createElement("span");
+        words.textContent = call.words;
+        row.append(icon(call.status), words);
+        rows.appendChild(row);
+      }
+      return [rows];
+    }
+    if (block.type === "plan") {
+      const list = document.createElement("ul");
+      list.className = "plan";
+      for (const step of block.steps) {
+        const item = document.createElement("li");
+        item.className = step.state;
+        item.append(checkbox(step.state === "done"), document.createTextNode(` ${step.words}`));
+        list.appendChild(item);
+      }
+      return [list];
+    }
+    if (block.type === "refusal") return [linesIn("p", "refusal-card", block.lines)];
+    if (block.type === "footer") {
+      const footer = document.createElement("p");
+      footer.className = "footer";
+      footer.append(icon("timer"), document.createTextNode(block.words));
+      return [footer];
+    }
+    return markdownNodes(block.markdown || "");
+  }
+
+  function messageBody(m) {
+    const body = document.createElement("div");
+    body.className = "body markdown";
+    const blocks = m.blocks && m.blocks.length ? m.blocks : [{ type: "markdown", markdown: m.text }];
+    for (const block of blocks) body.append(...blockNodes(block));
+    decorate(body);
+    return body;
+  }
+
+  // What marked leaves for the page to finish in agent Markdown: task-list boxes, copy buttons.
   function decorate(body) {
-    const last = body.lastElementChild;
-    if (last && last.tagName === "P" && lines(last).length === 1 && lines(last)[0].startsWith(`${FOOTER_GLYPH} `)) {
-      last.classList.add("footer");
-      last.replaceChildren(icon("timer"), document.createTextNode(lines(last)[0].slice(FOOTER_GLYPH.length).trim()));
-      const card = last.previousElementSibling;
-      if (card && card.tagName === "P" && lines(card)[0] === REFUSAL_LEAD) card.classList.add("refusal-card");
-    }
-    for (const p of body.querySelectorAll("p")) {
-      if (p.classList.contains("footer") || p.classList.contains("refusal-card")) continue;
-      const text = p.textContent.trim();
-      if (text && lines(p).every(leadingGlyph)) toolRows(p);
-    }
     for (const mark of body.querySelectorAll(`span[role=checkbox][aria-label="${TASK_MARK}"]`)) {
-      const box = document.createElement("input");
-      box.type = "checkbox";
-      box.disabled = true;
-      box.checked = mark.getAttribute("aria-checked") === "true";
-      mark.replaceWith(box);
-    }
-    for (const li of body.querySelectorAll("li")) {
-      const box = li.querySelector(":scope > input[type=checkbox]");
-      if (!box) continue;
-      li.closest("ul, ol").classList.add("plan");
-      li.classList.add(box.checked ? "done" : li.textContent.endsWith("(in progress)") ? "in-progress" : "todo");
+      mark.replaceWith(checkbox(mark.getAttribute("aria-checked") === "true"));
     }
     for (const pre of body.querySelectorAll("pre")) {
       if (!navigator.clipboard) break;
@@ -199,40 +226,11 @@
     }
   }
 
-  // A paragraph's lines: marked turns single newlines into <br> (the core's line breaks).
-  function lines(p) {
-    const out = [""];
-    for (const node of p.childNodes) {
-      if (node.nodeName === "BR") out.push("");
-      else out[out.length - 1] += node.textContent;
-    }
-    return out.map((line) => line.trim()).filter(Boolean);
-  }
-
-  // Tool calls become status rows, one per call, with data-status for styling and tests; the
-  // core's glyph gives way to the page's icon.
-  function toolRows(p) {
-    const rows = document.createElement("div");
-    rows.className = "tools";
-    for (const line of lines(p)) {
-      const glyph = leadingGlyph(line);
-      const status = TOOL_STATUS[[...glyph][0]];
-      const row = document.createElement("div");
-      row.className = "tool-row";
-      row.dataset.status = status;
-      const words = document.createElement("span");
-      words.textContent = line.slice(glyph.length).trim();
-      row.append(icon(status), words);
-      rows.appendChild(row);
-    }
-    p.replaceWith(rows);
-  }
-
   // The approval buttons the page built (renderMessage); a click on any other button is ignored.
   const approvalButtons = new WeakSet();
 
   function renderMessage(el, m) {
-    const body = m.role === "user" || m.plain ? document.createElement("div") : markdown(m.text);
+    const body = m.role === "user" || m.plain ? document.createElement("div") : messageBody(m);
     if (m.role === "user" || m.plain) {
       body.className = "body plain";
       body.textContent = m.text;
@@ -262,7 +260,7 @@
   function upsert(m) {
     const stick = nearBottom();
     let el = document.getElementById(`msg-${m.id}`);
-    const signature = JSON.stringify([m.text, m.buttons, m.plain]);
+    const signature = JSON.stringify([m.text, m.blocks, m.buttons, m.plain]);
     if (el && el.dataset.signature === signature) return;
     if (!el) {
       el = document.createElement("article");

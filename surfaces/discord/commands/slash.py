@@ -2,7 +2,7 @@
 
 Each interaction is deferred at once (Discord shows "is thinking…" and waits up to 15 minutes; an
 answer later than 3 seconds without a deferral fails), then handed to the engine as the inbound
-message ``/<name> [argument]`` whose id is the interaction's id; the engine's answer comes back
+message ``/<name> [argument]`` whose id is the interaction's id; the core's answer comes back
 through ``Surface.reply``, which answers the interaction. /status and /help are deferred ephemeral
 (only the asker sees them), as the core answers them privately, and so is whatever a person not on
 the allow-list (or in a channel the relay does not serve) runs. Whatever the engine did, the
@@ -23,7 +23,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from core.engine.surface import Inbound, InboundMessage
+from core.surface_api import Host, InboundMessage
 from surfaces.discord import wording
 from surfaces.discord.errors import PLATFORM_ERRORS
 from surfaces.discord.inbound import Router
@@ -54,12 +54,11 @@ Callback = Callable[..., Coroutine[Any, Any, None]]
 class SlashCommands:
     """The command tree of one client, and what each command does."""
 
-    def __init__(self, client: discord.Client, engine: Inbound, surface: DiscordSurface, router: Router, *,
-                 allowed_user_ids: Collection[int], guild_ids: Collection[int]) -> None:
-        self.engine = engine
+    def __init__(self, client: discord.Client, host: Host, surface: DiscordSurface, router: Router, *,
+                 guild_ids: Collection[int]) -> None:
+        self.host = host
         self.surface = surface
         self.router = router
-        self.allowed_users = frozenset(str(u) for u in allowed_user_ids)
         self.guild_ids = tuple(guild_ids)
         self.tree = app_commands.CommandTree(client)
         for name, description in SLASH_COMMANDS:
@@ -108,16 +107,16 @@ class SlashCommands:
             return
         key = self.router.interaction_key(interaction)
         user_id = str(interaction.user.id)
-        ephemeral = name in _PRIVATE or key is None or user_id not in self.allowed_users
+        ephemeral = name in _PRIVATE or key is None or not self.host.permits(user_id)
         await interaction.response.defer(ephemeral=ephemeral, thinking=True)
         if key is None:
             await interaction.edit_original_response(content=wording.CHANNEL_NOT_ALLOWED)
             return
+        live = self.surface.interactions.open(interaction, ephemeral=ephemeral)
         message = InboundMessage(SURFACE_NAME, key, user_id, f"/{name} {argument}".rstrip(), str(interaction.id),
-                                 display_name=interaction.user.display_name)
-        live = self.surface.interactions.open(message.message_id, interaction, ephemeral=ephemeral)
+                                 display_name=interaction.user.display_name, origin=live)
         try:
-            await self.engine.handle_message(message)
+            await self.host.handle(message)  # answered through the interaction before it is closed
         finally:
             await live.close(_CLOSING.get(name))
 

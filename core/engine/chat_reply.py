@@ -1,0 +1,122 @@
+"""A turn's reply in a chat: the document folded from its events, streamed into platform messages
+(posted once, then edited, split at the surface's limit), approval prompts with buttons (or numbered
+replies), the typing indicator, and the final state delivered whatever happened."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from core.acp.types import AcpEvent, Notice, PermissionRequest, TextChunk
+from core.engine import wording
+from core.engine.approval_prompt import ApprovalPrompts
+from core.engine.delivery import Outbox
+from core.engine.document import Document
+from core.engine.indicator import TypingIndicator
+from core.engine.journal import Journal
+from core.engine.messages import QueueItem
+from core.engine.reply import RetryEnded, Retrying, TurnOutcome, TurnScope
+from core.engine.streamer import Streamer
+from core.engine.surface import DeliveryError
+from core.errors import AcpTimeoutError
+
+__all__ = ["ChatReplies", "ChatReply"]
+
+log = logging.getLogger("acp_relay.engine.chat_reply")
+
+_RETRY_KEY = "retry"
+
+
+class ChatReplies:
+    """Makes each turn's chat reply."""
+
+    def __init__(self, outbox: Outbox, journal: Journal, prompts: ApprovalPrompts, *,
+                 sleep: Callable[[float], Awaitable[None]], max_answer_bytes: int | None = None) -> None:
+        self.outbox = outbox
+        self.journal = journal
+        self.prompts = prompts
+        self.sleep = sleep
+        #: An answer is cut past this many bytes; the rest is offered as a file.
+        self.max_answer_bytes = max_answer_bytes
+
+    @asynccontextmanager
+    async def open(self, scope: TurnScope, item: QueueItem) -> AsyncIterator[ChatReply]:
+        """The reply to ``item``: its stream (resumed in the messages shown before a restart) and the
+        typing indicator, open until the turn is finished."""
+        streamer = self.outbox.streamer(scope.surface, scope.key, reply_to=item.message.message_id,
+                                        origin=item.message.origin, log=self.journal.reply_log(item.message))
+        async with streamer:
+            if item.replay:  # a restart: the answer goes on in the messages the person already sees
+                await streamer.resume(self.journal.reply_messages(item.message))
+            origin = item.message.origin
+            async with TypingIndicator(scope.surface, scope.key, origin=origin, sleep=self.sleep) as typing:
+                yield ChatReply(self, scope, item, Document(max_bytes=self.max_answer_bytes), streamer, typing)
+
+
+class ChatReply:
+    """One turn's document and stream."""
+
+    can_ask = True
+
+    def __init__(self, replies: ChatReplies, scope: TurnScope, item: QueueItem, doc: Document, streamer: Streamer,
+                 typing: TypingIndicator) -> None:
+        self.replies, self.scope, self.item = replies, scope, item
+        self.doc, self.streamer, self.typing = doc, streamer, typing
+
+    def show(self, event: AcpEvent) -> None:
+        """Fold ``event`` into the document; the streamer renders it when it next flushes."""
+        doc = self.doc
+        if isinstance(event, Retrying):  # one line, corrected in place as the ladder goes on
+            doc.apply(Notice(wording.retrying(event.attempt, event.total), key=_RETRY_KEY))
+        elif isinstance(event, RetryEnded):
+            if doc.has_notice(_RETRY_KEY):
+                said = wording.RETRY_SUCCEEDED if event.succeeded else wording.retry_gave_up(event.attempts)
+                doc.apply(Notice(said, key=_RETRY_KEY))
+        else:
+            if isinstance(event, TextChunk) and event.text.strip() and self.streamer.rollover_due(doc.part_count):
+                doc.break_here()  # the message being written is too old to keep editing: go on below
+            doc.apply(event)
+        self.streamer.update(doc.parts)
+
+    def take_back(self, text: str) -> None:
+        """Remove text an attempt streamed that only echoed its error (the ladder retries)."""
+        self.doc.drop_echo(text)
+        self.streamer.update(self.doc.parts)
+
+    async def approve(self, request: PermissionRequest) -> str:
+        """Ask the person (buttons or numbered replies); a platform failure cancels the tool call.
+
+        The answer so far is shown first, and what the agent writes after the decision continues in
+        a new part, below the prompt the person is looking at.
+        """
+        self.doc.break_here()
+        try:
+            await self.streamer.flush(self.doc.parts())
+            return await self.replies.prompts.ask(self.scope, request, self.streamer)
+        except DeliveryError as exc:  # the platform's failure, not the agent's
+            log.warning("could not show an approval request in %s: %s", self.scope.key, exc)
+            self.show(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
+            return "cancelled"
+
+    async def finish(self, outcome: TurnOutcome) -> None:
+        """The final state, delivered whatever happened; the message is then answered (unless the
+        relay is shutting down: a restart answers it again, in the messages already shown)."""
+        doc, replies, msg = self.doc, self.replies, self.item.message
+        if outcome.interrupted:
+            doc.set_partial_note(wording.INTERRUPTED_BY_RESTART)
+        elif outcome.described is not None:
+            failure = outcome.failure
+            doc.set_error(outcome.described.prose, raw_message=getattr(failure, "message", ""),
+                          reset=outcome.described.reset)
+            if isinstance(failure, AcpTimeoutError) and failure.partial_output:
+                if not doc.text:
+                    doc.apply(TextChunk(failure.partial_output))
+                doc.set_partial_note()  # what streamed stays, marked as incomplete
+        doc.finish(outcome.elapsed_s, outcome.context_pct)
+        await self.typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
+        await replies.outbox.deliver(self.streamer, doc.parts())
+        if not outcome.interrupted:  # answered the moment it is shown; a crash now repeats nothing
+            replies.journal.complete(msg)
+        if doc.overflow:
+            await replies.outbox.attach_rest(self.streamer, doc.overflow)

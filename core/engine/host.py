@@ -1,0 +1,231 @@
+"""The core's side of the ``Host`` a surface is launched with (``core.plugin.Host``).
+
+One ``Hosting`` per relay gives each surface its ``SurfaceHost``. What used to be solved by each
+surface lives here once: the order of a conversation's messages (``ordered`` for the surface's own
+awaits before it hands a message over, ``Lanes`` for the core's handling after it), the allow-list,
+the surface's state in the store, notices at the chat's pace, and the surface's own tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+from core.acp.client import AcpError
+from core.acp.session_handle import AcpRuntimeError
+from core.engine.delivery import Outbox
+from core.engine.engine import Engine
+from core.engine.lanes import Lanes
+from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.engine.receiving import Receiver
+from core.engine.surface import DeliveryError, Surface
+from core.engine.tasks import TaskSet
+from core.failures import classify
+from core.plugin import ControlFailed, Controls, SurfaceState
+from core.store import Store
+
+__all__ = ["EngineControls", "Hosting", "StoreState", "SurfaceHost"]
+
+log = logging.getLogger("acp_relay.engine.host")
+
+
+class StoreState:
+    """A surface's rows of the store's ``offsets`` table (``SurfaceState``)."""
+
+    def __init__(self, store: Store, surface: str) -> None:
+        self._store = store
+        self._surface = surface
+
+    def get(self, key: str) -> str | None:
+        """The value saved under ``key``, or None."""
+        return self._store.get_offset(self._surface, key)
+
+    def set(self, key: str, value: str) -> None:
+        """Save ``value`` under ``key``, noting the time."""
+        self._store.set_offset(self._surface, key, value)
+
+    def items(self, prefix: str = "") -> dict[str, str]:
+        """Every key starting with ``prefix``, with its value."""
+        return self._store.offsets(self._surface, prefix)
+
+    def prune(self, older_than_s: float, prefix: str = "") -> int:
+        """Forget the keys starting with ``prefix`` not written for ``older_than_s``."""
+        return self._store.prune_offsets(self._surface, older_than_s, prefix)
+
+
+class EngineControls:
+    """The engine's controls for a panel; a failure becomes ``ControlFailed`` with the core's sentence."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def stop(self, conversation_key: str) -> None:
+        """End the running turn; returns once it has ended."""
+        await self._engine.stop(conversation_key)
+
+    def status(self, conversation_key: str) -> ConversationStatus:
+        """Where the conversation stands."""
+        return self._engine.status(conversation_key)
+
+    async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
+        """The current model and the agent's models (the agent starts if it had not)."""
+        try:
+            return await self._engine.models(conversation_key)
+        except Exception as exc:
+            raise _failed("listing the models", conversation_key, exc) from exc
+
+    async def set_model(self, conversation_key: str, model: str) -> None:
+        """Switch the model."""
+        try:
+            await self._engine.set_model(conversation_key, model)
+        except Exception as exc:
+            raise _failed("switching the model", conversation_key, exc) from exc
+
+
+def _failed(doing: str, key: str, exc: Exception) -> ControlFailed:
+    """The agent's failure in the sentence a turn would use; anything else is logged (once, here)."""
+    if not isinstance(exc, AcpError | AcpRuntimeError):
+        log.warning("%s of %s failed", doing, key, exc_info=True)
+    return ControlFailed(classify(exc).prose)
+
+
+class Hosting:
+    """Every surface's host in one relay, sharing the per-conversation lanes of the handling."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.lanes = Lanes("handling")
+        self.controls = EngineControls(engine)
+        self.hosts: dict[str, SurfaceHost] = {}
+        self._lines: dict[str, asyncio.Lock] = {}
+
+    def host(self, name: str) -> SurfaceHost:
+        """The host of the surface ``name`` (made on first use)."""
+        if name not in self.hosts:
+            self.hosts[name] = SurfaceHost(self, name)
+        return self.hosts[name]
+
+    @property
+    def busy(self) -> bool:
+        """A message or a notice is still being handled."""
+        return self.lanes.busy
+
+    @asynccontextmanager
+    async def ordered(self, key: str) -> AsyncIterator[None]:
+        """A place in ``key``'s line (first come, first served; forgotten once nobody waits)."""
+        lock = self._lines.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and self._lines.get(key) is lock:
+                del self._lines[key]
+
+    async def close(self) -> None:
+        """Stop handling (what is not handled yet stays journaled) and every surface's tasks."""
+        await self.lanes.close()
+        for host in self.hosts.values():
+            await host.tasks.close()
+
+
+class SurfaceHost:
+    """``core.plugin.Host`` for one surface."""
+
+    def __init__(self, hosting: Hosting, name: str) -> None:
+        self.name = name
+        self._hosting = hosting
+        self._engine = hosting.engine
+        self.tasks = TaskSet()
+        self.state: SurfaceState = StoreState(self._engine.store, name)
+        self.controls: Controls = hosting.controls
+        self.queue_limit = self._engine.config.engine.queue_limit
+
+    @property
+    def _outbox(self) -> Outbox:
+        return self._engine.outbox
+
+    def attach(self, surface: Surface, allowed_user_ids: Collection[str | int]) -> None:
+        """Serve ``surface``; only ``allowed_user_ids`` may use the agent through it."""
+        if surface.name != self.name:
+            raise ValueError(f"the {self.name} surface's host cannot serve a surface named {surface.name!r}")
+        self._engine.attach(surface, allowed_user_ids)
+
+    def permits(self, user_id: str) -> bool:
+        """``user_id`` is on this surface's allow-list."""
+        return self._engine.permits(self.name, user_id)
+
+    async def submit(self, message: InboundMessage) -> None:
+        """Journaled when this returns; handled afterwards, in arrival order per conversation."""
+        self._take(message)
+
+    async def handle(self, message: InboundMessage) -> None:
+        """Journaled, and handled, when this returns."""
+        done = self._take(message)
+        if done is not None:
+            await asyncio.shield(done)  # a surface giving up waiting does not cancel the handling
+
+    def _take(self, message: InboundMessage) -> asyncio.Future[None] | None:
+        then = self._engine.accept(message)
+        if then is None:
+            return None
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def job() -> None:
+            try:
+                await then()
+            finally:
+                if not done.done():
+                    done.set_result(None)
+
+        self._hosting.lanes.put(message.conversation_key, job)
+        return done
+
+    def ordered(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Hold ``key``'s place in line (see ``Host.ordered``)."""
+        return self._hosting.ordered(f"{self.name}:{key}")
+
+    def reject(self, message_id: str, reason: str) -> None:
+        """Stored as rejected: never answered, never replayed."""
+        self._engine.reject(self.name, message_id, reason)
+
+    async def press(self, press: ButtonPress) -> PressResult:
+        """Resolve a button press once."""
+        return await self._engine.handle_button(press)
+
+    def notify(self, conversation_key: str, markdown: str, *, reply_to: str | None = None,
+               private_to: str | None = None) -> None:
+        """A notice of the surface's own, after what waits in the conversation, at the chat's pace."""
+        surface = self._engine.surfaces.get(self.name)
+        if surface is None:
+            log.warning("a notice for %s before its surface was attached was dropped", conversation_key)
+            return
+
+        async def say() -> None:
+            if private_to is not None:  # only that person sees it: the platform's private reply
+                asked = InboundMessage(self.name, conversation_key, private_to, "", reply_to or "")
+                await self._outbox.reply(surface, asked, markdown, private=True)
+                return
+            try:
+                await self._outbox.streamer(surface, conversation_key, reply_to=reply_to).post(markdown)
+            except DeliveryError as exc:
+                log.warning("could not deliver a notice in %s: %s", conversation_key, exc)
+
+        self._hosting.lanes.put(conversation_key, say)
+
+    def receiver(self, connect: Callable[[], Awaitable[None]], *, first_delay_s: float = 1.0,
+                 max_delay_s: float = 60.0, healthy_after_s: float = 60.0,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> Receiver:
+        """A ``Receiver`` named after the surface."""
+        return Receiver(self.name, connect, first_delay_s=first_delay_s, max_delay_s=max_delay_s,
+                        healthy_after_s=healthy_after_s, sleep=sleep)
+
+    def data_path(self, suffix: str = ".db") -> str:
+        """``relay.db`` -> ``relay-<name><suffix>`` beside it; ``:memory:`` stays in memory."""
+        store = self._engine.store.path
+        if store == ":memory:":
+            return store
+        path = Path(store).expanduser()
+        return str(path.with_name(f"{path.stem}-{self.name}{suffix}"))

@@ -1,0 +1,114 @@
+"""Where the two sides of a turn meet.
+
+The agent side (``core.engine.turn``) prompts the agent and climbs the retry ladder. It hands every
+event to the turn's :class:`Reply` as it comes (what the agent streams, and the turn's own events:
+:class:`Retrying`, :class:`RetryEnded`, notices), asks the Reply when a tool call needs the person,
+and ends with ONE :class:`TurnOutcome`. A Reply is what the person sees: a chat's (a document
+streamed into platform messages, ``core.engine.chat_reply``) or the terminal's (``core.terminal``).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from core.acp.types import STOP_REASON_REFUSAL, AcpEvent, PermissionRequest, RefusalInfo
+from core.engine.binding import SessionBinding
+from core.engine.messages import QueueItem
+from core.engine.surface import Surface
+from core.failures import Described
+
+__all__ = ["Replies", "Reply", "RetryEnded", "Retrying", "TurnOutcome", "TurnScope"]
+
+
+@dataclass(eq=False, slots=True)
+class TurnScope:
+    """One turn's place: its conversation's key, surface and session, and the stop state the
+    conversation and its running turn share."""
+
+    key: str
+    surface: Surface
+    binding: SessionBinding
+    #: A stop was asked for: the turn's cancellation is the person's, not the relay's shutdown.
+    stopping: bool = False
+    #: False while the final answer is being delivered (a stop then no longer cancels the turn).
+    cancellable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Retrying(AcpEvent):
+    """The ladder retries a transient failure: ``attempt`` of ``total`` comes in ``delay_s`` seconds."""
+
+    attempt: int
+    total: int
+    delay_s: float
+    failure: Described
+
+
+@dataclass(frozen=True, slots=True)
+class RetryEnded(AcpEvent):
+    """The ladder retried, and then succeeded (or gave up after ``attempts``)."""
+
+    succeeded: bool
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How one turn ended: the one account of it both sides agree on.
+
+    ``stop_reason`` is the agent's (``cancelled`` after a stop), empty when the turn failed or the
+    relay was shutting down (``interrupted``). ``text`` is the answer text of the last attempt (an
+    echo of its error left out); ``tool_ran``, whether a tool may have run; ``denied``, whether a
+    tool call was denied; ``empty``, the turn ended normally with nothing at all (no text, tool or
+    refusal). ``failure`` is the error the turn ended with, ``described`` its wording.
+    """
+
+    elapsed_s: float
+    stop_reason: str = ""
+    text: str = ""
+    tool_ran: bool = False
+    denied: bool = False
+    empty: bool = False
+    context_pct: float | None = None
+    refusal: RefusalInfo | None = None
+    failure: BaseException | None = None
+    described: Described | None = None
+    interrupted: bool = False
+
+    @property
+    def refused(self) -> bool:
+        """The model declined the request (a refusal is not a failure, and never retried)."""
+        return self.stop_reason == STOP_REASON_REFUSAL
+
+
+class Reply(Protocol):
+    """What the person sees of one turn, and how they are asked about a tool call."""
+
+    #: Someone can be asked to approve a tool call (else the agent's request fails the turn).
+    can_ask: bool
+
+    def show(self, event: AcpEvent) -> None:
+        """Show one event now (an answer chunk, a tool line, a notice, the turn's end...)."""
+        ...
+
+    def take_back(self, text: str) -> None:
+        """``text``, shown already, was only the failed attempt's error in the agent's words."""
+        ...
+
+    async def approve(self, request: PermissionRequest) -> str:
+        """Ask the person about a tool call; returns the chosen option kind (``allow_once``...)."""
+        ...
+
+    async def finish(self, outcome: TurnOutcome) -> None:
+        """The turn is over (also when it was cancelled): show its final state."""
+        ...
+
+
+class Replies(Protocol):
+    """Makes the Reply of each turn."""
+
+    def open(self, scope: TurnScope, item: QueueItem) -> AbstractAsyncContextManager[Reply]:
+        """The Reply to ``item``, open while its turn runs and until it is finished."""
+        ...

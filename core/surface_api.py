@@ -1,0 +1,159 @@
+"""The surface API: everything a surface may use of the core, in one module.
+
+A surface (``surfaces/<name>/`` or a package of its own) imports from here and from nothing else of
+``core`` (a boundary test checks, type-only imports included). ``docs/writing-a-surface.md`` walks
+through it. What is here:
+
+- the plugin: ``SurfacePlugin``, ``SurfaceSettings`` (the config model's base), ``Problems``;
+- the host ``launch`` receives: ``Host``, ``SurfaceState``, ``Controls``, ``ControlFailed``, and what a
+  running surface is to the relay, ``Launched``;
+- the seam the core calls: ``Surface``, ``SurfaceDefaults`` (the fallbacks), ``Capabilities``,
+  ``RateLimit``, ``LengthUnit``, ``measure``;
+- what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
+  ``ConversationStatus``; the reply as typed blocks (``Block`` and its kinds: ``Text``, ``Tools``,
+  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``),
+  the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
+  back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
+- the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
+  ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
+- helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
+  ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
+  ``plain_text``, ``close_open_fence``, ``error_prose``, and the one sentence for the relay's own
+  failure (``INTERNAL_FAILURE``): a surface styles the reply by its blocks' kinds, never by the core's words.
+"""
+
+from __future__ import annotations
+
+from core.config import secret
+from core.engine.blocks import (
+    Block,
+    ErrorProse,
+    Footer,
+    Formatter,
+    Notices,
+    Part,
+    PartialNote,
+    Plan,
+    PlanStep,
+    RefusalCard,
+    Rendered,
+    StopMark,
+    Text,
+    ToolLine,
+    Tools,
+    markdown_of,
+    rendered_as,
+)
+from core.engine.listening import Listener
+from core.engine.messages import Attachment, Button, ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.engine.receiving import Receiver, ReconnectLater
+from core.engine.router import route
+from core.engine.splitter import close_open_fence, code_lines, plain_text
+from core.engine.surface import (
+    AnswerUnreadable,
+    Capabilities,
+    DeliveryError,
+    DeliveryFailed,
+    DeliveryRefused,
+    Launched,
+    LengthUnit,
+    MarkupRejected,
+    MessageTooLong,
+    NotModified,
+    RateLimit,
+    RateLimited,
+    StartupError,
+    Surface,
+    SurfaceDefaults,
+    measure,
+)
+from core.engine.tasks import TaskSet
+from core.failures import INTERNAL_FAILURE, Described, describe
+from core.plugin import (
+    ControlFailed,
+    Controls,
+    Host,
+    Problems,
+    SurfacePlugin,
+    SurfaceSettings,
+    SurfaceState,
+)
+from core.private_files import SQLITE_COMPANIONS, private_file
+from core.redact import SecretRegistration, redact, register_secrets
+from core.refusal_log import RefusalLog
+from core.store import StoreError
+
+__all__ = [
+    "INTERNAL_FAILURE",
+    "SQLITE_COMPANIONS",
+    "AnswerUnreadable",
+    "Attachment",
+    "Block",
+    "Button",
+    "ButtonPress",
+    "Capabilities",
+    "ControlFailed",
+    "Controls",
+    "ConversationStatus",
+    "DeliveryError",
+    "DeliveryFailed",
+    "DeliveryRefused",
+    "Described",
+    "ErrorProse",
+    "Footer",
+    "Formatter",
+    "Host",
+    "InboundMessage",
+    "Launched",
+    "LengthUnit",
+    "Listener",
+    "MarkupRejected",
+    "MessageTooLong",
+    "NotModified",
+    "Notices",
+    "Part",
+    "PartialNote",
+    "Plan",
+    "PlanStep",
+    "PressResult",
+    "Problems",
+    "RateLimit",
+    "RateLimited",
+    "Receiver",
+    "ReconnectLater",
+    "RefusalCard",
+    "RefusalLog",
+    "Rendered",
+    "SecretRegistration",
+    "StartupError",
+    "StopMark",
+    "StoreError",
+    "Surface",
+    "SurfaceDefaults",
+    "SurfacePlugin",
+    "SurfaceSettings",
+    "SurfaceState",
+    "TaskSet",
+    "Text",
+    "ToolLine",
+    "Tools",
+    "close_open_fence",
+    "code_lines",
+    "describe",
+    "error_prose",
+    "markdown_of",
+    "measure",
+    "plain_text",
+    "private_file",
+    "redact",
+    "register_secrets",
+    "rendered_as",
+    "route",
+    "secret",
+]
+
+
+def error_prose(exc: BaseException) -> str:
+    """The plain sentence a person is shown for ``exc``: the agent's failure as a turn says it, the one
+    fixed sentence for anything the relay did not expect. Never a traceback, always redacted."""
+    return describe(exc).prose
