@@ -176,7 +176,11 @@ async def _warm_up(side: Platform, bot: Bot, i: int) -> None:
     """One conversation answered: the bot is connected, its agent started, its imports done."""
     await side.watch(range(i, i + 1))
     side.timeline.expect([i])
-    await side.write(i, script(0, 0))
+    try:
+        await side.write(i, script(0, 0))
+    except TimeoutError:  # a bot that never connected to the fake (Slack's socket, Discord's gateway)
+        raise Unfinished(f"the {bot.name} bot never connected ({'running' if bot.alive() else 'exited'}):"
+                         f"\n{bot.tail()}") from None
     ok = await _finished_or_died(side, bot, WARM_UP_S)
     await side.unwatch()
     if not ok:
