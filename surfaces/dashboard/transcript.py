@@ -7,7 +7,9 @@ neutral Markdown of what the relay sent and its blocks as the page draws them
 its Markdown.
 
 The file holds at most ``max_tabs`` tabs: when a new tab's first message would make one more, the
-tab used least recently (by its last message added or edited) loses its whole transcript. Each tab's
+tab used least recently (by its last message added or edited) loses its whole transcript, unless its
+answer is still running (``answering``): more tabs answering at once than ``max_tabs`` must not evict
+each other mid-answer, so the file holds more for that while. Each tab's
 last use is kept in a table of its own, indexed, so finding that tab reads the index, not every
 message. The file also keeps the files the relay posted in a tab (the rest of an answer too long to
 show), for download.
@@ -110,6 +112,7 @@ class Transcript:
         self.path = path
         self.max_tabs = max_tabs
         self._tabs = 0  # rows of the tabs table (read at open, then counted here)
+        self._answering: set[str] = set()
         self._touch = 0
 
     @classmethod
@@ -236,12 +239,23 @@ class Transcript:
             self._conn.execute("DELETE FROM files WHERE tab = ?", (tab,))
             self._tabs -= self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,)).rowcount
 
+    def answering(self, tab: str, active: bool) -> None:
+        """The tab's answer runs (``active``) or ended: while it runs the tab is never evicted."""
+        with self._lock:
+            if active:
+                self._answering.add(tab)
+            else:
+                self._answering.discard(tab)
+
     def _prune(self) -> None:
-        """Drop the transcripts of the tabs beyond ``max_tabs``, least recently used first (lock held)."""
-        if self.max_tabs is not None and self._tabs > self.max_tabs:
-            rows = self._conn.execute("SELECT tab FROM tabs ORDER BY used_at, touch LIMIT ?",
-                                      (self._tabs - self.max_tabs,)).fetchall()
-            self._forget([tab for (tab,) in rows])
+        """Drop the transcripts of the tabs beyond ``max_tabs``, least recently used first, but none
+        whose answer runs (lock held). Reads at most the excess plus the tabs answering."""
+        if self.max_tabs is None or self._tabs <= self.max_tabs:
+            return
+        excess = self._tabs - self.max_tabs
+        rows = self._conn.execute("SELECT tab FROM tabs ORDER BY used_at, touch LIMIT ?",
+                                  (excess + len(self._answering),)).fetchall()
+        self._forget([tab for (tab,) in rows if tab not in self._answering][:excess])
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 
 
@@ -65,3 +66,29 @@ def test_a_file_from_before_the_tabs_table_keeps_its_order_of_use(tmp_path: Path
     transcript.add("another", "user", "y")
     assert transcript.entries("old") == [] and transcript.entries("newer")
     transcript.close()
+
+
+async def test_a_tab_whose_answer_runs_keeps_its_transcript_past_max_tabs(tmp_path: Path) -> None:
+    # Issue 24: with more tabs answering at once than max_tabs, each new tab evicted one still answering,
+    # whose next edit then failed (the answer came late, through the relay's resend).
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
+    surface.post_user("a", "first", "m1")
+    await surface.typing(conversation_key("a"), True)  # its answer runs
+    surface.post_user("b", "second", "m2")
+    surface.post_user("c", "third", "m3")
+    assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
+    assert surface.snapshot("b")["messages"] == [], "the least recent tab not answering went instead"
+    await surface.typing(conversation_key("a"), False)
+    surface.post_user("d", "fourth", "m4")
+    assert surface.snapshot("a")["messages"] == [], "once its answer ended, it goes like any other"
+    surface.transcript.close()
+
+
+async def test_the_working_indicator_keeps_nothing_per_tab_once_off(tmp_path: Path) -> None:
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    for i in range(500):
+        await surface.typing(conversation_key(f"tab{i}"), True)
+        await surface.typing(conversation_key(f"tab{i}"), False)
+    assert not surface._typing, "one entry per tab ever seen, before"  # the map itself: its size is the bug
+    assert surface.snapshot("tab1")["typing"] is False
+    surface.transcript.close()
