@@ -7,12 +7,12 @@ neutral Markdown of what the relay sent and its blocks as the page draws them
 its Markdown.
 
 The file holds at most ``max_tabs`` tabs: when a new tab's first message would make one more, the
-tab used least recently (by its last message added or edited) loses its whole transcript, unless its
-answer is still running (``answering``): more tabs answering at once than ``max_tabs`` must not evict
-each other mid-answer, so the file holds more for that while. Each tab's
-last use is kept in a table of its own, indexed, so finding that tab reads the index, not every
-message. The file also keeps the files the relay posted in a tab (the rest of an answer too long to
-show), for download.
+tab used least recently (by its last message added or edited) loses its whole transcript. A tab whose
+answer is still running (``answering``) is never evicted and does not count: more tabs answering at
+once than ``max_tabs`` must not evict each other mid-answer. Each tab's last use is kept in a table of
+its own, indexed, and the tabs not answering are counted, so finding the tabs to evict reads only
+those rows of the index, however many tabs and messages the file holds. The file also keeps the
+files the relay posted in a tab (the rest of an answer too long to show), for download.
 """
 
 from __future__ import annotations
@@ -58,14 +58,17 @@ CREATE TABLE IF NOT EXISTS files (
 #: Every tab with a message, by its last use (a message added or edited); ``touch`` counts uses, so it
 #: breaks ties within one clock tick.
 _TABS = """
-CREATE TABLE IF NOT EXISTS tabs (tab TEXT PRIMARY KEY, used_at REAL NOT NULL, touch INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS tabs_by_use ON tabs (used_at, touch);
+CREATE TABLE IF NOT EXISTS tabs (
+    tab TEXT PRIMARY KEY, used_at REAL NOT NULL, touch INTEGER NOT NULL, answering INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS tabs_by_use ON tabs (answering, used_at, touch);
 """
 #: A file written before the tabs table: its tabs, from their messages (once).
 _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
                        " SELECT tab, MAX(updated_at), MAX(seq) FROM messages GROUP BY tab")
-_USED = ("INSERT INTO tabs (tab, used_at, touch) VALUES (?, ?, ?)"
+_USED = ("INSERT INTO tabs (tab, used_at, touch, answering) VALUES (?, ?, ?, ?)"
          " ON CONFLICT (tab) DO UPDATE SET used_at = excluded.used_at, touch = excluded.touch")
+_QUIET = "SELECT COUNT(*) FROM tabs WHERE answering = 0"
 _SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
 
 
@@ -111,8 +114,8 @@ class Transcript:
         self._lock = threading.Lock()
         self.path = path
         self.max_tabs = max_tabs
-        self._tabs = 0  # rows of the tabs table (read at open, then counted here)
-        self._answering: set[str] = set()
+        self._answering: set[str] = set()  # tabs whose answer runs now (a new row of one is marked)
+        self._quiet = 0  # rows of tabs not answering (read at open, then counted here)
         self._touch = 0
 
     @classmethod
@@ -136,14 +139,15 @@ class Transcript:
             conn.executescript(_TABS)
             if not had_tabs:
                 conn.execute(_TABS_FROM_MESSAGES)
+            conn.execute("UPDATE tabs SET answering = 0 WHERE answering = 1")  # a new run answers nothing yet
             conn.execute("DELETE FROM files WHERE tab NOT IN (SELECT tab FROM tabs)")
         except BaseException:
             conn.close()
             raise
         transcript = cls(conn, name, max_tabs)
         with transcript._lock:
-            transcript._tabs, transcript._touch = conn.execute(
-                "SELECT COUNT(*), COALESCE(MAX(touch), 0) FROM tabs").fetchone()
+            (transcript._touch,) = conn.execute("SELECT COALESCE(MAX(touch), 0) FROM tabs").fetchone()
+            (transcript._quiet,) = conn.execute(_QUIET).fetchone()
             transcript._prune()
         return transcript
 
@@ -176,7 +180,8 @@ class Transcript:
                 (text, _buttons_json(buttons), int(plain), json.dumps(blocks), time.time(), tab, message_id))
             if cur.rowcount != 1:
                 return None
-            self._used(tab, time.time())
+            self._touch += 1  # its row exists: the message does
+            self._conn.execute("UPDATE tabs SET used_at = ?, touch = ? WHERE tab = ?", (time.time(), self._touch, tab))
             (role,) = self._conn.execute("SELECT role FROM messages WHERE tab = ? AND id = ?",
                                          (tab, message_id)).fetchone()
         return Entry(message_id, role, text, buttons, plain, blocks)
@@ -220,7 +225,7 @@ class Transcript:
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
                 self._conn.execute("ROLLBACK")
-                (self._tabs,) = self._conn.execute("SELECT COUNT(*) FROM tabs").fetchone()
+                (self._quiet,) = self._conn.execute(_QUIET).fetchone()
             raise
         self._conn.execute("COMMIT")
 
@@ -228,8 +233,8 @@ class Transcript:
         """Note the tab's use (lock held); True when it is a tab the file did not hold yet."""
         new = self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is None
         self._touch += 1
-        self._conn.execute(_USED, (tab, now, self._touch))
-        self._tabs += new
+        self._conn.execute(_USED, (tab, now, self._touch, int(tab in self._answering)))
+        self._quiet += new and tab not in self._answering
         return new
 
     def _forget(self, tabs: list[str]) -> None:
@@ -237,25 +242,30 @@ class Transcript:
         for tab in tabs:
             self._conn.execute("DELETE FROM messages WHERE tab = ?", (tab,))
             self._conn.execute("DELETE FROM files WHERE tab = ?", (tab,))
-            self._tabs -= self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,)).rowcount
+            self._quiet -= self._conn.execute("DELETE FROM tabs WHERE tab = ? AND answering = 0", (tab,)).rowcount
+            self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,))
 
     def answering(self, tab: str, active: bool) -> None:
-        """The tab's answer runs (``active``) or ended: while it runs the tab is never evicted."""
-        with self._lock:
+        """The tab's answer runs (``active``) or ended: while it runs the tab is never evicted and does not
+        count toward ``max_tabs``; once it ended, the tabs beyond ``max_tabs`` go."""
+        with self._lock, self._transaction():
             if active:
                 self._answering.add(tab)
             else:
                 self._answering.discard(tab)
+            changed = self._conn.execute("UPDATE tabs SET answering = ? WHERE tab = ? AND answering = ?",
+                                         (int(active), tab, int(not active))).rowcount
+            self._quiet += -changed if active else changed
+            if not active:
+                self._prune()
 
     def _prune(self) -> None:
-        """Drop the transcripts of the tabs beyond ``max_tabs``, least recently used first, but none
-        whose answer runs (lock held). Reads at most the excess plus the tabs answering."""
-        if self.max_tabs is None or self._tabs <= self.max_tabs:
-            return
-        excess = self._tabs - self.max_tabs
-        rows = self._conn.execute("SELECT tab FROM tabs ORDER BY used_at, touch LIMIT ?",
-                                  (excess + len(self._answering),)).fetchall()
-        self._forget([tab for (tab,) in rows if tab not in self._answering][:excess])
+        """Drop the transcripts of the tabs beyond ``max_tabs`` not answering, least recently used first
+        (lock held)."""
+        if self.max_tabs is not None and self._quiet > self.max_tabs:
+            rows = self._conn.execute("SELECT tab FROM tabs WHERE answering = 0 ORDER BY used_at, touch LIMIT ?",
+                                      (self._quiet - self.max_tabs,)).fetchall()
+            self._forget([tab for (tab,) in rows])
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""

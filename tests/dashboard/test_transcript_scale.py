@@ -76,11 +76,13 @@ async def test_a_tab_whose_answer_runs_keeps_its_transcript_past_max_tabs(tmp_pa
     await surface.typing(conversation_key("a"), True)  # its answer runs
     surface.post_user("b", "second", "m2")
     surface.post_user("c", "third", "m3")
+    assert surface.snapshot("b")["messages"], "a tab answering does not count toward max_tabs"
+    surface.post_user("d", "fourth", "m4")
     assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
     assert surface.snapshot("b")["messages"] == [], "the least recent tab not answering went instead"
     await surface.typing(conversation_key("a"), False)
-    surface.post_user("d", "fourth", "m4")
     assert surface.snapshot("a")["messages"] == [], "once its answer ended, it goes like any other"
+    assert surface.snapshot("c")["messages"] and surface.snapshot("d")["messages"]
     surface.transcript.close()
 
 
