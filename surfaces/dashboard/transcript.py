@@ -69,6 +69,8 @@ _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
 _USED = ("INSERT INTO tabs (tab, used_at, touch, answering) VALUES (?, ?, ?, ?)"
          " ON CONFLICT (tab) DO UPDATE SET used_at = excluded.used_at, touch = excluded.touch")
 _QUIET = "SELECT COUNT(*) FROM tabs WHERE answering = 0"
+#: Edited tabs whose use is held in memory before it is written (``Transcript._uses``).
+_USES_HELD = 256
 _SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
 
 
@@ -116,6 +118,9 @@ class Transcript:
         self.max_tabs = max_tabs
         self._answering: set[str] = set()  # tabs whose answer runs now (a new row of one is marked)
         self._quiet = 0  # rows of tabs not answering (read at open, then counted here)
+        #: Each tab's last edit not yet written to the tabs table: an edit (one per streamed update) then
+        #: writes its message only, and the uses are written before they are read (``_prune``), in bulk.
+        self._uses: dict[str, tuple[float, int]] = {}
         self._touch = 0
 
     @classmethod
@@ -154,6 +159,8 @@ class Transcript:
     def close(self) -> None:
         """Close the connection; idempotent."""
         with self._lock:
+            with contextlib.suppress(sqlite3.Error):  # closed already
+                self._note_uses()
             self._conn.close()
 
     def add(self, tab: str, role: Role, text: str, *, buttons: tuple[Button, ...] = (), plain: bool = False,
@@ -173,15 +180,19 @@ class Transcript:
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""
-        with self._lock, self._transaction():
+        with self._lock:
+            now = time.time()
             cur = self._conn.execute(
                 "UPDATE messages SET text = ?, buttons = ?, plain = ?, blocks = ?, updated_at = ?"
                 " WHERE tab = ? AND id = ?",
-                (text, _buttons_json(buttons), int(plain), json.dumps(blocks), time.time(), tab, message_id))
+                (text, _buttons_json(buttons), int(plain), json.dumps(blocks), now, tab, message_id))
             if cur.rowcount != 1:
                 return None
-            self._touch += 1  # its row exists: the message does
-            self._conn.execute("UPDATE tabs SET used_at = ?, touch = ? WHERE tab = ?", (time.time(), self._touch, tab))
+            self._touch += 1
+            self._uses[tab] = (now, self._touch)
+            if len(self._uses) >= _USES_HELD:
+                with self._transaction():
+                    self._note_uses()
             (role,) = self._conn.execute("SELECT role FROM messages WHERE tab = ? AND id = ?",
                                          (tab, message_id)).fetchone()
         return Entry(message_id, role, text, buttons, plain, blocks)
@@ -232,14 +243,23 @@ class Transcript:
     def _used(self, tab: str, now: float) -> bool:
         """Note the tab's use (lock held); True when it is a tab the file did not hold yet."""
         new = self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is None
+        self._uses.pop(tab, None)  # this use is later
         self._touch += 1
         self._conn.execute(_USED, (tab, now, self._touch, int(tab in self._answering)))
         self._quiet += new and tab not in self._answering
         return new
 
+    def _note_uses(self) -> None:
+        """Write the held uses of edited tabs (lock held)."""
+        if self._uses:
+            self._conn.executemany("UPDATE tabs SET used_at = ?, touch = ? WHERE tab = ?",
+                                   [(at, touch, tab) for tab, (at, touch) in self._uses.items()])
+            self._uses.clear()
+
     def _forget(self, tabs: list[str]) -> None:
         """Drop these tabs' messages, files and their row (lock held)."""
         for tab in tabs:
+            self._uses.pop(tab, None)
             self._conn.execute("DELETE FROM messages WHERE tab = ?", (tab,))
             self._conn.execute("DELETE FROM files WHERE tab = ?", (tab,))
             self._quiet -= self._conn.execute("DELETE FROM tabs WHERE tab = ? AND answering = 0", (tab,)).rowcount
@@ -263,6 +283,7 @@ class Transcript:
         """Drop the transcripts of the tabs beyond ``max_tabs`` not answering, least recently used first
         (lock held)."""
         if self.max_tabs is not None and self._quiet > self.max_tabs:
+            self._note_uses()
             rows = self._conn.execute("SELECT tab FROM tabs WHERE answering = 0 ORDER BY used_at, touch LIMIT ?",
                                       (self._quiet - self.max_tabs,)).fetchall()
             self._forget([tab for (tab,) in rows])
