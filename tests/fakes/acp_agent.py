@@ -565,7 +565,8 @@ class Agent:
                     target=self.guarded, args=(req_id, self.do_load, params), daemon=True
                 ).start()
                 return
-            if method in SESSION_METHODS and not (self.args.sessions or (method == "session/close" and self.args.close)):
+            offered = self.args.sessions or (method == "session/close" and self.args.close)
+            if method in SESSION_METHODS and not offered:
                 raise RpcError(-32601, "Method not found", method)
             handler = {
                 "session/list": self.do_list,
