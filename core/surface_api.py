@@ -10,14 +10,16 @@ through it. What is here:
 - the seam the core calls: ``Surface``, ``SurfaceDefaults`` (the fallbacks), ``Capabilities``,
   ``RateLimit``, ``LengthUnit``, ``measure``;
 - what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
-  ``ConversationStatus``; the reply as typed blocks (``Block`` and its kinds: ``Text``, ``Tools``,
-  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``),
+  ``ConversationStatus``, ``ChoiceList`` (what a panel's picker offers); the reply as typed blocks
+  (``Block`` and its kinds: ``Text``, ``Tools``, ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``,
+  ``PartialNote``, ``StopMark``, ``Footer``, ``Choices``, a picker whose options come as buttons),
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
+  ``command_word`` (an agent command's name as every platform spells it),
   ``plain_text``, ``close_open_fence``, ``error_prose``, and the one sentence for the relay's own
   failure (``INTERNAL_FAILURE``): a surface styles the reply by its blocks' kinds, never by the core's words.
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 from core.config import secret
 from core.engine.blocks import (
     Block,
+    Choices,
     ErrorProse,
     Footer,
     Formatter,
@@ -45,9 +48,17 @@ from core.engine.blocks import (
     rendered_as,
 )
 from core.engine.listening import Listener
-from core.engine.messages import Attachment, Button, ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.engine.messages import (
+    Attachment,
+    Button,
+    ButtonPress,
+    ChoiceList,
+    ConversationStatus,
+    InboundMessage,
+    PressResult,
+)
 from core.engine.receiving import Receiver, ReconnectLater
-from core.engine.router import route
+from core.engine.router import command_word, route
 from core.engine.splitter import close_open_fence, code_lines, plain_text
 from core.engine.surface import (
     AnswerUnreadable,
@@ -92,6 +103,8 @@ __all__ = [
     "Button",
     "ButtonPress",
     "Capabilities",
+    "ChoiceList",
+    "Choices",
     "ControlFailed",
     "Controls",
     "ConversationStatus",
@@ -139,6 +152,7 @@ __all__ = [
     "Tools",
     "close_open_fence",
     "code_lines",
+    "command_word",
     "describe",
     "error_prose",
     "markdown_of",

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from core.acp.types import AcpEvent, Notice, PermissionRequest, TextChunk
-from core.engine import wording
+from core.engine import switch_wording, wording
 from core.engine.approval_prompt import ApprovalPrompts
 from core.engine.delivery import Outbox
 from core.engine.document import Document
@@ -113,7 +113,8 @@ class ChatReply:
                 if not doc.text:
                     doc.apply(TextChunk(failure.partial_output))
                 doc.set_partial_note()  # what streamed stays, marked as incomplete
-        doc.finish(outcome.elapsed_s, outcome.context_pct)
+        doc.finish(outcome.elapsed_s, outcome.context_pct,
+                   switch_wording.cost_text({outcome.cost.currency: outcome.cost.amount}) if outcome.cost else "")
         await self.typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
         await replies.outbox.deliver(self.streamer, doc.parts())
         if not outcome.interrupted:  # answered the moment it is shown; a crash now repeats nothing

@@ -29,14 +29,23 @@ from core.engine.commands import Control
 from core.engine.conversation import Conversation, ConversationDeps
 from core.engine.delivery import Outbox
 from core.engine.journal import Journal
-from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
+from core.engine.messages import (
+    ButtonPress,
+    ChoiceList,
+    ConversationStatus,
+    InboundMessage,
+    PressResult,
+    QueueItem,
+)
 from core.engine.ownership import Ownership, default_relay_name
+from core.engine.picks import Picks
 from core.engine.pickups import Pickups
 from core.engine.presses import PRESS, PRESS_DONE, PressForwarding
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
-from core.engine.router import IGNORED, Command, parse_approval_reply, route
+from core.engine.router import IGNORED, Command, agent_command, parse_approval_reply, route
 from core.engine.surface import Surface
+from core.engine.switches import SWITCH_ACTIONS
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnDeps, TurnRunner
 from core.redact import register_secrets
@@ -95,7 +104,8 @@ class Engine(Pickups):
             self.outbox.owns = self.ownership.answers
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
-        self.control = Control(config, store, self.outbox, self.choices,
+        self.picks = Picks()
+        self.control = Control(config, store, self.outbox, self.choices, self.picks,
                                owner_of=self.ownership.holder if self.ownership is not None else None)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
@@ -104,7 +114,7 @@ class Engine(Pickups):
         runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.journal, self.approvals,
                                      replies))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
-                                      self.choices, cancel_wait_s)
+                                      self.choices, cancel_wait_s, self.picks)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.conversations_in_memory = conversations_in_memory
         self.state: State = "new"
@@ -281,6 +291,11 @@ class Engine(Pickups):
                 await self.outbox.reply(conv.surface, msg, wording.APPROVAL_EXPIRED)
             self.journal.complete(msg)
             return
+        if self.picks.is_open(conv.key):  # a number answering a numbered list of choices (no buttons here)
+            if await self.control.switches.numbered(conv, msg):
+                self.journal.complete(msg)
+                return
+            self.picks.forget(conv.key)  # anything else moves on: the list is closed
         command = route(msg.text, conv.surface.commands, conv.surface.bot_usernames)
         if command is IGNORED:  # addressed to another bot in the same chat
             self.journal.complete(msg)
@@ -291,6 +306,9 @@ class Engine(Pickups):
             await self._enqueue(conv, QueueItem(dataclasses.replace(msg, text=text), compact=True), replay=replay)
             return
         if command is None:
+            typed = agent_command(msg.text, conv.session.commands if conv.session is not None else ())
+            if typed is not None:  # the agent's own command, typed in this surface's way: sent as /name
+                msg = dataclasses.replace(msg, text=typed)
             await self._enqueue(conv, QueueItem(msg), replay=replay)
             return
         try:
@@ -335,6 +353,9 @@ class Engine(Pickups):
             chosen = await self.control.choose_model(conv, press.token)
             if chosen is not None:
                 return chosen
+            picked = await self.control.switches.press(conv, press.token)
+            if picked is not None:
+                return picked
         return PressResult("expired", wording.PRESS_EXPIRED)
 
     # -- the dashboard's controls ----------------------------------------------------------
@@ -363,3 +384,15 @@ class Engine(Pickups):
     async def set_model(self, conversation_key: str, model: str) -> None:
         """Switch the conversation's model (its first message need not have been sent yet)."""
         await self.control.set_model(self._by_key(conversation_key), model)
+
+    async def choice_list(self, conversation_key: str, kind: str, page: str = "") -> ChoiceList:
+        """What the project, agent, sessions or mode control offers (the panel's pickers)."""
+        if kind not in SWITCH_ACTIONS:
+            raise KeyError(kind)
+        return await self.control.switches.listing(self._by_key(conversation_key), kind, page)
+
+    async def choose(self, conversation_key: str, kind: str, value: str) -> str:
+        """Switch the conversation's project, agent, session or mode; the sentence saying what happened."""
+        if kind not in SWITCH_ACTIONS:
+            raise KeyError(kind)
+        return await self.control.switches.choose(self._by_key(conversation_key), kind, value)

@@ -51,16 +51,26 @@ class ConversationRecord:
     session_meta: dict[str, Any] = field(default_factory=dict)
     #: The share of the context window in use when the agent last said (percent).
     context_pct: float | None = None
+    #: The configured project chosen from the chat ("" none: the agent's own folder).
+    project: str = ""
+    #: The modes and select options chosen from the chat, one a line (a mode id, or ``configId=value``),
+    #: applied again to each new session.
+    mode: str | None = None
+    #: The session's title, as the agent last gave it.
+    title: str = ""
+    #: What each of its sessions last reported it had cost: session id -> {amount, currency}.
+    costs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _row(self) -> tuple[Any, ...]:
         return (self.key, self.agent, self.cwd, self.session_id, self.generation, self.model, time.time(),
-                json.dumps(self.session_meta), self.context_pct)
+                json.dumps(self.session_meta), self.context_pct, self.project, self.mode, self.title,
+                json.dumps(self.costs))
 
     @classmethod
     def _from_row(cls, row: tuple[Any, ...]) -> ConversationRecord:
-        key, agent, cwd, session_id, generation, model, updated_at, meta, context_pct = row
+        key, agent, cwd, session_id, generation, model, updated_at, meta, context_pct, project, mode, title, costs = row
         return cls(key, agent, cwd, session_id, generation, model, updated_at, json.loads(meta) if meta else {},
-                   context_pct)
+                   context_pct, project or "", mode, title or "", json.loads(costs) if costs else {})
 
 
 @dataclass(frozen=True, slots=True)

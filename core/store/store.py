@@ -29,7 +29,8 @@ from core.store.sqlite import SqliteBackend
 __all__ = ["Store"]
 
 # ConversationRecord order
-_CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at, session_meta, context_pct"
+_CONV_COLS = ("key, agent, cwd, session_id, generation, model, updated_at, session_meta, context_pct,"
+              " project, mode, title, costs")
 
 
 class Store:
@@ -121,11 +122,12 @@ class Store:
         after a reset must not bring the forgotten session back.
         """
         result = self._write(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (key) DO UPDATE SET"
             " agent = excluded.agent, cwd = excluded.cwd, session_id = excluded.session_id,"
             " generation = excluded.generation, model = excluded.model, updated_at = excluded.updated_at,"
-            " session_meta = excluded.session_meta, context_pct = excluded.context_pct"
+            " session_meta = excluded.session_meta, context_pct = excluded.context_pct,"
+            " project = excluded.project, mode = excluded.mode, title = excluded.title, costs = excluded.costs"
             " WHERE excluded.generation >= conversations.generation",
             rec._row(),
         )
@@ -134,13 +136,15 @@ class Store:
     def reset_conversation(self, key: str) -> int:
         """Forget the session of ``key`` and return its new generation (committed before return).
 
-        Agent, cwd and model are kept. An unknown key gets a row with generation 1 and an empty
-        agent and cwd, so a later stale save from generation 0 is still refused.
+        Agent, cwd, project, mode, model and the cost so far are kept (the title goes with the session).
+        An unknown key gets a row with generation 1 and an empty agent and cwd, so a later stale save
+        from generation 0 is still refused.
         """
         result = self._write(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?, '{{}}', NULL)"
-            " ON CONFLICT (key) DO UPDATE SET"
-            " session_id = NULL, session_meta = '{}', context_pct = NULL, generation = conversations.generation + 1,"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?, '{{}}', NULL, '', NULL,"
+            " '', '{}') ON CONFLICT (key) DO UPDATE SET"
+            " session_id = NULL, session_meta = '{}', context_pct = NULL, title = '',"
+            " generation = conversations.generation + 1,"
             " updated_at = excluded.updated_at RETURNING generation",
             (key, time.time()),
         )
