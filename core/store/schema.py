@@ -57,21 +57,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE offsets ADD COLUMN updated_at {float} NOT NULL DEFAULT 0",
         "UPDATE offsets SET updated_at = {now}",
     ),
-    # 7: who owns what (a conversation, a platform's poller) while several relays share the database:
-    # the owner, the fencing token (grows with every change of owner) and the expiry by the database's
-    # clock. A released lease keeps its row, so its token never starts again from 1.
-    (
-        """CREATE TABLE leases (
-            name TEXT PRIMARY KEY, owner TEXT NOT NULL, token {bigint} NOT NULL, expires_at {float} NOT NULL)""",
-        "CREATE INDEX leases_expiry ON leases (expires_at)",
-    ),
-    # 8: what a person chose for the conversation from the chat (its project, its mode), the session's
+    # 7: what a person chose for the conversation from the chat (its project, its mode), the session's
     # title, and what each of its sessions has cost (session id -> {amount, currency}).
     (
         "ALTER TABLE conversations ADD COLUMN project TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE conversations ADD COLUMN mode TEXT",
         "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE conversations ADD COLUMN costs TEXT NOT NULL DEFAULT '{}'",
+    ),
+    # 8: who owns what (a conversation, a platform's poller) while several relays share the database:
+    # the owner, the fencing token (grows with every change of owner) and the expiry by the database's
+    # clock. A released lease keeps its row, so its token never starts again from 1.
+    (
+        """CREATE TABLE leases (
+            name TEXT PRIMARY KEY, owner TEXT NOT NULL, token {bigint} NOT NULL, expires_at {float} NOT NULL)""",
+        "CREATE INDEX leases_expiry ON leases (expires_at)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
