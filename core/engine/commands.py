@@ -47,9 +47,9 @@ class Control:
         self.store = store
         self.outbox = outbox
         self.choices = choices
+        self.switches = Switches(config, picks, outbox, self._answer_with)
         #: Relays sharing a store: which relay owns a conversation (the status names it).
         self.owner_of = owner_of
-        self.switches = Switches(config, picks, outbox, self._answer_with)
 
     async def run(self, conv: Conversation, command: Command, message: InboundMessage | None) -> None:
         """Carry out ``command``; ``message`` is what asked for it (None: the dashboard's controls)."""

@@ -60,9 +60,9 @@ class Conversation:
         self.turn_task: asyncio.Task[None] | None = None
         self.worker: asyncio.Task[None] | None = None
         self.running: TurnScope | None = None  # the running turn's place, while there is one
+        self.menu: tuple[tuple[str, str], ...] = ()  # the agent's commands the surface was last given
         #: Another relay owns the conversation now: nothing more is sent or written from here.
         self.disowned = False
-        self.menu: tuple[tuple[str, str], ...] = ()  # the agent's commands the surface was last given
 
     @property
     def session(self) -> AcpSession | None:
