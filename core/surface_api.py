@@ -11,7 +11,8 @@ through it. What is here:
   ``RateLimit``, ``LengthUnit``, ``measure``;
 - what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
   ``ConversationStatus``; the reply as typed blocks (``Block`` and its kinds: ``Text``, ``Tools``,
-  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``),
+  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``,
+  ``FormCard``: the agent asks the person),
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
@@ -29,6 +30,7 @@ from core.engine.blocks import (
     Block,
     ErrorProse,
     Footer,
+    FormCard,
     Formatter,
     Notices,
     Part,
@@ -105,6 +107,7 @@ __all__ = [
     "Described",
     "ErrorProse",
     "Footer",
+    "FormCard",
     "Formatter",
     "Host",
     "InboundMessage",

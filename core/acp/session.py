@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from core.acp._dispatch import (
@@ -24,7 +24,8 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.connection import JsonRpcConnection, Reply
-from core.acp.error_text import ThreadFailure
+from core.acp.elicit import CANCEL, Elicitor, ask_person
+from core.acp.exchange import ElicitationRequest
 from core.acp.gate_modes import (
     UNASKED_GRACE_S,
     asking_mode,
@@ -38,6 +39,8 @@ from core.acp.offers import SessionOffers
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.spec import AgentSpec
 from core.acp.tool_gate import Approver, decide
+from core.acp.turn_state import EventSink
+from core.acp.turn_state import TurnState as _Turn
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
@@ -59,9 +62,6 @@ from core.failures import classify
 __all__ = ["AcpSession", "EventSink", "SessionRuntime", "prompt_blocks"]
 
 log = logging.getLogger("acp_relay.acp.session")
-
-EventSink = Callable[[AcpEvent], None]
-
 
 class SessionRuntime(Protocol):
     """What a session uses of the runtime that serves it (``core.acp.runtime.AcpRuntime``), so the
@@ -88,6 +88,11 @@ class SessionRuntime(Protocol):
         """``agentInfo.name`` from the agent's answer to ``initialize``."""
         ...
 
+    @property
+    def steering(self) -> bool:
+        """The agent takes ``_session/steering``."""
+        ...
+
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
                       idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
         """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
@@ -103,27 +108,6 @@ def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]
     if isinstance(prompt, str):
         return [{"type": "text", "text": prompt}]
     return [dict(block) for block in prompt]
-
-
-@dataclass(eq=False)
-class _Turn:
-    on_event: EventSink | None
-    approver: Approver | None
-    approval_timeout_s: float
-    stats: AcpPromptStats = field(default_factory=AcpPromptStats)
-    tools: dict[str, ToolCall] = field(default_factory=dict)
-    ended: asyncio.Event = field(default_factory=asyncio.Event)  # ended without a prompt response
-    failed: asyncio.Event = field(default_factory=asyncio.Event)  # ``error`` was set on our side
-    done: asyncio.Event = field(default_factory=asyncio.Event)  # prompt() has returned or raised
-    forced_stop: str = STOP_REASON_END_TURN
-    cancel_requested: bool = False
-    error: BaseException | None = None
-    permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    restoring: asyncio.Task[None] | None = None  # switching the agent back to asking, mid-turn
-    thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
-    denied: set[str] = field(default_factory=set)  # tool call ids the relay answered with a rejection
-    #: Calls marked in_progress without a permission request yet: each must be asked for in time.
-    unasked: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
 
 class AcpSession(SessionOffers):
@@ -336,6 +320,29 @@ class AcpSession(SessionOffers):
             turn.denied.add(call_id)
         return Reply(answer, request.answered)
 
+    async def on_elicitation(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
+        """Answer ``elicitation/create`` (the person's answer, else declined); cancelled outside a turn."""
+        turn = self._turn
+        if turn is None or turn.cancel_requested:
+            return dict(CANCEL)
+        request = ElicitationRequest.of(params)
+        task = asyncio.create_task(ask_person(request, turn.elicitor, timeout_s=turn.approval_timeout_s),
+                                   name="acp-elicitation")
+        turn.permission_tasks.add(task)  # a stop or the agent's death cancels it with the approvals
+        task.add_done_callback(turn.permission_tasks.discard)
+        try:
+            return Reply(await task, request.answered)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            return Reply(dict(CANCEL), request.answered)
+
+    async def steer(self, prompt: str | Sequence[dict[str, Any]]) -> str:
+        """``_session/steering``: add ``prompt`` to the running turn; the outcome (``injected``...)."""
+        result = await self.runtime.request("_session/steering", {"sessionId": self.session_id,
+                                                                   "prompt": prompt_blocks(prompt)})
+        return str(result.get("outcome") or "failed") if isinstance(result, dict) else "failed"
+
     def runtime_died(self, death: AcpRuntimeDead) -> None:
         """Cancel the turn's pending approvals; the prompt request itself fails with the connection."""
         if self._turn is not None:
@@ -347,15 +354,16 @@ class AcpSession(SessionOffers):
     async def prompt(
         self, prompt: str | Sequence[dict[str, Any]], *, on_event: EventSink | None = None,
         approver: Approver | None = None, timeout_s: float = 900.0, approval_timeout_s: float = 300.0,
-        cancel_wait_s: float = 10.0,
+        cancel_wait_s: float = 10.0, elicitor: Elicitor | None = None,
     ) -> AcpPromptStats:
-        """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``."""
+        """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``. ``elicitor``
+        answers the agent's questions (None: they are declined)."""
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
         await self.prepare()  # the agent may have switched itself into a mode that skips the gate
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
-        turn = _Turn(on_event, approver, approval_timeout_s)
+        turn = _Turn(on_event, approver, approval_timeout_s, elicitor)
         self._turn = turn
         params = {"sessionId": self.session_id, "prompt": prompt_blocks(prompt)}
         request = asyncio.create_task(

@@ -39,6 +39,7 @@ __all__ = [
     "Block",
     "ErrorProse",
     "Footer",
+    "FormCard",
     "Formatter",
     "Notices",
     "Part",
@@ -314,6 +315,55 @@ class Footer(Block):
         return {"type": self.kind, "elapsed_s": self.elapsed_s, "context_pct": self.context_pct}
 
 
+@dataclass(frozen=True, slots=True)
+class FormCard(Block):
+    """The agent asks the person (an ACP form, or a link to open): its question (the agent's words,
+    untrusted), the answers given so far, the field being asked now, and once settled its outcome.
+
+    ``choices`` are numbered only where the surface has no buttons (the buttons carry them
+    otherwise); ``hint`` says how to answer; ``url`` is a link the relay never opens itself.
+    """
+
+    kind: ClassVar[str] = "form"
+    message: str
+    answers: tuple[tuple[str, str], ...] = ()
+    question: str = ""
+    choices: tuple[str, ...] = ()
+    hint: str = ""
+    url: str = ""
+    outcome: str = ""
+
+    def lines(self, *, styled: bool = False) -> list[str]:
+        """``❓`` and the question, the link, the answers, the field asked now, its numbered choices, the
+        hint and the outcome, one per line, as plain words (``styled``: the link in a code span, never
+        a link the platform previews, and the field asked now in bold Markdown)."""
+        out = [f"❓ {self.message}" if self.message else "❓"]
+        if self.url:
+            out.append(f"`{self.url}`" if styled else self.url)
+        out += [f"• {title}: {value}" for title, value in self.answers]
+        if self.question:
+            out.append(f"**{self.question}**" if styled else self.question)
+        out += [f"{i}. {choice}" for i, choice in enumerate(self.choices, 1)]
+        out += [line for line in (self.hint, self.outcome) if line]
+        return out
+
+    def markdown(self) -> str:
+        """``lines``, styled, one per line."""
+        return "\n".join(self.lines(styled=True))
+
+    def scrubbed(self, scrub: _Scrub) -> FormCard:
+        """Every word scrubbed (the agent's question, titles, answers)."""
+        return FormCard(scrub(self.message), tuple((scrub(t), scrub(v)) for t, v in self.answers),
+                        scrub(self.question), tuple(scrub(c) for c in self.choices), scrub(self.hint),
+                        scrub(self.url), self.outcome)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"type": "form", "message", "answers", "question", "choices", "hint", "url", "outcome", "text"}``."""
+        return {"type": self.kind, "message": self.message, "answers": [list(a) for a in self.answers],
+                "question": self.question, "choices": list(self.choices), "hint": self.hint, "url": self.url,
+                "outcome": self.outcome, "text": self.markdown()}
+
+
 def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
@@ -339,6 +389,11 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
         return ErrorProse(text, bool(data.get("reset")))
     if kind == Footer.kind:
         return Footer(_float(data.get("elapsed_s")) or 0.0, _float(data.get("context_pct")))
+    if kind == FormCard.kind:
+        return FormCard(str(data.get("message") or ""),
+                        tuple((str(a[0]), str(a[1])) for a in data.get("answers") or () if len(a) == 2),
+                        str(data.get("question") or ""), tuple(str(c) for c in data.get("choices") or ()),
+                        str(data.get("hint") or ""), str(data.get("url") or ""), str(data.get("outcome") or ""))
     return Text(text)
 
 

@@ -7,12 +7,17 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
+from core.acp.exchange import ElicitationRequest
 from core.acp.types import AcpEvent, Notice, PermissionRequest, TextChunk
+from core.engine import twoway_wording as tw
 from core.engine import wording
 from core.engine.approval_prompt import ApprovalPrompts
 from core.engine.delivery import Outbox
 from core.engine.document import Document
+from core.engine.form_prompt import FormPrompts, declined_because, fields_of
+from core.engine.forms import Unrenderable
 from core.engine.indicator import TypingIndicator
 from core.engine.journal import Journal
 from core.engine.messages import QueueItem
@@ -32,10 +37,13 @@ class ChatReplies:
     """Makes each turn's chat reply."""
 
     def __init__(self, outbox: Outbox, journal: Journal, prompts: ApprovalPrompts, *,
-                 sleep: Callable[[float], Awaitable[None]], max_answer_bytes: int | None = None) -> None:
+                 sleep: Callable[[float], Awaitable[None]], max_answer_bytes: int | None = None,
+                 forms: FormPrompts | None = None) -> None:
         self.outbox = outbox
         self.journal = journal
         self.prompts = prompts
+        #: Asks the agent's questions (None: they are declined, the person told why).
+        self.forms = forms
         self.sleep = sleep
         #: An answer is cut past this many bytes; the rest is offered as a file.
         self.max_answer_bytes = max_answer_bytes
@@ -98,6 +106,27 @@ class ChatReply:
             log.warning("could not show an approval request in %s: %s", self.scope.key, exc)
             self.show(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
             return "cancelled"
+
+    async def elicit(self, request: ElicitationRequest) -> dict[str, Any]:
+        """Ask the agent's question (a form, or a link to open) below the answer so far, like an
+        approval; a form a chat cannot show is declined, and the person told why."""
+        forms = self.replies.forms
+        try:
+            if forms is None:
+                raise Unrenderable("This relay shows no forms here.")
+            fields = fields_of(request)
+        except Unrenderable as exc:
+            log.info("declined a form in %s: %s", self.scope.key, exc)
+            self.show(Notice(tw.FORM_NOT_ASKED.format(why=exc), key="form"))
+            return declined_because(str(exc))
+        self.doc.break_here()
+        try:
+            await self.streamer.flush(self.doc.parts())
+            return await forms.ask(self.scope, request, fields, self.streamer)
+        except DeliveryError as exc:
+            log.warning("could not show a form in %s: %s", self.scope.key, exc)
+            self.show(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
+            return {"action": "cancel"}
 
     async def finish(self, outcome: TurnOutcome) -> None:
         """The final state, delivered whatever happened; the message is then answered (unless the

@@ -28,6 +28,8 @@ from core.engine.choices import ModelChoices
 from core.engine.commands import Control
 from core.engine.conversation import Conversation, ConversationDeps
 from core.engine.delivery import Outbox
+from core.engine.form_prompt import FormPrompts
+from core.engine.form_state import Forms
 from core.engine.journal import Journal
 from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
 from core.engine.reply import Replies
@@ -75,11 +77,14 @@ class Engine:
                              sleep=sleep, clock=clock)
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
+        self.forms = Forms()
+        self.form_prompts = FormPrompts(self.forms, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
+                                        closing=lambda: self.state in ("closing", "closed"))
         self.control = Control(config, store, self.outbox, self.choices)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
-                                         max_answer_bytes=config.engine.max_answer_bytes)
+                                         max_answer_bytes=config.engine.max_answer_bytes, forms=self.form_prompts)
         runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.journal, self.approvals,
                                      replies))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
@@ -241,6 +246,8 @@ class Engine:
             self.journal.complete(msg)
             await self.resends.answer(conv.key, again)
             return
+        if await self._answers_form(conv, msg):
+            return
         reply = parse_approval_reply(msg.text)
         if reply is not None:  # an answer to an approval, never a prompt (even when it came too late)
             if self.approvals.resolve_reply(conv.key, reply) is None:
@@ -264,6 +271,18 @@ class Engine:
         finally:
             self.journal.complete(msg)
 
+    async def _answers_form(self, conv: Conversation, msg: InboundMessage) -> bool:
+        """A message (not a command) while the agent waits on a form answers it: taken, or asked again
+        with a sentence saying what fits."""
+        form = self.forms.open_in(conv.key)
+        if form is None or route(msg.text, conv.surface.commands, conv.surface.bot_usernames) is not None:
+            return False
+        self.journal.complete(msg)
+        again = form.reply(msg.text)
+        if again is not None:
+            await self.outbox.reply(conv.surface, msg, again)
+        return True
+
     async def _enqueue(self, conv: Conversation, item: QueueItem, *, replay: bool) -> None:
         if replay:
             item = dataclasses.replace(item, replay=True)
@@ -285,6 +304,9 @@ class Engine:
         pending = self.approvals.resolve_token(press.conversation_key, press.token)
         if pending is not None:
             return PressResult("resolved", wording.approval_outcome_text(pending.future.result()))
+        answered = self.forms.press(press.conversation_key, press.token)
+        if answered is not None:
+            return PressResult("resolved", answered)
         resent = await self.resends.press(press.conversation_key, press.token)
         if resent is not None:
             return resent

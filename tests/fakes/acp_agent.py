@@ -84,6 +84,10 @@ Flags
                        and the tool's title only as toolCall.rawInput.command.
 --locked-modes         session/set_mode answers -32603 "mode is locked" (an agent that cannot be
                        switched back).
+--steering             initialize answers _meta.steering.supported true; _session/steering
+                       {sessionId, prompt} answers {"outcome": "injected"} while a prompt runs (its
+                       text is handed to a waiting `wait_steer`) and {"outcome": "promptRequired"}
+                       when idle. Without the flag _session/steering is -32601.
 
 Prompt scripts
 --------------
@@ -156,6 +160,23 @@ request <method> [<json>]
 kiro_interrupt          stream the chunk "Tool uses were interrupted, waiting for the next user
                         prompt" and NEVER answer the prompt (the session accepts a new prompt).
 stop <reason>           answer {"stopReason": reason} now.
+elicit <json>           elicitation/create {sessionId, mode: "form", message: json.message,
+                        requestedSchema: json.schema}; waits for the answer, then streams
+                        "elicit:<compact json of the result>" and a newline (or "elicit:error:<code>").
+elicit_url <url> <message words>
+                        elicitation/create in URL mode (elicitationId "e1"); streams "elicit:<json>".
+wait_steer              wait (cancellable) until a _session/steering message arrives for this turn,
+                        then stream "steered:<its text>" (needs --steering).
+link <path> [name]      agent_message_chunk with a resource_link to file://<path> (a relative path is
+                        taken inside the session's cwd, so "../x" points outside it).
+embed <name> <words>    agent_message_chunk with an embedded text resource file:///<name>.
+image <path>            agent_message_chunk with an image block: the file's bytes, base64 (mimeType
+                        image/png; the bytes are whatever the file holds).
+diff <id> <json {"path", "oldText", "newText"}>
+                        tool_call {toolCallId: id, kind: edit, status: completed, content: [diff]}
+                        (a relative path is taken inside the session's cwd).
+tool_link <id> <path>   tool_call_update {toolCallId, status: completed, content: [{type: content,
+                        content: resource_link}]}.
 report_images           stream "images:<N>", N = number of image blocks in the prompt.
 
 Every step may name a value from the environment of the agent's PARENT (the relay), read from
@@ -170,6 +191,7 @@ the turn concatenated into one agent entry.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -231,6 +253,14 @@ VERBS = {
     "kiro_interrupt",
     "stop",
     "report_images",
+    "elicit",
+    "elicit_url",
+    "wait_steer",
+    "link",
+    "embed",
+    "image",
+    "diff",
+    "tool_link",
 }
 
 
@@ -260,6 +290,8 @@ class Turn:
         self.cancel = threading.Event()
         self.agent_text: list[str] = []
         self.tools: dict[str, dict] = {}
+        self.steered: list[str] = []
+        self.steer_event = threading.Event()
 
 
 class Session:
@@ -531,6 +563,7 @@ class Agent:
                 "session/set_mode": self.do_set_mode,
                 "session/set_model": self.do_set_model,
                 "session/set_config_option": self.do_set_config_option,
+                "_session/steering": self.do_steering,
             }.get(method)
             if handler is None:
                 raise RpcError(-32601, "Method not found", method)
@@ -568,7 +601,7 @@ class Agent:
             info = {"name": self.args.agent_name, "title": "Fake ACP Agent", "version": "0.1.0"}
         else:
             info = {"name": "fake-acp-agent", "title": "Fake ACP Agent", "version": "0.1.0"}
-        return {
+        result = {
             "protocolVersion": self.args.protocol_version,
             "agentCapabilities": {
                 "loadSession": not self.args.no_load,
@@ -578,6 +611,21 @@ class Agent:
             "agentInfo": info,
             "authMethods": auth_methods,
         }
+        if self.args.steering:
+            result["_meta"] = {"steering": {"supported": True}}
+        return result
+
+    def do_steering(self, params: dict) -> dict:
+        if not self.args.steering:
+            raise RpcError(-32601, "Method not found", "_session/steering")
+        s = self._session(params)
+        turn = s.turn
+        if turn is None:
+            return {"outcome": "promptRequired"}
+        blocks = params.get("prompt") if isinstance(params.get("prompt"), list) else []
+        turn.steered.append("\n".join(b.get("text", "") for b in blocks if isinstance(b, dict)))
+        turn.steer_event.set()
+        return {"outcome": "injected"}
 
     def do_authenticate(self, params: dict) -> dict:
         if not self.args.auth_env or params.get("methodId") != "var-auth":
@@ -901,9 +949,62 @@ class Agent:
             return {"result": {"stopReason": rest.strip()}}
         elif verb == "report_images":
             self.chunk(turn, f"images:{images}")
+        elif verb in ("elicit", "elicit_url"):
+            if verb == "elicit":
+                spec = json.loads(rest)
+                params = {"sessionId": sid, "mode": "form", "message": spec.get("message", ""),
+                          "requestedSchema": spec.get("schema", {})}
+            else:
+                url, _, words = rest.partition(" ")
+                params = {"sessionId": sid, "mode": "url", "elicitationId": "e1", "url": url, "message": words}
+            msg = self.call_client("elicitation/create", params, turn)
+            if "error" in msg:
+                err = msg["error"]
+                self.chunk(turn, f"elicit:error:{err.get('code') if isinstance(err, dict) else err}")
+            else:
+                answer = json.dumps(msg.get("result"), separators=(",", ":"), sort_keys=True)
+                self.chunk(turn, f"elicit:{answer}\n")
+        elif verb == "wait_steer":
+            while not turn.steered:
+                if turn.cancel.wait(0.01):
+                    raise Cancelled()
+            self.chunk(turn, "steered:" + turn.steered.pop(0))
+        elif verb in ("link", "embed", "image"):
+            self.chunk_block(turn, self.file_block(turn, verb, rest))
+        elif verb == "diff":
+            tid, _, payload = rest.partition(" ")
+            d = json.loads(payload)
+            d["path"] = self.in_cwd(turn, d["path"])
+            self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": tid, "title": f"Edit {d['path']}",
+                              "kind": "edit", "status": "completed", "content": [{"type": "diff", **d}]})
+        elif verb == "tool_link":
+            tid, _, path = rest.partition(" ")
+            block = self.file_block(turn, "link", path)
+            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "completed",
+                              "content": [{"type": "content", "content": block}]})
         else:
             raise ValueError(f"unknown verb {verb!r}")
         return None
+
+    @staticmethod
+    def in_cwd(turn: Turn, path: str) -> str:
+        return path if os.path.isabs(path) else os.path.join(turn.session.cwd or os.getcwd(), path)
+
+    def file_block(self, turn: Turn, verb: str, rest: str) -> dict:
+        if verb == "embed":
+            name, _, words = rest.partition(" ")
+            return {"type": "resource", "resource": {"uri": f"file:///{name}", "mimeType": "text/plain",
+                                                     "text": words}}
+        path, _, name = rest.partition(" ")
+        full = self.in_cwd(turn, path)
+        if verb == "image":
+            with open(full, "rb") as f:
+                data = base64.b64encode(f.read()).decode()
+            return {"type": "image", "mimeType": "image/png", "data": data, "uri": "file://" + full}
+        return {"type": "resource_link", "uri": "file://" + full, "name": name or os.path.basename(full)}
+
+    def chunk_block(self, turn: Turn, block: dict) -> None:
+        self.update(turn.session.id, {"sessionUpdate": "agent_message_chunk", "content": block})
 
     def thread_status(self, sid: str, kind: str) -> None:
         meta = {"codex": {"threadStatus": {"type": kind}}}
@@ -991,6 +1092,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--load-replay", type=int, default=0, metavar="N")
     p.add_argument("--copilot", action="store_true")
     p.add_argument("--locked-modes", action="store_true")
+    p.add_argument("--steering", action="store_true")
     return p.parse_args(argv)
 
 
