@@ -321,7 +321,8 @@ class FormCard(Block):
     untrusted), the answers given so far, the field being asked now, and once settled its outcome.
 
     ``choices`` are numbered only where the surface has no buttons (the buttons carry them
-    otherwise); ``hint`` says how to answer; ``url`` is a link the relay never opens itself.
+    otherwise); ``hint`` says how to answer; ``url`` is a link the relay never opens itself;
+    ``reply_wanted``: the field asked now is answered by writing (a surface may open the reply box).
     """
 
     kind: ClassVar[str] = "form"
@@ -332,6 +333,7 @@ class FormCard(Block):
     hint: str = ""
     url: str = ""
     outcome: str = ""
+    reply_wanted: bool = False
 
     def lines(self, *, styled: bool = False) -> list[str]:
         """``❓`` and the question, the link, the answers, the field asked now, its numbered choices, the
@@ -355,13 +357,13 @@ class FormCard(Block):
         """Every word scrubbed (the agent's question, titles, answers)."""
         return FormCard(scrub(self.message), tuple((scrub(t), scrub(v)) for t, v in self.answers),
                         scrub(self.question), tuple(scrub(c) for c in self.choices), scrub(self.hint),
-                        scrub(self.url), self.outcome)
+                        scrub(self.url), self.outcome, self.reply_wanted)
 
     def to_json(self) -> dict[str, Any]:
         """``{"type": "form", "message", "answers", "question", "choices", "hint", "url", "outcome", "text"}``."""
         return {"type": self.kind, "message": self.message, "answers": [list(a) for a in self.answers],
                 "question": self.question, "choices": list(self.choices), "hint": self.hint, "url": self.url,
-                "outcome": self.outcome, "text": self.markdown()}
+                "outcome": self.outcome, "reply_wanted": self.reply_wanted, "text": self.markdown()}
 
 
 def _float(value: Any) -> float | None:
@@ -393,7 +395,8 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
         return FormCard(str(data.get("message") or ""),
                         tuple((str(a[0]), str(a[1])) for a in data.get("answers") or () if len(a) == 2),
                         str(data.get("question") or ""), tuple(str(c) for c in data.get("choices") or ()),
-                        str(data.get("hint") or ""), str(data.get("url") or ""), str(data.get("outcome") or ""))
+                        str(data.get("hint") or ""), str(data.get("url") or ""), str(data.get("outcome") or ""),
+                        bool(data.get("reply_wanted")))
     return Text(text)
 
 

@@ -105,7 +105,7 @@ class OpenForm:
             hint = say.form_numbered_hint(f.kind, len(choices), not f.required)
         else:
             hint = "" if buttoned else say.FORM_ANSWER_BY_REPLY
-        return FormCard(message, answers, question, choices, hint)
+        return FormCard(message, answers, question, choices, hint, reply_wanted=not buttoned)
 
     # -- the person's answers ------------------------------------------------------------------
 

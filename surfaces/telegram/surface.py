@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from telegram import (
     Bot,
+    ForceReply,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     InputFile,
@@ -131,6 +132,7 @@ class TelegramSurface(SurfaceDefaults):
                     ref.chat_id, body, entities=entities or None, message_thread_id=ref.topic_id,
                     reply_parameters=_reply(reply_to), reply_markup=_keyboard(buttons),
                     link_preview_options=_NO_PREVIEW)
+            await self._open_reply_box(conversation_key, message)
         except AnswerUnreadable as exc:
             found = answer.message_id()  # PTB could not read the message; its id may still be there
             if found is None:
@@ -141,6 +143,17 @@ class TelegramSurface(SurfaceDefaults):
                          "in its answer is used", exc.__cause__.__class__.__name__)
             return str(found)
         return str(sent.message_id)
+
+    async def _open_reply_box(self, conversation_key: str, message: Rendered) -> None:
+        """A form's question answered by writing: a short message that opens the reply box
+        (``force_reply``; a message cannot have both it and the card's inline buttons)."""
+        asks = rendered_as(message, TelegramMessage).asks
+        if not asks:
+            return
+        ref = keys.parse_key(conversation_key)
+        with delivery_errors("sendMessage"):
+            await self.bot.send_message(ref.chat_id, f"✍️ {asks}", message_thread_id=ref.topic_id,
+                                        reply_markup=ForceReply(selective=True, input_field_placeholder=asks[:64]))
 
     async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
                         fallback: Rendered, reply_to: str | None = None) -> str:
@@ -164,6 +177,7 @@ class TelegramSurface(SurfaceDefaults):
             await self.bot.edit_message_text(
                 body, chat_id=ref.chat_id, message_id=_message_id(message_id), entities=entities or None,
                 reply_markup=_keyboard(buttons), link_preview_options=_NO_PREVIEW)
+        await self._open_reply_box(conversation_key, message)
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """``deleteMessage`` (a reply that got shorter)."""

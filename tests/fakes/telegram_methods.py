@@ -108,7 +108,9 @@ class MessageMethods:
         if entities:
             msg["entities"] = entities
         markup = self._check_markup(params)
-        if markup:
+        if markup and markup.get("force_reply"):
+            msg["_force_reply"] = markup  # Telegram opens the reply box; only inline keyboards come back
+        elif markup:
             msg["reply_markup"] = markup
         topic = self._thread(chat, params)
         if topic is not None:
