@@ -322,7 +322,9 @@ class FormCard(Block):
 
     ``choices`` are numbered only where the surface has no buttons (the buttons carry them
     otherwise); ``hint`` says how to answer; ``url`` is a link the relay never opens itself;
-    ``reply_wanted``: the field asked now is answered by writing (a surface may open the reply box).
+    ``reply_wanted``: the field asked now is answered by writing (a surface may open the reply box);
+    ``settled``: how it ended, once it has (``accept``, ``decline``, ``cancel``, ``timed_out``,
+    ``stopped``), for a surface that draws the outcome its own way (``outcome_words``).
     """
 
     kind: ClassVar[str] = "form"
@@ -334,6 +336,11 @@ class FormCard(Block):
     url: str = ""
     outcome: str = ""
     reply_wanted: bool = False
+    settled: str = ""
+
+    def outcome_words(self) -> str:
+        """The outcome line without its glyph."""
+        return self.outcome.split(" ", 1)[-1] if self.outcome else ""
 
     def lines(self, *, styled: bool = False) -> list[str]:
         """``❓`` and the question, the link, the answers, the field asked now, its numbered choices, the
@@ -357,13 +364,14 @@ class FormCard(Block):
         """Every word scrubbed (the agent's question, titles, answers)."""
         return FormCard(scrub(self.message), tuple((scrub(t), scrub(v)) for t, v in self.answers),
                         scrub(self.question), tuple(scrub(c) for c in self.choices), scrub(self.hint),
-                        scrub(self.url), self.outcome, self.reply_wanted)
+                        scrub(self.url), self.outcome, self.reply_wanted, self.settled)
 
     def to_json(self) -> dict[str, Any]:
         """``{"type": "form", "message", "answers", "question", "choices", "hint", "url", "outcome", "text"}``."""
         return {"type": self.kind, "message": self.message, "answers": [list(a) for a in self.answers],
                 "question": self.question, "choices": list(self.choices), "hint": self.hint, "url": self.url,
-                "outcome": self.outcome, "reply_wanted": self.reply_wanted, "text": self.markdown()}
+                "outcome": self.outcome, "reply_wanted": self.reply_wanted, "settled": self.settled,
+                "text": self.markdown()}
 
 
 def _float(value: Any) -> float | None:
@@ -396,7 +404,7 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
                         tuple((str(a[0]), str(a[1])) for a in data.get("answers") or () if len(a) == 2),
                         str(data.get("question") or ""), tuple(str(c) for c in data.get("choices") or ()),
                         str(data.get("hint") or ""), str(data.get("url") or ""), str(data.get("outcome") or ""),
-                        bool(data.get("reply_wanted")))
+                        bool(data.get("reply_wanted")), str(data.get("settled") or ""))
     return Text(text)
 
 

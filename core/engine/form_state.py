@@ -89,7 +89,7 @@ class OpenForm:
         answers = tuple((by_name[n].title, shown(by_name[n], v)) for n, v in self.answers.items())
         message, url = self.request.message, self.request.url
         if outcome:
-            return FormCard(message, answers, url=url, outcome=say.form_outcome(outcome))
+            return FormCard(message, answers, url=url, outcome=say.form_outcome(outcome), settled=outcome)
         f = self.current
         if f is None:  # a link to open
             hint = say.URL_HINT if self.can_buttons else f"{say.URL_HINT} {say.URL_NUMBERED_HINT}"

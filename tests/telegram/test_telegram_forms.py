@@ -47,7 +47,7 @@ async def test_a_form_asked_with_buttons_and_the_reply_box(api: FakeBotApi, tg: 
     api.say(USER, f"text before\nelicit {json.dumps(FORM)}\ntext after")
     first = await shown(api, "Strategy")
     assert [label for label, _ in keyboard(first)] == ["safe", "bold", "Decline", "Cancel"]
-    stale = [d for lbl, d in keyboard(first) if lbl == "safe"][0]
+    stale = next(d for lbl, d in keyboard(first) if lbl == "safe")
     stranger = tap(api, first, "bold", user=555)
     await until(lambda: stranger in api.answered)
     assert "555" in str(api.answered[stranger])
