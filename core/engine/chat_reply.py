@@ -22,8 +22,10 @@ from core.engine.indicator import TypingIndicator
 from core.engine.journal import Journal
 from core.engine.messages import QueueItem
 from core.engine.reply import RetryEnded, Retrying, TurnOutcome, TurnScope
+from core.engine.shared_files import Outgoing
 from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError
+from core.engine.turn_files import INLINE_DIFF_CHARS, TurnFiles
 from core.errors import AcpTimeoutError
 
 __all__ = ["ChatReplies", "ChatReply"]
@@ -71,6 +73,7 @@ class ChatReply:
                  typing: TypingIndicator) -> None:
         self.replies, self.scope, self.item = replies, scope, item
         self.doc, self.streamer, self.typing = doc, streamer, typing
+        self.files = TurnFiles()  # what the agent shared and edited, sent after the answer
 
     def show(self, event: AcpEvent) -> None:
         """Fold ``event`` into the document; the streamer renders it when it next flushes."""
@@ -82,6 +85,7 @@ class ChatReply:
                 said = wording.RETRY_SUCCEEDED if event.succeeded else wording.retry_gave_up(event.attempts)
                 doc.apply(Notice(said, key=_RETRY_KEY))
         else:
+            self.files.take(event)
             if isinstance(event, TextChunk) and event.text.strip() and self.streamer.rollover_due(doc.part_count):
                 doc.break_here()  # the message being written is too old to keep editing: go on below
             doc.apply(event)
@@ -106,6 +110,19 @@ class ChatReply:
             log.warning("could not show an approval request in %s: %s", self.scope.key, exc)
             self.show(Notice(wording.APPROVAL_NOT_SHOWN, key="approval"))
             return "cancelled"
+
+    def _files_in_answer(self) -> tuple[list[Outgoing], str]:
+        """The files that may be sent (those that may not are said in the answer) and the turn's diff
+        (shown in the answer when it is short)."""
+        session = self.scope.binding.session
+        folder = session.runtime.cwd if session is not None else ""
+        sent, refused = self.files.checked(folder, self.streamer.capabilities.max_file_bytes)
+        for i, not_sent in enumerate(refused):
+            self.doc.apply(Notice(not_sent.sentence, key=f"file-{i}"))
+        diff = self.files.diff(folder)
+        if diff and len(diff) <= INLINE_DIFF_CHARS:
+            self.doc.apply(TextChunk(f"\n\n```diff\n{diff}```\n"))
+        return sent, diff
 
     async def elicit(self, request: ElicitationRequest) -> dict[str, Any]:
         """Ask the agent's question (a form, or a link to open) below the answer so far, like an
@@ -142,9 +159,11 @@ class ChatReply:
                 if not doc.text:
                     doc.apply(TextChunk(failure.partial_output))
                 doc.set_partial_note()  # what streamed stays, marked as incomplete
+        sent, diff = ([], "") if outcome.interrupted else self._files_in_answer()
         doc.finish(outcome.elapsed_s, outcome.context_pct)
         await self.typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
         await replies.outbox.deliver(self.streamer, doc.parts())
+        await self.files.send(self.streamer, sent, diff)
         if not outcome.interrupted:  # answered the moment it is shown; a crash now repeats nothing
             replies.journal.complete(msg)
         if doc.overflow:
