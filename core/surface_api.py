@@ -19,8 +19,8 @@ through it. What is here:
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
-  ``plain_text``, ``close_open_fence``, ``error_prose``, and the core's marks and sentences a surface
-  still shows or recognises (``FOOTER_GLYPH``, ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
+  ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
+  and the core's marks and sentences a surface still shows or recognises (``FOOTER_GLYPH``, ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from core.engine.listening import Listener
 from core.engine.messages import Attachment, Button, ButtonPress, ConversationStatus, InboundMessage, PressResult
 from core.engine.receiving import Receiver, ReconnectLater
 from core.engine.router import route
+from core.engine.shared_files import image_kind
 from core.engine.splitter import close_open_fence, code_lines, plain_text
 from core.engine.surface import (
     AnswerUnreadable,
@@ -148,6 +149,7 @@ __all__ = [
     "code_lines",
     "describe",
     "error_prose",
+    "image_kind",
     "markdown_of",
     "measure",
     "plain_text",

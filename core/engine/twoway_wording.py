@@ -118,7 +118,7 @@ def file_not_sent(name: str, why: str) -> str:
         "unreadable": "it could not be read",
         "no_files": "files cannot be sent here",
     }
-    return f"📎 {name} was not sent: {reasons.get(why, why)}."
+    return f"{name} was not sent: {reasons.get(why, why)}."
 
 
 def _size(size: int) -> str:

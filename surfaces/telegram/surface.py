@@ -37,6 +37,7 @@ from core.surface_api import (
     MessageTooLong,
     Rendered,
     SurfaceDefaults,
+    image_kind,
     rendered_as,
 )
 from surfaces.telegram import keys
@@ -49,6 +50,7 @@ __all__ = ["TelegramSurface"]
 log = logging.getLogger("acp_relay.telegram")
 
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)  # an agent's links are references, not headlines
+_PHOTO_BYTES = 10 * 1024 * 1024  # sendPhoto's limit; a larger image goes as a document
 _STYLES = {"primary": KeyboardButtonStyle.PRIMARY, "danger": KeyboardButtonStyle.DANGER}
 
 
@@ -157,10 +159,18 @@ class TelegramSurface(SurfaceDefaults):
 
     async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
                         fallback: Rendered, reply_to: str | None = None) -> str:
-        """``sendDocument`` with the caption (the rest of an answer too long to show)."""
+        """``sendPhoto`` for a PNG or JPEG of at most 10 MB (the bytes say so, not the name), else
+        ``sendDocument``, with the caption."""
         ref = keys.parse_key(conversation_key)
         shown = rendered_as(caption, TelegramMessage)
         body, entities = shown.text, list(shown.entities)
+        if image_kind(data) in ("png", "jpeg") and len(data) <= _PHOTO_BYTES:
+            with delivery_errors("sendPhoto"):
+                sent = await self.bot.send_photo(
+                    ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],
+                    caption_entities=entities or None, message_thread_id=ref.topic_id,
+                    reply_parameters=_reply(reply_to))
+            return str(sent.message_id)
         with delivery_errors("sendDocument"):
             sent = await self.bot.send_document(
                 ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],

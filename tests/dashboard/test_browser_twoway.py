@@ -102,3 +102,17 @@ async def test_a_link_to_open_is_text_with_done(browser: Any, relay: DemoRelay, 
     await tab.answer("after")
     await card.locator(".form-outcome", has_text="Answered").wait_for()
     assert tab.errors == []
+
+
+async def test_the_agents_files_are_download_links(browser: Any, relay: DemoRelay, tmp_path: Path) -> None:
+    (tmp_path / "work" / "notes.md").write_text("# Notes\n")
+    tab = await open_tab(browser, relay, tmp_path)
+    await tab.send("text here you go\nlink notes.md\nlink ../relay.db")
+    link = tab.page.locator("#messages a", has_text="notes.md")
+    await link.wait_for()
+    href = await link.evaluate("a => a.href")  # absolute, as the browser resolves it
+    response = await tab.page.request.get(href)
+    assert response.ok and await response.body() == b"# Notes\n"
+    await tab.page.locator("#messages", has_text="relay.db was not sent").wait_for()
+    await tab.shot("06-files")
+    assert tab.errors == []
