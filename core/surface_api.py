@@ -20,7 +20,8 @@ through it. What is here:
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
-  and the core's marks and sentences a surface still shows or recognises (``FOOTER_GLYPH``, ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
+  and the core's marks and sentences a surface still shows or recognises (``FOOTER_GLYPH``,
+  ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
 """
 
 from __future__ import annotations
