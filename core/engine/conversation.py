@@ -87,6 +87,15 @@ class Conversation:
             self.worker = self.deps.tasks.spawn(self._work(), name=f"conversation-{self.key}")
         return position
 
+    def drop_queue(self) -> int:
+        """Empty the queue (a stop): the dropped messages are answered never, also not after a restart;
+        returns how many there were."""
+        dropped = list(self.queue)
+        self.queue.clear()
+        for item in dropped:
+            self.deps.journal.complete(item.message)
+        return len(dropped)
+
     async def _work(self) -> None:
         while self.queue:
             item = self.queue.popleft()

@@ -19,6 +19,7 @@ from typing import Literal
 
 from core.acp.pool import RuntimePool
 from core.config import RelayConfig, secret_values
+from core.engine import twoway_wording as tw
 from core.engine import wording
 from core.engine.access import AccessControl
 from core.engine.approval_prompt import ApprovalPrompts
@@ -35,6 +36,7 @@ from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, parse_approval_reply, route
+from core.engine.steering import Steering
 from core.engine.surface import Surface
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnDeps, TurnRunner
@@ -81,6 +83,7 @@ class Engine:
         self.form_prompts = FormPrompts(self.forms, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                         closing=lambda: self.state in ("closing", "closed"))
         self.control = Control(config, store, self.outbox, self.choices)
+        self.steering = Steering(self.outbox, self.journal)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
@@ -266,6 +269,9 @@ class Engine:
         if command is None:
             await self._enqueue(conv, QueueItem(msg), replay=replay)
             return
+        if command.action == "steer":
+            await self._steer(conv, dataclasses.replace(msg, text=command.argument), replay=replay)
+            return
         try:
             await self.control.run(conv, command, msg)
         finally:
@@ -292,8 +298,27 @@ class Engine:
             await self.outbox.reply(conv.surface, item.message, wording.queue_full_text(limit))
             return
         position = conv.enqueue(item)
-        if position > 0 and not replay:
-            await self.outbox.reply(conv.surface, item.message, wording.queued_text(position))
+        if position > 0 and not replay:  # its receipt: add it to the running turn, send it now, or drop it
+            receipt, buttons = self.steering.buttons(conv, item)
+            shown = await self.outbox.reply(conv.surface, item.message, wording.queued_text(position), buttons=buttons)
+            if receipt is not None:
+                receipt.message_id = shown or ""
+
+    async def _steer(self, conv: Conversation, msg: InboundMessage, *, replay: bool) -> None:
+        """``/steer text``: the words join the running turn where the agent can take them; else they
+        wait in line (or start a turn, when none runs)."""
+        if not msg.text.strip():
+            self.journal.complete(msg)
+            await self.outbox.reply(conv.surface, msg, tw.STEER_EMPTY)
+            return
+        if self.steering.can_steer(conv):
+            if await self.steering.steer(conv, msg):
+                await self.outbox.reply(conv.surface, msg, tw.steered_text(msg.text))
+                return
+            await self.outbox.reply(conv.surface, msg, tw.STEER_FAILED)
+        elif conv.busy:
+            await self.outbox.reply(conv.surface, msg, tw.STEER_UNSUPPORTED)
+        await self._enqueue(conv, QueueItem(msg), replay=replay)
 
     async def handle_button(self, press: ButtonPress) -> PressResult:
         """Resolve a button by its one-time token; a stale or foreign tap changes nothing."""
@@ -307,6 +332,9 @@ class Engine:
         answered = self.forms.press(press.conversation_key, press.token)
         if answered is not None:
             return PressResult("resolved", answered)
+        steered = await self.steering.press(self.conversations.get(press.conversation_key), press.token)
+        if steered is not None:
+            return steered
         resent = await self.resends.press(press.conversation_key, press.token)
         if resent is not None:
             return resent

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 __all__ = ["ACTIONS", "IGNORED", "Command", "parse_approval_reply", "route"]
 
 #: The actions the core knows. Only "compact" has a spelling every surface shares (``/compact``).
-ACTIONS = ("reset", "compact", "stop", "status", "model", "help")
+ACTIONS = ("reset", "compact", "stop", "status", "model", "help", "steer")
 
 _APPROVAL_REPLY = re.compile(r"^\s*(?:(approve)\s*([12])|(deny))\s*$", re.I)
 

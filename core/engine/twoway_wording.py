@@ -15,8 +15,8 @@ __all__ = [
     "REMOVE_LABEL",
     "SEND_NOW_LABEL",
     "SKIP_LABEL",
+    "STEER_EMPTY",
     "STEER_FAILED",
-    "STEER_IDLE",
     "STEER_UNSUPPORTED",
     "URL_HINT",
     "URL_NUMBERED_HINT",
@@ -51,7 +51,7 @@ SEND_NOW_LABEL = "Send now"
 REMOVE_LABEL = "Cancel"
 STEER_UNSUPPORTED = ("This agent cannot take a message in the middle of a turn, so it waits in line "
                      "and will be answered when the current one is done.")
-STEER_IDLE = "Nothing is running, so this message starts a new turn."
+STEER_EMPTY = "Write the words to add to the running turn after the command."
 STEER_FAILED = "The agent did not take the message into its running turn, so it waits in line."
 
 

@@ -150,7 +150,8 @@ FOOTER_GLYPH = "⏱"
 _ACTIONS: tuple[tuple[str, str], ...] = (
     ("reset", "start a new conversation (the agent forgets this one)"),
     ("compact", "shrink the conversation so it fits the model's context"),
-    ("stop", "stop the answer that is running"),
+    ("stop", "stop the answer that is running (and drop the messages waiting in line)"),
+    ("steer", "add words to the answer that is running (where the agent can take them)"),
     ("status", "show agent, model, folder, session, context and queue"),
     ("model", "list the models, or switch to one"),
     ("help", "show this list"),

@@ -59,7 +59,7 @@ CAPABILITIES = Capabilities(
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "/new": "reset", "!new": "reset", "/compact": "compact", "!compact": "compact", "/stop": "stop",
     "!stop": "stop", "/status": "status", "!status": "status", "/model": "model", "!model": "model",
-    "/help": "help", "!help": "help",
+    "/help": "help", "!help": "help", "!steer": "steer",
 })
 
 

@@ -57,7 +57,7 @@ MAX_MESSAGE_LENGTH = 12_000
 #: also the slash command.
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "!new": "reset", "!compact": "compact", "/compact": "compact", "!stop": "stop", "!status": "status",
-    "!model": "model", "!help": "help",
+    "!model": "model", "!help": "help", "!steer": "steer",
 })
 _NOT_A_MEMBER = "user_not_in_channel"
 

@@ -28,7 +28,7 @@ __all__ = [
 #: it shows the commands (as in the architecture's table), so a first tap never resets anything.
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "/new": "reset", "/compact": "compact", "/stop": "stop", "/status": "status", "/model": "model",
-    "/help": "help", "/start": "help",
+    "/help": "help", "/start": "help", "/steer": "steer",
 })
 
 #: The command menu registered with ``setMyCommands`` (command, description), in menu order.
@@ -36,6 +36,7 @@ COMMAND_MENU: tuple[tuple[str, str], ...] = (
     ("new", "Start a new conversation"),
     ("compact", "Shrink the conversation to fit the context"),
     ("stop", "Stop the answer that is running"),
+    ("steer", "Add words to the answer that is running"),
     ("status", "Agent, model, folder, session and queue"),
     ("model", "List the models, or /model <name> to switch"),
     ("help", "Show the commands"),
