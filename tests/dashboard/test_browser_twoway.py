@@ -116,3 +116,19 @@ async def test_the_agents_files_are_download_links(browser: Any, relay: DemoRela
     await tab.page.locator("#messages", has_text="relay.db was not sent").wait_for()
     await tab.shot("06-files")
     assert tab.errors == []
+
+
+async def test_a_queued_message_offers_to_join_the_running_turn(browser: Any, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay, tmp_path)
+    await tab.send("text working\nwait_steer\ntext done")
+    await tab.page.locator("#messages .msg-agent", has_text="working").wait_for()
+    await tab.send("use tabs, not spaces")
+    receipt = tab.page.locator("#messages article", has_text="Queued (position 1)")
+    await receipt.locator("button.approval", has_text="Add to the running turn").wait_for()
+    assert await receipt.locator("button.approval").all_inner_texts() == ["Add to the running turn", "Cancel"]
+    await tab.shot("07-receipt")
+    await receipt.locator("button.approval", has_text="Add to the running turn").click()
+    await tab.answer("steered:use tabs, not spaces")
+    await tab.page.locator("#messages article", has_text="Added to the running turn: use tabs, not spaces").wait_for()
+    await tab.shot("08-steered")
+    assert tab.errors == []

@@ -52,3 +52,19 @@ async def test_a_form_in_a_thread_with_toggles_and_a_written_answer(relay: Relay
     stale = await pressed(r, thread.id, ALICE, first, "Cancel")
     assert stale["content"] == "This button has expired, so the tap changed nothing."
     assert len(r.prompts()) == 1, "the written answer was not a prompt"
+
+
+async def test_steer_and_a_stop_that_drops_the_queue(relay: RelayFactory) -> None:
+    r = await relay("--steering")
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "text working\nwait_steer\nhang")
+    await until(lambda: any("working" in t for t in r.bot_texts(dm)), "the turn runs")
+    await r.fake.say(dm, ALICE, "!steer mind the tests")
+    await until(lambda: any("steered:mind the tests" in t for t in r.bot_texts(dm)), "the agent took it")
+    assert "↪️ Added to the running turn: mind the tests" in r.bot_texts(dm)
+    await r.fake.say(dm, ALICE, "text queued one")
+    await until(lambda: any(t.startswith("Queued") for t in r.bot_texts(dm)), "the receipt")
+    await r.fake.say(dm, ALICE, "!stop")
+    await until(lambda: "Also dropped 1 queued message." in r.bot_texts(dm), "the stop said what it dropped")
+    await r.settled()
+    assert len(r.prompts()) == 1

@@ -50,3 +50,20 @@ async def test_a_form_in_the_thread_with_buttons_and_a_thread_reply(slack: Slack
     await until(lambda: len(relay.fake.ephemerals(USER)) >= 1)
     assert relay.fake.ephemerals(USER)[-1].shown == wording.PRESS_EXPIRED
     assert len(relay.prompts()) == 1, "no answer became a prompt"
+
+
+async def test_send_now_stops_the_turn_of_an_agent_without_steering(slack: SlackFactory) -> None:
+    relay = await slack()
+    asked = await relay.mention("text working\nhang")
+    await until(lambda: any("working" in t for t in relay.bot_texts(asked.ts)))
+    await relay.reply(asked.ts, "text answered next")
+    await until(lambda: any(m.buttons and m.shown.startswith("Queued") for m in
+                            relay.fake.bot_messages(CHANNEL, asked.ts)))
+    [receipt] = [m for m in relay.fake.bot_messages(CHANNEL, asked.ts) if m.buttons]
+    assert [b["text"]["text"] for b in receipt.buttons] == ["Send now", "Cancel"]
+    await relay.press(receipt, "Send now", trigger_id="t-now")
+    await until(lambda: any("answered next" in t for t in relay.bot_texts(asked.ts)))
+    await relay.settled(asked.ts)
+    assert "Stopped." in "\n".join(relay.bot_texts(asked.ts))
+    assert relay.prompts()[-1] == "text answered next"
+    await until(lambda: "Sent next" in relay.fake.find(CHANNEL, receipt.ts).shown)

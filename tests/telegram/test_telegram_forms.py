@@ -92,3 +92,24 @@ async def test_a_link_is_shown_with_done_and_decline_reaches_the_agent(api: Fake
     await r.settled()
     assert answer(r.texts(USER)) == {"action": "decline"}
     await until(lambda: "Declined" in api.messages[(USER, link["message_id"])]["text"])
+
+
+async def test_a_queued_message_is_steered_into_the_running_turn(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg("--steering")
+    api.private(USER)
+    api.say(USER, "text working\nwait_steer\ntext done")
+    await until(lambda: "session/prompt" in r.methods(), "the turn runs at the agent")  # (a draft, in private)
+    api.say(USER, "use tabs")
+    await until(lambda: any(m["text"].startswith("Queued") and keyboard(m) for m in api.bot_messages(USER)),
+                "the receipt")
+    receipt = next(m for m in api.bot_messages(USER) if m["text"].startswith("Queued"))
+    assert [label for label, _ in keyboard(receipt)] == ["Add to the running turn", "Cancel"]
+    stranger = tap(api, receipt, "Add to the running turn", user=555)
+    await until(lambda: stranger in api.answered)
+    assert "555" in str(api.answered[stranger])
+    tap(api, receipt, "Add to the running turn")
+    await until(lambda: any("steered:use tabs" in t for t in r.texts(USER)), "the agent took it")
+    await r.settled()
+    shown = api.messages[(USER, receipt["message_id"])]
+    assert shown["text"] == "↪️ Added to the running turn: use tabs" and not keyboard(shown)
+    assert len(r.prompts()) == 1
