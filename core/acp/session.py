@@ -8,12 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from core.acp._dispatch import (
-    KIRO_INTERRUPTED,
-    event_from_extension,
-    event_from_update,
-    refusal_from_error,
-)
+from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update, refusal_from_error
 from core.acp.bypass_flags import program_of
 from core.acp.client import (
     AcpError,
@@ -24,7 +19,7 @@ from core.acp.client import (
     AcpToolGateUnroutable,
 )
 from core.acp.connection import JsonRpcConnection, Reply
-from core.acp.elicit import CANCEL, Elicitor, ask_person
+from core.acp.elicit import CANCEL, Elicitor, ask_person, asked_about
 from core.acp.exchange import ElicitationRequest
 from core.acp.gate_modes import (
     UNASKED_GRACE_S,
@@ -62,6 +57,7 @@ from core.failures import classify
 __all__ = ["AcpSession", "EventSink", "SessionRuntime", "prompt_blocks"]
 
 log = logging.getLogger("acp_relay.acp.session")
+
 
 class SessionRuntime(Protocol):
     """What a session uses of the runtime that serves it (``core.acp.runtime.AcpRuntime``), so the
@@ -326,6 +322,9 @@ class AcpSession(SessionOffers):
         if turn is None or turn.cancel_requested:
             return dict(CANCEL)
         request = ElicitationRequest.of(params)
+        if (call_id := asked_about(params, turn.tools)) and (waiting := turn.unasked.pop(call_id, None)):
+            waiting.cancel()  # the form is that call's question (claude's AskUserQuestion): it was asked
+        self._asked.update({call_id} if call_id else ())
         task = asyncio.create_task(ask_person(request, turn.elicitor, timeout_s=turn.approval_timeout_s),
                                    name="acp-elicitation")
         turn.permission_tasks.add(task)  # a stop or the agent's death cancels it with the approvals

@@ -204,3 +204,26 @@ async def test_a_stop_while_a_form_waits_cancels_it(relay: RelayFactory) -> None
     await until(lambda: "turn was stopped" in cards(r)[-1].text, what="the card says it was stopped")
     assert (await r.press(stale)).outcome == "expired"
 
+
+
+ASK = {"message": "Which?", "toolCallId": "q1", "schema": {
+    "type": "object", "properties": {"pick": {"type": "string", "enum": ["a", "b"]}}, "required": ["pick"]}}
+
+
+async def test_a_call_whose_question_the_form_is_counts_as_asked(relay: RelayFactory) -> None:
+    # claude-agent-acp 0.101's AskUserQuestion: the call runs, its question is the form, no permission request
+    r = await relay()
+    msg = await r.send(f"tool q1 other Ask the person\ntool_update q1 in_progress\nelicit {json.dumps(ASK)}\n"
+                       "tool_update q1 completed\ntext after")
+    await r.press(button(await card(r, "pick"), "a"))
+    await r.idle()
+    assert "without asking" not in r.answer(msg) and "after" in r.answer(msg)
+
+
+async def test_a_form_tied_to_a_command_does_not_let_it_run_unasked(relay: RelayFactory) -> None:
+    r = await relay()
+    msg = await r.send(f"tool q1 execute rm -rf build\nelicit {json.dumps(ASK)}\ntool_update q1 completed\n"
+                       "text after")
+    await r.press(button(await card(r, "pick"), "a"))
+    await r.idle()
+    assert "ran a tool without asking first (rm -rf build, execute)" in r.answer(msg)

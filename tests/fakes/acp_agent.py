@@ -161,7 +161,7 @@ kiro_interrupt          stream the chunk "Tool uses were interrupted, waiting fo
                         prompt" and NEVER answer the prompt (the session accepts a new prompt).
 stop <reason>           answer {"stopReason": reason} now.
 elicit <json>           elicitation/create {sessionId, mode: "form", message: json.message,
-                        requestedSchema: json.schema}; waits for the answer, then streams
+                        requestedSchema: json.schema[, toolCallId: json.toolCallId]}; waits for the answer, then streams
                         "elicit:<compact json of the result>" and a newline (or "elicit:error:<code>").
 elicit_url <url> <message words>
                         elicitation/create in URL mode (elicitationId "e1"); streams "elicit:<json>".
@@ -954,6 +954,8 @@ class Agent:
                 spec = json.loads(rest)
                 params = {"sessionId": sid, "mode": "form", "message": spec.get("message", ""),
                           "requestedSchema": spec.get("schema", {})}
+                if spec.get("toolCallId"):
+                    params["toolCallId"] = spec["toolCallId"]
             else:
                 url, _, words = rest.partition(" ")
                 params = {"sessionId": sid, "mode": "url", "elicitationId": "e1", "url": url, "message": words}
