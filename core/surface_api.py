@@ -20,6 +20,7 @@ through it. What is here:
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
+  ``monospace_tables`` (a table as an aligned code block, for a platform that draws none),
   and the core's marks and sentences a surface still shows or recognises (``FOOTER_GLYPH``,
   ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
 """
@@ -71,6 +72,7 @@ from core.engine.surface import (
     SurfaceDefaults,
     measure,
 )
+from core.engine.tables import monospace_tables
 from core.engine.tasks import TaskSet
 from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
 from core.failures import INTERNAL_FAILURE, Described, describe
@@ -153,6 +155,7 @@ __all__ = [
     "image_kind",
     "markdown_of",
     "measure",
+    "monospace_tables",
     "plain_text",
     "private_file",
     "redact",

@@ -132,3 +132,13 @@ async def test_a_queued_message_offers_to_join_the_running_turn(browser: Any, re
     await tab.page.locator("#messages article", has_text="Added to the running turn: use tabs, not spaces").wait_for()
     await tab.shot("08-steered")
     assert tab.errors == []
+
+
+async def test_a_table_is_a_table(browser: Any, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay, tmp_path)
+    await tab.send('update {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", '
+                   '"text": "| Name | Size |\\n|---|--:|\\n| a.py | 12 |\\n"}}')
+    answer = await tab.answer("a.py")
+    assert await answer.locator("table th").all_inner_texts() == ["Name", "Size"]
+    assert await answer.locator("table td").all_inner_texts() == ["a.py", "12"]
+    await tab.shot("09-table")

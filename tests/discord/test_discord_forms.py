@@ -68,3 +68,16 @@ async def test_steer_and_a_stop_that_drops_the_queue(relay: RelayFactory) -> Non
     await until(lambda: "Also dropped 1 queued message." in r.bot_texts(dm), "the stop said what it dropped")
     await r.settled()
     assert len(r.prompts()) == 1
+
+
+TABLE_UPDATE = ('update {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", '
+                '"text": "Sizes:\\n\\n| Name | Size |\\n|---|--:|\\n| a.py | 12 |\\n| long_name.py | 3400 |\\n"}}')
+
+
+async def test_a_table_is_an_aligned_code_block(relay: RelayFactory) -> None:
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, TABLE_UPDATE)
+    await until(lambda: any("⏱" in t for t in r.bot_texts(dm)) and r.idle(), "the answer")
+    [answer] = [t for t in r.bot_texts(dm) if "Sizes" in t]
+    assert "```\nName         | Size\n-------------+-----\na.py         |   12\nlong_name.py | 3400\n```" in answer

@@ -67,3 +67,12 @@ async def test_send_now_stops_the_turn_of_an_agent_without_steering(slack: Slack
     assert "Stopped." in "\n".join(relay.bot_texts(asked.ts))
     assert relay.prompts()[-1] == "text answered next"
     await until(lambda: "Sent next" in relay.fake.find(CHANNEL, receipt.ts).shown)
+
+
+async def test_a_table_is_an_aligned_code_block(slack: SlackFactory) -> None:
+    relay = await slack()
+    asked = await relay.mention('update {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", '
+                                '"text": "| Name | Size |\\n|---|---|\\n| a.py | 12 |\\n"}}')
+    await relay.settled(asked.ts)
+    [answer] = [m for m in relay.fake.bot_messages(CHANNEL, asked.ts) if "Name" in m.shown]
+    assert "```\nName | Size\n-----+-----\na.py | 12\n```" in answer.shown, answer

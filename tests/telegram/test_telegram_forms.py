@@ -113,3 +113,15 @@ async def test_a_queued_message_is_steered_into_the_running_turn(api: FakeBotApi
     shown = api.messages[(USER, receipt["message_id"])]
     assert shown["text"] == "↪️ Added to the running turn: use tabs" and not keyboard(shown)
     assert len(r.prompts()) == 1
+
+
+async def test_a_table_is_an_aligned_preformatted_block(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    api.say(USER, 'update {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", '
+                  '"text": "| Name | Size |\\n|---|---|\\n| a.py | 12 |\\n| long_name.py | 3400 |\\n"}}')
+    await until(lambda: any("Name" in m.get("text", "") for m in api.bot_messages(USER)), "the answer")
+    await r.settled()
+    [answer] = [m for m in api.bot_messages(USER) if "Name" in m.get("text", "")]
+    assert "Name         | Size\n-------------+-----\na.py         | 12  \nlong_name.py | 3400" in answer["text"]
+    assert any(e["type"] == "pre" for e in answer["entities"]), "shown in a monospace block"
