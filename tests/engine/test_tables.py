@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from core.engine.tables import monospace_tables
 
-TABLE = "Sizes:\n\n| Name | Size | Note |\n|:---|--:|:-:|\n| a.py | 12 | ok |\n| **long_name.py** | 3400 | `x` |\n\nafter"
+TABLE = ("Sizes:\n\n| Name | Size | Note |\n|:---|--:|:-:|\n| a.py | 12 | ok |\n"
+         "| **long_name.py** | 3400 | `x` |\n\nafter")
 
 
 def test_a_table_becomes_an_aligned_code_block_with_its_marks_taken_off() -> None:
