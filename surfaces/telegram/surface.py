@@ -164,15 +164,10 @@ class TelegramSurface(SurfaceDefaults):
         ref = keys.parse_key(conversation_key)
         shown = rendered_as(caption, TelegramMessage)
         body, entities = shown.text, list(shown.entities)
-        if image_kind(data) in ("png", "jpeg") and len(data) <= _PHOTO_BYTES:
-            with delivery_errors("sendPhoto"):
-                sent = await self.bot.send_photo(
-                    ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],
-                    caption_entities=entities or None, message_thread_id=ref.topic_id,
-                    reply_parameters=_reply(reply_to))
-            return str(sent.message_id)
-        with delivery_errors("sendDocument"):
-            sent = await self.bot.send_document(
+        photo = image_kind(data) in ("png", "jpeg") and len(data) <= _PHOTO_BYTES
+        method, send = ("sendPhoto", self.bot.send_photo) if photo else ("sendDocument", self.bot.send_document)
+        with delivery_errors(method):
+            sent = await send(
                 ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],
                 caption_entities=entities or None, message_thread_id=ref.topic_id,
                 reply_parameters=_reply(reply_to))
