@@ -20,9 +20,9 @@ through it. What is here:
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
-  ``monospace_tables`` (a table as an aligned code block, for a platform that draws none),
-  and the core's marks and sentences a surface still shows or recognises (``FOOTER_GLYPH``,
-  ``REFUSAL_LEAD``, ``TOOL_GLYPHS``, ``INTERNAL_FAILURE``).
+  ``monospace_tables`` (a table as an aligned code block, for a platform that draws none), and the
+  one sentence for the relay's own failure (``INTERNAL_FAILURE``): a surface styles the reply by its
+  blocks' kinds, never by the core's words.
 """
 
 from __future__ import annotations
@@ -74,7 +74,6 @@ from core.engine.surface import (
 )
 from core.engine.tables import monospace_tables
 from core.engine.tasks import TaskSet
-from core.engine.wording import FOOTER_GLYPH, REFUSAL_LEAD, TOOL_GLYPHS
 from core.failures import INTERNAL_FAILURE, Described, describe
 from core.plugin import (
     ControlFailed,
@@ -91,11 +90,8 @@ from core.refusal_log import RefusalLog
 from core.store import StoreError
 
 __all__ = [
-    "FOOTER_GLYPH",
     "INTERNAL_FAILURE",
-    "REFUSAL_LEAD",
     "SQLITE_COMPANIONS",
-    "TOOL_GLYPHS",
     "AnswerUnreadable",
     "Attachment",
     "Block",
