@@ -7,7 +7,7 @@ unknown keys. Two keys go beyond that contract and are documented here:
 - ``engine``: ``queue_limit`` (messages queued per conversation behind a running turn) and
   ``edit_interval_s`` (minimum seconds between coalesced edits of one streamed message).
 
-``timeouts.idle_s`` (reap an agent process idle this long) also extends the contract.
+``timeouts.idle_s`` (reap an agent process, and let go of a session, idle this long) also extends the contract.
 
 Loading is strict about types (``"8787"`` is not a port). Unparseable JSON is the one soft failure
 (spec, "Config load"): a warning is logged and the relay runs on defaults; valid JSON with wrong
@@ -47,6 +47,7 @@ __all__ = [
     "AgentConfig",
     "ConfigError",
     "EngineConfig",
+    "ProjectConfig",
     "RelayConfig",
     "RetryConfig",
     "StoreConfig",
@@ -86,6 +87,14 @@ class AgentConfig(_Model):
     # None means: detect from the command name and the agent's agentInfo.name, else "generic".
     backend: Literal["kiro", "claude", "codex", "copilot", "gemini", "opencode", "qwen", "generic"] | None = None
     tool_gate: Literal["ask", "allow", "deny"] = "ask"
+
+
+class ProjectConfig(_Model):
+    """A folder a conversation may switch to (``projects.<name>``), optionally with the agent to run
+    there; written as the folder alone (``"app": "~/src/app"``) or as ``{"folder", "agent"}``."""
+
+    folder: str = Field(min_length=1)
+    agent: str | None = None
 
 
 class TimeoutsConfig(_Model):
@@ -155,6 +164,8 @@ class RelayConfig(_Model):
 
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     default_agent: str | None = None
+    #: Folders a conversation may switch to by name (never a free path from the chat).
+    projects: dict[str, ProjectConfig] = Field(default_factory=dict)
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     surfaces: SerializeAsAny[SurfacesConfig] = Field(default_factory=_default_surfaces)
@@ -190,6 +201,28 @@ class RelayConfig(_Model):
         if not agents and value not in BUILTIN_AGENT_NAMES:
             known = ", ".join(BUILTIN_AGENT_NAMES)
             raise ValueError(f"names no built-in agent, and no agents are configured (built-in: {known})")
+        return value
+
+    @field_validator("projects", mode="before")
+    @classmethod
+    def _folder_alone(cls, value: Any) -> Any:
+        """``"app": "~/src/app"`` is ``"app": {"folder": "~/src/app"}``."""
+        if isinstance(value, dict):
+            return {name: {"folder": v} if isinstance(v, str) else v for name, v in value.items()}
+        return value
+
+    @field_validator("projects")
+    @classmethod
+    def _project_agents_are_known(cls, value: dict[str, ProjectConfig],
+                                  info: ValidationInfo) -> dict[str, ProjectConfig]:
+        agents = info.data.get("agents")
+        if agents is None:
+            return value
+        known = agents or dict.fromkeys(BUILTIN_AGENT_NAMES)
+        for name, project in value.items():
+            if project.agent is not None and project.agent not in known:
+                raise ValueError(f"project {name!r} names no configured agent {project.agent!r} "
+                                 f"(known: {', '.join(sorted(known))})")
         return value
 
     def effective_dump(self, mask_secrets: bool = True) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.engine.messages import ButtonPress, ChoiceList, ConversationStatus, InboundMessage, PressResult
 from core.engine.receiving import Receiver
 from core.engine.surface import Launched, Surface
 from core.engine.tasks import TaskSet
@@ -108,6 +108,16 @@ class Controls(Protocol):
 
     async def set_model(self, conversation_key: str, model: str) -> None:
         """Switch the conversation's model (before its first message too); ``ControlFailed``."""
+        ...
+
+    async def choices(self, conversation_key: str, kind: str, page: str = "") -> ChoiceList:
+        """What ``kind`` ("project", "agent", "sessions", "mode") offers the conversation now (the
+        sessions list starts the agent); ``page`` is an earlier list's ``more``. ``ControlFailed``."""
+        ...
+
+    async def choose(self, conversation_key: str, kind: str, value: str) -> str:
+        """Switch to one of ``choices``' values; the sentence saying what happened (a refusal is a
+        sentence too: nothing changed). ``ControlFailed`` when the agent failed."""
         ...
 
 

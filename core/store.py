@@ -74,10 +74,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE offsets ADD COLUMN updated_at REAL NOT NULL DEFAULT 0",
         "UPDATE offsets SET updated_at = CAST(strftime('%s', 'now') AS REAL)",
     ),
+    # 7: what a person chose for the conversation from the chat (its project, its mode), the session's
+    # title, and what each of its sessions has cost (session id -> {amount, currency}).
+    (
+        "ALTER TABLE conversations ADD COLUMN project TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE conversations ADD COLUMN mode TEXT",
+        "ALTER TABLE conversations ADD COLUMN title TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE conversations ADD COLUMN costs TEXT NOT NULL DEFAULT '{}'",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # ConversationRecord order
-_CONV_COLS = "key, agent, cwd, session_id, generation, model, updated_at, session_meta, context_pct"
+_CONV_COLS = ("key, agent, cwd, session_id, generation, model, updated_at, session_meta, context_pct,"
+              " project, mode, title, costs")
 
 
 class StoreError(RelayError):
@@ -110,16 +119,26 @@ class ConversationRecord:
     session_meta: dict[str, Any] = field(default_factory=dict)
     #: The share of the context window in use when the agent last said (percent).
     context_pct: float | None = None
+    #: The configured project chosen from the chat ("" none: the agent's own folder).
+    project: str = ""
+    #: The modes and select options chosen from the chat, one a line (a mode id, or ``configId=value``),
+    #: applied again to each new session.
+    mode: str | None = None
+    #: The session's title, as the agent last gave it.
+    title: str = ""
+    #: What each of its sessions last reported it had cost: session id -> {amount, currency}.
+    costs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _row(self) -> tuple[Any, ...]:
         return (self.key, self.agent, self.cwd, self.session_id, self.generation, self.model, time.time(),
-                json.dumps(self.session_meta), self.context_pct)
+                json.dumps(self.session_meta), self.context_pct, self.project, self.mode, self.title,
+                json.dumps(self.costs))
 
     @classmethod
     def _from_row(cls, row: tuple[Any, ...]) -> ConversationRecord:
-        key, agent, cwd, session_id, generation, model, updated_at, meta, context_pct = row
+        key, agent, cwd, session_id, generation, model, updated_at, meta, context_pct, project, mode, title, costs = row
         return cls(key, agent, cwd, session_id, generation, model, updated_at, json.loads(meta) if meta else {},
-                   context_pct)
+                   context_pct, project or "", mode, title or "", json.loads(costs) if costs else {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,11 +248,12 @@ class Store:
         after a reset must not bring the forgotten session back.
         """
         cur, _ = self._run(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (key) DO UPDATE SET"
             " agent = excluded.agent, cwd = excluded.cwd, session_id = excluded.session_id,"
             " generation = excluded.generation, model = excluded.model, updated_at = excluded.updated_at,"
-            " session_meta = excluded.session_meta, context_pct = excluded.context_pct"
+            " session_meta = excluded.session_meta, context_pct = excluded.context_pct,"
+            " project = excluded.project, mode = excluded.mode, title = excluded.title, costs = excluded.costs"
             " WHERE excluded.generation >= conversations.generation",
             rec._row(),
         )
@@ -242,13 +262,15 @@ class Store:
     def reset_conversation(self, key: str) -> int:
         """Forget the session of ``key`` and return its new generation (committed before return).
 
-        Agent, cwd and model are kept. An unknown key gets a row with generation 1 and an empty
-        agent and cwd, so a later stale save from generation 0 is still refused.
+        Agent, cwd, project, mode, model and the cost so far are kept (the title goes with the session).
+        An unknown key gets a row with generation 1 and an empty agent and cwd, so a later stale save
+        from generation 0 is still refused.
         """
         _, rows = self._run(
-            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?, '{{}}', NULL)"
-            " ON CONFLICT (key) DO UPDATE SET"
-            " session_id = NULL, session_meta = '{}', context_pct = NULL, generation = conversations.generation + 1,"
+            f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, '', '', NULL, 1, NULL, ?, '{{}}', NULL, '', NULL,"
+            " '', '{}') ON CONFLICT (key) DO UPDATE SET"
+            " session_id = NULL, session_meta = '{}', context_pct = NULL, title = '',"
+            " generation = conversations.generation + 1,"
             " updated_at = excluded.updated_at RETURNING generation",
             (key, time.time()),
         )

@@ -10,8 +10,9 @@ through it. What is here:
 - the seam the core calls: ``Surface``, ``SurfaceDefaults`` (the fallbacks), ``Capabilities``,
   ``RateLimit``, ``LengthUnit``, ``measure``;
 - what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
-  ``ConversationStatus``; the reply as typed blocks (``Block`` and its kinds: ``Text``, ``Tools``,
-  ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``, ``PartialNote``, ``StopMark``, ``Footer``,
+  ``ConversationStatus``, ``ChoiceList`` (what a panel's picker offers); the reply as typed blocks
+  (``Block`` and its kinds: ``Text``, ``Tools``, ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``,
+  ``PartialNote``, ``StopMark``, ``Footer``, ``Choices``, a picker whose options come as buttons,
   ``FormCard``: the agent asks the person),
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
@@ -19,6 +20,7 @@ through it. What is here:
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
+  ``command_word`` (an agent command's name as every platform spells it),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
   ``monospace_tables`` (a table as an aligned code block, for a platform that draws none), and the
   one sentence for the relay's own failure (``INTERNAL_FAILURE``): a surface styles the reply by its
@@ -30,6 +32,7 @@ from __future__ import annotations
 from core.config import secret
 from core.engine.blocks import (
     Block,
+    Choices,
     ErrorProse,
     Footer,
     Formatter,
@@ -49,9 +52,17 @@ from core.engine.blocks import (
     rendered_as,
 )
 from core.engine.listening import Listener
-from core.engine.messages import Attachment, Button, ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.engine.messages import (
+    Attachment,
+    Button,
+    ButtonPress,
+    ChoiceList,
+    ConversationStatus,
+    InboundMessage,
+    PressResult,
+)
 from core.engine.receiving import Receiver, ReconnectLater
-from core.engine.router import route
+from core.engine.router import command_word, route
 from core.engine.shared_files import image_kind
 from core.engine.splitter import close_open_fence, code_lines, plain_text
 from core.engine.surface import (
@@ -98,6 +109,8 @@ __all__ = [
     "Button",
     "ButtonPress",
     "Capabilities",
+    "ChoiceList",
+    "Choices",
     "ControlFailed",
     "Controls",
     "ConversationStatus",
@@ -146,6 +159,7 @@ __all__ = [
     "Tools",
     "close_open_fence",
     "code_lines",
+    "command_word",
     "describe",
     "error_prose",
     "image_kind",

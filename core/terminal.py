@@ -24,6 +24,7 @@ from core.acp.exchange import ElicitationRequest
 from core.acp.types import (
     TOOL_STATUS_DENIED,
     AcpEvent,
+    AgentNotice,
     CompactionStatus,
     Notice,
     PermissionRequest,
@@ -39,6 +40,7 @@ from core.engine.blocks import Block, Rendered, markdown_of, rendered_as
 from core.engine.messages import Button, QueueItem
 from core.engine.reply import Retrying, TurnOutcome, TurnScope
 from core.engine.surface import Capabilities, SurfaceDefaults
+from core.engine.switch_wording import agent_notice_line
 
 __all__ = ["TerminalFormatter", "TerminalReplies", "TerminalReply", "TerminalSurface", "TerminalText", "read_answer"]
 
@@ -172,6 +174,8 @@ class TerminalReply:
             self._notice("compaction", wording.compaction_status_text(event.status))
         elif isinstance(event, RateLimitNotice):
             self._notice("rate_limit", wording.rate_limit_text(event.message))
+        elif isinstance(event, AgentNotice):
+            self._line(agent_notice_line(event.severity, event.title, event.description))
         elif isinstance(event, TurnEnded):
             self._tool_lines()
 

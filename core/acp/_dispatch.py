@@ -11,13 +11,14 @@ from typing import Any
 from core.acp.exchange import shared_file
 from core.acp.types import (
     AcpEvent,
+    AgentNotice,
     AvailableCommands,
     CompactionStatus,
     ConfigOptions,
+    Cost,
     FileShared,
     KiroMetadata,
     ModeChanged,
-    Notice,
     PlanEntry,
     PlanUpdate,
     RateLimitNotice,
@@ -79,6 +80,21 @@ def _finite(value: Any) -> float | None:
     return float(value)
 
 
+def _cost(value: Any) -> Cost | None:
+    """``usage_update.cost`` ({amount, currency}), when it is one."""
+    if not isinstance(value, dict):
+        return None
+    amount, currency = _finite(value.get("amount")), value.get("currency")
+    if amount is None or amount < 0 or not isinstance(currency, str) or not currency.strip():
+        return None
+    return Cost(amount, currency.strip()[:16])
+
+
+def _plain(value: Any) -> str:
+    """An agent's plain-text field, on one line and redacted ("" when absent)."""
+    return redact(" ".join(value.split())) if isinstance(value, str) else ""
+
+
 def _thread_status(meta: Any) -> str:
     """codex-acp 2.x's ``_meta.codex.threadStatus.type``, or "" when the update carries none."""
     codex = meta.get("codex") if isinstance(meta, dict) else None
@@ -118,7 +134,9 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
             for e in dicts(update.get("entries")))
         return PlanUpdate(entries)
     if kind == "available_commands_update":
-        return AvailableCommands(tuple(str(c.get("name")) for c in dicts(update.get("availableCommands"))))
+        listed = [c for c in dicts(update.get("availableCommands")) if isinstance(c.get("name"), str) and c["name"]]
+        return AvailableCommands(tuple(str(c["name"]) for c in listed),
+                                 tuple(str(c.get("description") or "") for c in listed))
     if kind == "current_mode_update":
         return ModeChanged(str(update.get("currentModeId", update.get("modeId", ""))))
     if kind == "config_option_update":
@@ -127,15 +145,17 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
         used, size = update.get("used"), update.get("size")
         ok = (isinstance(used, int) and isinstance(size, int)
               and 0 <= used <= _MAX_TOKENS and 0 < size <= _MAX_TOKENS)
-        return UsageUpdate(used if ok else None, size if ok else None)
+        return UsageUpdate(used if ok else None, size if ok else None, _cost(update.get("cost")))
     if kind == "session_info_update":
         return SessionInfo(str(update.get("title") or ""), _thread_status(update.get("_meta")))
     if kind == "compaction_update":
-        return CompactionStatus(str(update.get("status", "")))
+        status = str(update.get("status", ""))
+        return CompactionStatus(status, str(update.get("error") or "") if status == "failed" else "")
     if kind == "compaction_summary_chunk":
         return CompactionStatus("summary", _text_of(update.get("content")))
     if kind == "notice":
-        return Notice(_text_of(update.get("content")) or str(update.get("message", "")))
+        return AgentNotice(str(update.get("severity") or "info"), _plain(update.get("title")),
+                           _plain(update.get("description")))
     _log_unknown_once(str(kind))
     return UnknownUpdate(str(kind), update)
 

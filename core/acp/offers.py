@@ -1,5 +1,6 @@
 """What an agent offers a session, as its answers and updates report it: models (with the names the
-agent gives them), modes, config options and the ``_meta`` a later ``session/load`` needs back."""
+agent gives them), modes, config options and the ``_meta`` a later ``session/load`` needs back; and
+what it says of the session between turns too: its commands, its title, its cost so far."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from typing import Any
 
 from core.acp._dispatch import dicts
 from core.acp.gate_modes import select_values
+from core.acp.types import AcpEvent, AvailableCommands, CompactionStatus, Cost, SessionInfo, UsageUpdate
+
+#: The longest compaction summary kept (it is shown on request, by the status command).
+SUMMARY_MAX = 2000
 
 __all__ = ["SessionOffers"]
 
@@ -40,6 +45,27 @@ class SessionOffers:
         self.current_mode: str | None = None
         self.config_options: dict[str, dict[str, Any]] = {}  # by id, as the agent last reported them
         self.meta: dict[str, Any] = {}
+        self.mode_names: dict[str, str] = {}  # mode id -> the name the agent gives it
+        #: The agent's own slash commands (name, description), as it last listed them.
+        self.commands: tuple[tuple[str, str], ...] = ()
+        self.title = ""
+        #: The session's cumulative cost as the agent last reported it (None: it never did).
+        self.cost: Cost | None = None
+        #: What the agent said its last compaction kept (``compaction_summary_chunk``), "" if nothing.
+        self.compaction_summary = ""
+
+    def note(self, event: AcpEvent) -> None:
+        """Keep what an update says of the session (also between turns, and while it is replayed)."""
+        if isinstance(event, AvailableCommands):
+            self.commands = event.described()
+        elif isinstance(event, SessionInfo) and event.title:
+            self.title = event.title
+        elif isinstance(event, UsageUpdate) and event.cost is not None:
+            self.cost = event.cost
+        elif isinstance(event, CompactionStatus) and event.status == "summary":
+            self.compaction_summary = (self.compaction_summary + event.text)[:SUMMARY_MAX]
+        elif isinstance(event, CompactionStatus) and event.status == "in_progress":
+            self.compaction_summary = ""  # a new compaction: its summary follows
 
     def _read_result(self, result: dict[str, Any]) -> None:
         """Read a ``session/new`` or ``session/load`` answer."""
@@ -54,6 +80,8 @@ class SessionOffers:
         modes = result.get("modes")
         if isinstance(modes, dict):
             self.modes = tuple(str(m.get("id")) for m in dicts(modes.get("availableModes")))
+            self.mode_names = {str(m.get("id")): str(m.get("name") or m.get("id"))
+                               for m in dicts(modes.get("availableModes"))}
             self.current_mode = _str(modes.get("currentModeId")) or self.current_mode
 
     def _read_config_options(self, options: Any) -> None:
@@ -65,6 +93,11 @@ class SessionOffers:
                 self.models = tuple(str(o.get("value")) for o in values)
                 self.model_names = _names(values, "value")
                 self.current_model = _str(opt.get("currentValue")) or self.current_model
+
+    def options_changed(self, result: object) -> None:
+        """Read the ``configOptions`` a ``session/set_config_option`` answer carries."""
+        if isinstance(result, dict):
+            self._read_config_options(result.get("configOptions"))
 
     def load_meta(self) -> dict[str, Any]:
         """What ``session/load`` must carry to find this session again (Kiro's session file)."""

@@ -11,9 +11,10 @@ from typing import Any
 
 from core.acp.client import AcpAuthRequired, AcpError, AcpProcessDied, AcpPromptBusy
 from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
+from core.acp.listing import SessionListing, read_listing
 from core.acp.process import AgentProcess, child_env
 from core.acp.session import AcpSession
-from core.acp.session_handle import AcpRuntimeDead, AcpWorkspaceBindingError
+from core.acp.session_handle import AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
 from core.acp.spec import AgentSpec, detect_backend, resolve_cwd
 from core.acp.tool_gate import check_routable
 from core.failures import error_from_rpc, login_command
@@ -24,6 +25,10 @@ log = logging.getLogger("acp_relay.acp.runtime")
 
 CLIENT_INFO = {"name": "acp-relay", "title": "acp-relay", "version": "0.1.0"}
 PROTOCOL_VERSION = 1
+#: Updates kept for a session whose answer is still being read: sessions, and frames each.
+_EARLY_SESSIONS, _EARLY_FRAMES = 4, 16
+#: ``session/close`` requests in flight at once when a sweep lets many idle sessions go.
+_CLOSING_AT_ONCE = 32
 _NOT_LOGGED_IN = re.compile(r"not logged in|please log ?in|login required", re.I)
 
 
@@ -40,6 +45,7 @@ class AcpRuntime:
         self.cwd = str(spec.expanded_cwd())
         self.sessions: dict[str, AcpSession] = {}
         self._unknown_methods: set[str] = set()  # agent methods already logged as unknown
+        self._early: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # session id -> updates before its answer
         self.init_result: dict[str, Any] = {}
         self.backend = spec.backend or detect_backend(spec.command, spec.args)
         self.last_used = time.monotonic()
@@ -86,8 +92,11 @@ class AcpRuntime:
     async def _initialize(self) -> None:
         params = {
             "protocolVersion": PROTOCOL_VERSION,
-            # Forms and links to open are shown to the person (``core.engine.form_prompt``).
+            # Notices and compaction updates are shown as notice lines (without ``session.notices``,
+            # claude-agent-acp writes its notices into the answer as bold lines); forms and links to open
+            # are shown to the person (``core.engine.form_prompt``).
             "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False,
+                                   "session": {"notices": {}, "compaction": {}},
                                    "elicitation": {"form": {}, "url": {}}},
             "clientInfo": CLIENT_INFO,
         }
@@ -182,6 +191,26 @@ class AcpRuntime:
         caps = self.init_result.get("agentCapabilities") or {}
         return bool(isinstance(caps, dict) and caps.get("loadSession"))
 
+    def _session_capability(self, name: str) -> bool:
+        caps = self.init_result.get("agentCapabilities") or {}
+        session = caps.get("sessionCapabilities") if isinstance(caps, dict) else None
+        return isinstance(session, dict) and isinstance(session.get(name), dict)
+
+    @property
+    def list_supported(self) -> bool:
+        """``sessionCapabilities.list``: ``session/list`` names the agent's sessions."""
+        return self._session_capability("list")
+
+    @property
+    def resume_supported(self) -> bool:
+        """``sessionCapabilities.resume``: ``session/resume`` reattaches a session without replaying it."""
+        return self._session_capability("resume")
+
+    @property
+    def close_supported(self) -> bool:
+        """``sessionCapabilities.close``: ``session/close`` lets the agent free a session."""
+        return self._session_capability("close")
+
     @property
     def busy(self) -> bool:
         """A turn runs, or a request (a session/load replaying history, say) awaits its answer."""
@@ -214,7 +243,7 @@ class AcpRuntime:
         self._check_cwd(cwd)
         result = await self.request("session/new", {"cwd": self.cwd, "mcpServers": []})
         session = AcpSession(self, str(result["sessionId"]), result)
-        self.sessions[session.session_id] = session
+        self._register(session)
         await session.prepare()
         return session
 
@@ -244,9 +273,63 @@ class AcpRuntime:
         await session.prepare()
         return session
 
+    async def resume_session(self, session_id: str, *, timeout_s: float | None = None) -> AcpSession:
+        """``session/resume``: reattach a session the agent keeps, with no history replayed."""
+        existing = self.sessions.get(session_id)
+        if existing is not None:
+            return existing
+        result = await self.request("session/resume", {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []},
+                                    timeout_s=timeout_s)
+        session = AcpSession(self, session_id, result if isinstance(result, dict) else {})
+        self._register(session)
+        await session.prepare()
+        return session
+
+    async def list_sessions(self, cursor: str | None = None) -> tuple[list[SessionListing], str | None]:
+        """``session/list`` for this runtime's folder: the sessions (newest first) and the next page's cursor."""
+        params: dict[str, Any] = {"cwd": self.cwd}
+        if cursor:
+            params["cursor"] = cursor
+        return read_listing(await self.request("session/list", params))
+
+    async def close_session(self, session_id: str) -> None:
+        """``session/close`` where the agent offers it (it frees the session); the relay stops routing it."""
+        self.forget(session_id)
+        if self.close_supported and self.alive:
+            await self.request("session/close", {"sessionId": session_id})
+
     def forget(self, session_id: str) -> None:
         """Stop routing frames to a session (its conversation let go of it); the agent is not told."""
         self.sessions.pop(session_id, None)
+
+    async def close_idle_sessions(self, idle_s: float, now: float | None = None) -> int:
+        """Let go of the sessions nothing used for ``idle_s``; returns how many.
+
+        The agent is told with ``session/close`` where it offers that, so it frees them too. The next
+        message of their conversation reattaches with ``session/load`` (its conversation finds the
+        session gone from ``sessions``). An agent that cannot load a session keeps all of its sessions:
+        letting one go would lose the conversation's context.
+        """
+        if not self.load_supported or not self.alive:
+            return 0
+        now = time.monotonic() if now is None else now
+        idle = [s for s in self.sessions.values() if not s.busy and not s.loading and now - s.last_used >= idle_s]
+        for session in idle:
+            del self.sessions[session.session_id]
+        if idle and self.close_supported:
+            for start in range(0, len(idle), _CLOSING_AT_ONCE):
+                await asyncio.gather(*(self._close_session(s.session_id) for s in idle[start:start + _CLOSING_AT_ONCE]))
+        if idle:
+            log.info("let go of %d idle sessions of agent %s", len(idle), self.spec.name)
+        return len(idle)
+
+    async def _close_session(self, session_id: str) -> None:
+        """``session/close``; a refusal or a dead agent is only logged (the handle is gone already). Sent on
+        the connection directly: a sweep is not a use, so it does not keep the runtime from its own reaping."""
+        try:
+            await self.conn.request("session/close", {"sessionId": session_id}, timeout_s=self.request_timeout_s)
+        except (RpcError, AcpRuntimeError) as exc:
+            log.debug("session/close of %s on agent %s: %r", session_id, self.spec.name, exc)
 
     # -- frames from the agent -------------------------------------------------------------
 
@@ -263,11 +346,25 @@ class AcpRuntime:
             return
         if not isinstance(params, dict):
             return
-        session = self.sessions.get(str(params.get("sessionId", "")))
+        sid = str(params.get("sessionId", ""))
+        session = self.sessions.get(sid)
         if session is None:
-            log.debug("%s for a session this runtime does not serve", method)
+            # The answer to session/new (or /resume) is read first, but the session is registered only
+            # when its caller runs again: updates the agent sends right after it (its commands) wait.
+            early = self._early.setdefault(sid, [])
+            if len(early) < _EARLY_FRAMES:
+                early.append((method, params))
+            while len(self._early) > _EARLY_SESSIONS:
+                self._early.pop(next(iter(self._early)))
+            log.debug("%s for a session this runtime does not serve (yet)", method)
             return
         session.on_frame(method, params)
+
+    def _register(self, session: AcpSession) -> None:
+        """Serve ``session`` from now on, with the updates that came for it before its answer was read."""
+        self.sessions[session.session_id] = session
+        for method, params in self._early.pop(session.session_id, []):
+            session.on_frame(method, params)
 
     async def _on_request(self, method: str, params: Any) -> Any:
         if method == "session/request_permission" and isinstance(params, dict):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update, refusal_from_error
 from core.acp.bypass_flags import program_of
@@ -18,7 +19,7 @@ from core.acp.client import (
     AcpTimeoutError,
     AcpToolGateUnroutable,
 )
-from core.acp.connection import JsonRpcConnection, Reply
+from core.acp.connection import Reply
 from core.acp.elicit import CANCEL, Elicitor, ask_person, asked_about
 from core.acp.exchange import ElicitationRequest
 from core.acp.gate_modes import (
@@ -32,7 +33,7 @@ from core.acp.gate_modes import (
 )
 from core.acp.offers import SessionOffers
 from core.acp.session_handle import AcpRuntimeDead
-from core.acp.spec import AgentSpec
+from core.acp.session_runtime import SessionRuntime
 from core.acp.tool_gate import Approver, decide
 from core.acp.turn_state import EventSink
 from core.acp.turn_state import TurnState as _Turn
@@ -59,46 +60,6 @@ __all__ = ["AcpSession", "EventSink", "SessionRuntime", "prompt_blocks"]
 log = logging.getLogger("acp_relay.acp.session")
 
 
-class SessionRuntime(Protocol):
-    """What a session uses of the runtime that serves it (``core.acp.runtime.AcpRuntime``), so the
-    runtime can make sessions without the two modules importing each other."""
-
-    spec: AgentSpec
-    backend: str
-    cwd: str
-    conn: JsonRpcConnection
-    sessions: dict[str, AcpSession]
-
-    @property
-    def alive(self) -> bool:
-        """The agent process is running."""
-        ...
-
-    @property
-    def accepts_images(self) -> bool:
-        """The agent takes image content blocks."""
-        ...
-
-    @property
-    def agent_name(self) -> str:
-        """``agentInfo.name`` from the agent's answer to ``initialize``."""
-        ...
-
-    @property
-    def steering(self) -> bool:
-        """The agent takes ``_session/steering``."""
-        ...
-
-    async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
-                      idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
-        """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
-        ...
-
-    def forget(self, session_id: str) -> None:
-        """Stop routing frames to a session."""
-        ...
-
-
 def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Text or ready-made content blocks (text, image) -> the ``prompt`` array."""
     if isinstance(prompt, str):
@@ -118,6 +79,8 @@ class AcpSession(SessionOffers):
         self.replayed = 0
         self.loading = loading
         self.unresponsive = False  # the agent ignored a session/cancel: this session may never be free
+        #: When a turn or a switch last used it: the runtime lets a session idle past ``idle_s`` go.
+        self.last_used = time.monotonic()
         #: The share of the context window in use, in percent, as the agent last said in a turn (Kiro's
         #: metadata or ACP's usage_update); None until it says. Computed here only.
         self.context_pct: float | None = None
@@ -127,6 +90,7 @@ class AcpSession(SessionOffers):
     def loaded(self, result: dict[str, Any]) -> None:
         """Finish a ``session/load``: read the models, modes and ``_meta`` its answer carries."""
         self.loading = False
+        self.last_used = time.monotonic()
         self._read_result(result)
 
     async def prepare(self, *, reason: str = "stuck") -> None:
@@ -206,6 +170,7 @@ class AcpSession(SessionOffers):
             return  # the runtime logged it (once per method)
         if event is None:
             return
+        self.note(event)
         if isinstance(event, ConfigOptions):
             self._read_config_options(event.options)
         elif isinstance(event, ModeChanged):
@@ -357,6 +322,7 @@ class AcpSession(SessionOffers):
     ) -> AcpPromptStats:
         """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``. ``elicitor``
         answers the agent's questions (None: they are declined)."""
+        self.last_used = time.monotonic()  # before any wait: the idle sweep must not take it from now on
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
         await self.prepare()  # the agent may have switched itself into a mode that skips the gate
@@ -415,6 +381,7 @@ class AcpSession(SessionOffers):
             for waiting in turn.unasked.values():
                 waiting.cancel()
             self._turn = None
+            self.last_used = time.monotonic()
             turn.done.set()
 
     def _stop_reason(self, request: asyncio.Task[Any], turn: _Turn) -> str:
@@ -474,6 +441,7 @@ class AcpSession(SessionOffers):
             raise AcpToolGateUnroutable(
                 f"mode {mode_id!r} lets tools run without asking, but tool_gate is {gate!r}",
                 data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate, "reason": "requested"})
+        self.last_used = time.monotonic()
         await self.runtime.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode_id})
         self.current_mode = mode_id
 
@@ -484,6 +452,7 @@ class AcpSession(SessionOffers):
         if self.models and model_id not in self.models:
             raise AcpModelUnavailable(f"model {model_id!r} is not offered by this agent",
                                       model=model_id, available=self.models)
+        self.last_used = time.monotonic()
         if self.model_config_id is not None:
             try:
                 await self.runtime.request("session/set_config_option", {

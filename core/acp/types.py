@@ -16,9 +16,11 @@ __all__ = [
     "TOOL_STATUS_DENIED",
     "AcpEvent",
     "AcpPromptStats",
+    "AgentNotice",
     "AvailableCommands",
     "CompactionStatus",
     "ConfigOptions",
+    "Cost",
     "FileShared",
     "KiroMetadata",
     "ModeChanged",
@@ -217,9 +219,16 @@ class PlanUpdate(AcpEvent):
 
 @dataclass(frozen=True, slots=True)
 class AvailableCommands(AcpEvent):
-    """The slash commands the agent offers (``available_commands_update``)."""
+    """The slash commands the agent offers (``available_commands_update``); ``descriptions`` line up
+    with ``names`` ("" where the agent gave none)."""
 
     names: tuple[str, ...]
+    descriptions: tuple[str, ...] = ()
+
+    def described(self) -> tuple[tuple[str, str], ...]:
+        """(name, description) of each command."""
+        return tuple((name, self.descriptions[i] if i < len(self.descriptions) else "")
+                     for i, name in enumerate(self.names))
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,11 +246,21 @@ class ConfigOptions(AcpEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class Cost:
+    """What a session has cost so far, in ``currency`` (an ISO 4217 code, or a unit such as "credits")."""
+
+    amount: float
+    currency: str
+
+
+@dataclass(frozen=True, slots=True)
 class UsageUpdate(AcpEvent):
-    """Context window use in tokens (``usage_update``); None where the agent did not say."""
+    """Context window use in tokens (``usage_update``), and the session's cumulative ``cost`` when the
+    agent reports it; None where the agent did not say."""
 
     used: int | None = None
     size: int | None = None
+    cost: Cost | None = None
 
     @property
     def context_pct(self) -> float | None:
@@ -293,6 +312,17 @@ class Notice(AcpEvent):
 
     text: str
     key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentNotice(AcpEvent):
+    """A notice from the agent (``notice``, sent to clients that advertise ``session.notices``):
+    ``severity`` info, warning, error (or another word), a ``title`` and an optional ``description``.
+    Untrusted text, shown as one notice line."""
+
+    severity: str
+    title: str
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)

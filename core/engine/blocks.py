@@ -37,6 +37,7 @@ from core.engine import wording
 
 __all__ = [
     "Block",
+    "Choices",
     "ErrorProse",
     "Footer",
     "FormCard",
@@ -292,15 +293,17 @@ class ErrorProse(Block):
 
 @dataclass(frozen=True, slots=True)
 class Footer(Block):
-    """The turn is over: how long it took, and the context used when the agent said."""
+    """The turn is over: how long it took, the context used and what the turn cost, when the agent said."""
 
     kind: ClassVar[str] = "footer"
     elapsed_s: float
     context_pct: float | None = None
+    #: The turn's cost in words (``0.03 USD``), "" when the agent did not report it.
+    cost: str = ""
 
     def markdown(self) -> str:
-        """``wording.footer_text`` (``⏱ 12.3s · context 45%``)."""
-        return wording.footer_text(self.elapsed_s, self.context_pct)
+        """``wording.footer_text`` (``⏱ 12.3s · context 45% · 0.03 USD``)."""
+        return wording.footer_text(self.elapsed_s, self.context_pct, self.cost)
 
     def words(self) -> str:
         """The footer without its glyph, for a surface that draws its own."""
@@ -311,8 +314,47 @@ class Footer(Block):
         return self
 
     def to_json(self) -> dict[str, Any]:
-        """``{"type": "footer", "elapsed_s", "context_pct"}``."""
-        return {"type": self.kind, "elapsed_s": self.elapsed_s, "context_pct": self.context_pct}
+        """``{"type": "footer", "elapsed_s", "context_pct", "cost"}``."""
+        return {"type": self.kind, "elapsed_s": self.elapsed_s, "context_pct": self.context_pct, "cost": self.cost}
+
+
+@dataclass(frozen=True, slots=True)
+class Choices(Block):
+    """A picker: a prompt line and the options to choose from (projects, agents, sessions, modes).
+
+    On a surface with buttons the options come as the message's buttons (one each, in order, and a
+    last one for the next page when ``more``), and ``numbered`` is False: the block's words are the
+    prompt alone. Without buttons, ``numbered``: the options are numbered lines, and the person
+    replies with a number. ``current`` is the index of the option in use (-1: none).
+    """
+
+    kind: ClassVar[str] = "choices"
+    prompt: str
+    options: tuple[str, ...] = ()
+    numbered: bool = False
+    current: int = -1
+    more: bool = False
+
+    def lines(self) -> list[str]:
+        """The numbered option lines (the one in use marked)."""
+        return [f"{i}. {label}" + (" (current)" if i - 1 == self.current else "")
+                for i, label in enumerate(self.options, start=1)]
+
+    def markdown(self) -> str:
+        """The prompt; with ``numbered``, the options one a line and how to choose."""
+        if not self.numbered or not self.options:
+            return self.prompt
+        return "\n".join([self.prompt, *self.lines(), wording.CHOOSE_BY_NUMBER])
+
+    def scrubbed(self, scrub: _Scrub) -> Choices:
+        """The prompt and every label scrubbed."""
+        return Choices(scrub(self.prompt), tuple(scrub(o) for o in self.options), self.numbered, self.current,
+                       self.more)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"type": "choices", "prompt", "options", "numbered", "current", "more"}``."""
+        return {"type": self.kind, "prompt": self.prompt, "options": list(self.options), "numbered": self.numbered,
+                "current": self.current, "more": self.more}
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +440,12 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
     if kind == ErrorProse.kind:
         return ErrorProse(text, bool(data.get("reset")))
     if kind == Footer.kind:
-        return Footer(_float(data.get("elapsed_s")) or 0.0, _float(data.get("context_pct")))
+        return Footer(_float(data.get("elapsed_s")) or 0.0, _float(data.get("context_pct")),
+                      str(data.get("cost") or ""))
+    if kind == Choices.kind:
+        current = data.get("current")
+        return Choices(str(data.get("prompt") or ""), tuple(str(o) for o in data.get("options") or ()),
+                       bool(data.get("numbered")), current if isinstance(current, int) else -1, bool(data.get("more")))
     if kind == FormCard.kind:
         return FormCard(str(data.get("message") or ""),
                         tuple((str(a[0]), str(a[1])) for a in data.get("answers") or () if len(a) == 2),

@@ -11,8 +11,8 @@ from typing import Any
 
 from core.acp.exchange import ElicitationRequest
 from core.acp.types import AcpEvent, Notice, PermissionRequest, TextChunk
+from core.engine import switch_wording, wording
 from core.engine import twoway_wording as tw
-from core.engine import wording
 from core.engine.approval_prompt import ApprovalPrompts
 from core.engine.delivery import Outbox
 from core.engine.document import Document
@@ -160,7 +160,8 @@ class ChatReply:
                     doc.apply(TextChunk(failure.partial_output))
                 doc.set_partial_note()  # what streamed stays, marked as incomplete
         sent, diff = ([], "") if outcome.interrupted else self._files_in_answer()
-        doc.finish(outcome.elapsed_s, outcome.context_pct)
+        doc.finish(outcome.elapsed_s, outcome.context_pct,
+                   switch_wording.cost_text({outcome.cost.currency: outcome.cost.amount}) if outcome.cost else "")
         await self.typing.pause()  # still shown, no longer refreshed: cleared once the answer is out
         await replies.outbox.deliver(self.streamer, doc.parts())
         await self.files.send(self.streamer, sent, diff)

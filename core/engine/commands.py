@@ -22,9 +22,11 @@ from core.engine.choices import ModelChoices, Offer
 from core.engine.conversation import Conversation
 from core.engine.delivery import Outbox
 from core.engine.messages import Button, ConversationStatus, InboundMessage, PressResult
+from core.engine.picks import Picks
 from core.engine.router import Command
 from core.engine.status import conversation_status
 from core.engine.streamer import Content
+from core.engine.switches import SWITCH_ACTIONS, Switches
 from core.failures import describe
 from core.store import Store
 
@@ -39,11 +41,13 @@ _PRIVATE = frozenset({"status", "help"})
 class Control:
     """Stop, reset, status, help and model for one conversation at a time."""
 
-    def __init__(self, config: RelayConfig, store: Store, outbox: Outbox, choices: ModelChoices) -> None:
+    def __init__(self, config: RelayConfig, store: Store, outbox: Outbox, choices: ModelChoices,
+                 picks: Picks) -> None:
         self.config = config
         self.store = store
         self.outbox = outbox
         self.choices = choices
+        self.switches = Switches(config, picks, outbox, self._answer_with)
 
     async def run(self, conv: Conversation, command: Command, message: InboundMessage | None) -> None:
         """Carry out ``command``; ``message`` is what asked for it (None: the dashboard's controls)."""
@@ -52,14 +56,18 @@ class Control:
             await self.stop(conv, message)
         elif action == "reset":
             await conv.stop()
+            await conv.binding.close()  # the agent may free the session (session/close)
             conv.reset()
             await self._answer(conv, message, wording.NEW_CONVERSATION)
         elif action == "status":
             await self._answer(conv, message, wording.status_text(self.status(conv.key, conv)), private=True)
         elif action == "help":
-            await self._answer(conv, message, wording.help_text(conv.surface.commands), private=True)
+            commands = conv.session.commands if conv.session is not None else ()
+            await self._answer(conv, message, wording.help_text(conv.surface.commands, commands), private=True)
         elif action == "model":
             await self._model(conv, command.argument, message)
+        elif action in SWITCH_ACTIONS:
+            await self.switches.run(conv, action, command.argument, message)
 
     async def stop(self, conv: Conversation, message: InboundMessage | None) -> None:
         """Drop what waits in the queue, then end the running turn (its own reply says "Stopped." once
@@ -131,6 +139,10 @@ class Control:
             mid = await self._answer(conv, message, text, buttons=buttons)
         if offer is not None and mid:
             offer.message_id = mid
+
+    async def _answer_with(self, conv: Conversation, message: InboundMessage | None, text: Content,
+                           buttons: tuple[Button, ...]) -> str | None:
+        return await self._answer(conv, message, text, buttons=buttons)
 
     async def _answer(self, conv: Conversation, message: InboundMessage | None, text: Content, *,
                       private: bool = False, buttons: tuple[Button, ...] = ()) -> str | None:

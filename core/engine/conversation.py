@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.acp.pool import RuntimePool
 from core.acp.session import AcpSession
@@ -15,8 +15,9 @@ from core.engine.binding import SessionBinding
 from core.engine.choices import ModelChoices
 from core.engine.journal import Journal
 from core.engine.messages import QueueItem
+from core.engine.picks import Picks
 from core.engine.reply import TurnScope
-from core.engine.surface import Surface
+from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnRunner
 from core.store import Store
@@ -41,6 +42,8 @@ class ConversationDeps:
     approvals: Approvals
     choices: ModelChoices
     cancel_wait_s: float
+    #: The open pickers (projects, agents, sessions, modes); a reset expires them.
+    picks: Picks = field(default_factory=Picks)
 
 
 class Conversation:
@@ -55,6 +58,7 @@ class Conversation:
         self.turn_task: asyncio.Task[None] | None = None
         self.worker: asyncio.Task[None] | None = None
         self.running: TurnScope | None = None  # the running turn's place, while there is one
+        self.menu: tuple[tuple[str, str], ...] = ()  # the agent's commands the surface was last given
 
     @property
     def session(self) -> AcpSession | None:
@@ -70,6 +74,7 @@ class Conversation:
         """Start a new generation durably; the next message starts a new ACP session."""
         self.deps.approvals.forget_session(self.key)
         self.deps.choices.forget(self.key)
+        self.deps.picks.forget(self.key)
         return self.binding.reset()
 
     # -- queue and turns -----------------------------------------------------------------
@@ -114,6 +119,19 @@ class Conversation:
             self.running = None
             self.deps.journal.complete(item.message)
             self.binding.save_context()
+            await self.show_commands()
+
+    async def show_commands(self) -> None:
+        """Give the surface the agent's own commands when they changed (Telegram's menu of this chat)."""
+        session = self.binding.session
+        commands = session.commands if session is not None else ()
+        if commands == self.menu:
+            return
+        self.menu = commands
+        try:
+            await self.surface.agent_commands(self.key, commands)
+        except DeliveryError as exc:  # a menu is a nicety: the commands can still be typed
+            log.warning("could not show the agent's commands in %s: %s", self.key, exc)
 
     @property
     def idle(self) -> bool:

@@ -25,6 +25,7 @@ from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_REFUSAL,
     AcpEvent,
+    AgentNotice,
     CompactionStatus,
     Notice,
     PlanEntry,
@@ -54,6 +55,7 @@ from core.engine.blocks import (
 )
 from core.engine.shared_files import edits_suffix
 from core.engine.splitter import open_fence
+from core.engine.switch_wording import agent_notice_line
 
 __all__ = ["PART_CHARS", "Document"]
 
@@ -84,6 +86,7 @@ class Document:
         self._partial_note = ""
         self._stopped = False  # the stop mark comes after the partial answer it stopped
         self._context_pct: float | None = None
+        self._cost = ""
         self._elapsed_s: float | None = None
         self._max_bytes = max_bytes
         self._bytes = 0
@@ -132,10 +135,12 @@ class Document:
                 self._plan_part = self._part
             self._built.pop(self._plan_part, None)
             self._plan = event.entries
-        elif isinstance(event, CompactionStatus):
+        elif isinstance(event, CompactionStatus) and event.status != "summary":  # the summary is not shown
             self.set_notice("compaction", wording.compaction_status_text(event.status))
         elif isinstance(event, RateLimitNotice):
             self.set_notice("rate_limit", wording.rate_limit_text(event.message))
+        elif isinstance(event, AgentNotice):
+            self._notices.append(("", agent_notice_line(event.severity, event.title, event.description), self._part))
         elif isinstance(event, Notice):
             if event.key:
                 self.set_notice(event.key, event.text)
@@ -252,11 +257,12 @@ class Document:
         self._partial_note = note.strip()
         self._built.pop(self._part, None)
 
-    def finish(self, elapsed_s: float, context_pct: float | None = None) -> None:
+    def finish(self, elapsed_s: float, context_pct: float | None = None, cost: str = "") -> None:
         """Close the turn: adds the footer (time taken, and ``context_pct``, the share of the context
         window in use, when known: the session computes it from what the agent reports)."""
         self._elapsed_s = max(0.0, elapsed_s)
         self._context_pct = context_pct
+        self._cost = cost
         self._built.pop(self._part, None)
 
     def to_markdown(self) -> str:
@@ -280,7 +286,7 @@ class Document:
                 closing.append(Notices((wording.EMPTY_ANSWER,)))
             blocks += closing
             if self._elapsed_s is not None:
-                blocks.append(Footer(self._elapsed_s, self._context_pct))
+                blocks.append(Footer(self._elapsed_s, self._context_pct, self._cost))
         built = tuple(blocks)
         self._built[part] = built
         return built

@@ -32,12 +32,21 @@ from core.engine.delivery import Outbox
 from core.engine.form_prompt import FormPrompts
 from core.engine.form_state import Forms
 from core.engine.journal import Journal
-from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult, QueueItem
+from core.engine.messages import (
+    ButtonPress,
+    ChoiceList,
+    ConversationStatus,
+    InboundMessage,
+    PressResult,
+    QueueItem,
+)
+from core.engine.picks import Picks
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
-from core.engine.router import IGNORED, Command, parse_approval_reply, route
+from core.engine.router import IGNORED, Command, agent_command, parse_approval_reply, route
 from core.engine.steering import Steering
 from core.engine.surface import Surface
+from core.engine.switches import SWITCH_ACTIONS
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnDeps, TurnRunner
 from core.redact import register_secrets
@@ -82,7 +91,8 @@ class Engine:
         self.forms = Forms()
         self.form_prompts = FormPrompts(self.forms, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                         closing=lambda: self.state in ("closing", "closed"))
-        self.control = Control(config, store, self.outbox, self.choices)
+        self.picks = Picks()
+        self.control = Control(config, store, self.outbox, self.choices, self.picks)
         self.steering = Steering(self.outbox, self.journal)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
@@ -91,7 +101,7 @@ class Engine:
         runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.journal, self.approvals,
                                      replies))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
-                                      self.choices, cancel_wait_s)
+                                      self.choices, cancel_wait_s, self.picks)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.conversations_in_memory = conversations_in_memory
         self.state: State = "new"
@@ -257,6 +267,11 @@ class Engine:
                 await self.outbox.reply(conv.surface, msg, wording.APPROVAL_EXPIRED)
             self.journal.complete(msg)
             return
+        if self.picks.is_open(conv.key):  # a number answering a numbered list of choices (no buttons here)
+            if await self.control.switches.numbered(conv, msg):
+                self.journal.complete(msg)
+                return
+            self.picks.forget(conv.key)  # anything else moves on: the list is closed
         command = route(msg.text, conv.surface.commands, conv.surface.bot_usernames)
         if command is IGNORED:  # addressed to another bot in the same chat
             self.journal.complete(msg)
@@ -267,6 +282,9 @@ class Engine:
             await self._enqueue(conv, QueueItem(dataclasses.replace(msg, text=text), compact=True), replay=replay)
             return
         if command is None:
+            typed = agent_command(msg.text, conv.session.commands if conv.session is not None else ())
+            if typed is not None:  # the agent's own command, typed in this surface's way: sent as /name
+                msg = dataclasses.replace(msg, text=typed)
             await self._enqueue(conv, QueueItem(msg), replay=replay)
             return
         if command.action == "steer":
@@ -343,6 +361,9 @@ class Engine:
             chosen = await self.control.choose_model(conv, press.token)
             if chosen is not None:
                 return chosen
+            picked = await self.control.switches.press(conv, press.token)
+            if picked is not None:
+                return picked
         return PressResult("expired", wording.PRESS_EXPIRED)
 
     # -- the dashboard's controls ----------------------------------------------------------
@@ -371,3 +392,15 @@ class Engine:
     async def set_model(self, conversation_key: str, model: str) -> None:
         """Switch the conversation's model (its first message need not have been sent yet)."""
         await self.control.set_model(self._by_key(conversation_key), model)
+
+    async def choice_list(self, conversation_key: str, kind: str, page: str = "") -> ChoiceList:
+        """What the project, agent, sessions or mode control offers (the panel's pickers)."""
+        if kind not in SWITCH_ACTIONS:
+            raise KeyError(kind)
+        return await self.control.switches.listing(self._by_key(conversation_key), kind, page)
+
+    async def choose(self, conversation_key: str, kind: str, value: str) -> str:
+        """Switch the conversation's project, agent, session or mode; the sentence saying what happened."""
+        if kind not in SWITCH_ACTIONS:
+            raise KeyError(kind)
+        return await self.control.switches.choose(self._by_key(conversation_key), kind, value)

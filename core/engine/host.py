@@ -19,7 +19,7 @@ from core.acp.session_handle import AcpRuntimeError
 from core.engine.delivery import Outbox
 from core.engine.engine import Engine
 from core.engine.lanes import Lanes
-from core.engine.messages import ButtonPress, ConversationStatus, InboundMessage, PressResult
+from core.engine.messages import ButtonPress, ChoiceList, ConversationStatus, InboundMessage, PressResult
 from core.engine.receiving import Receiver
 from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
@@ -83,6 +83,21 @@ class EngineControls:
             await self._engine.set_model(conversation_key, model)
         except Exception as exc:
             raise _failed("switching the model", conversation_key, exc) from exc
+
+
+    async def choices(self, conversation_key: str, kind: str, page: str = "") -> ChoiceList:
+        """What the project, agent, sessions or mode control offers."""
+        try:
+            return await self._engine.choice_list(conversation_key, kind, page)
+        except Exception as exc:
+            raise _failed(f"listing the {kind} choices", conversation_key, exc) from exc
+
+    async def choose(self, conversation_key: str, kind: str, value: str) -> str:
+        """Switch the project, agent, session or mode."""
+        try:
+            return await self._engine.choose(conversation_key, kind, value)
+        except Exception as exc:
+            raise _failed(f"choosing a {kind}", conversation_key, exc) from exc
 
 
 def _failed(doing: str, key: str, exc: Exception) -> ControlFailed:

@@ -9,6 +9,7 @@ __all__ = [
     "Attachment",
     "Button",
     "ButtonPress",
+    "ChoiceList",
     "ConversationStatus",
     "InboundMessage",
     "PressOutcome",
@@ -85,6 +86,19 @@ class PressResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ChoiceList:
+    """What one of the conversation controls offers (projects, agents, sessions, modes): ``prompt`` says
+    what is chosen now, ``options`` are (label, value) pairs, ``current`` the index of the one in use
+    (-1: none), ``more`` the value that asks for the next page (None: the last page). Without
+    options, ``prompt`` is the sentence saying why there are none."""
+
+    prompt: str
+    options: tuple[tuple[str, str], ...] = ()
+    current: int = -1
+    more: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     """A message waiting for its turn; ``compact`` marks ``/compact``, whose success is reported;
     ``replay``, a message a restart answers again (its answer may have begun on the platform)."""
@@ -109,3 +123,11 @@ class ConversationStatus:
     #: The name the agent gives ``model`` (qwen-code: "qwen3-coder-plus" for
     #: "$runtime|openai|qwen3-coder-plus(openai)"); None when it gives none.
     model_name: str | None = None
+    #: The configured project chosen for the conversation ("" none), the session's title, the mode
+    #: chosen from the chat, and what the conversation has cost so far in words ("" unknown).
+    project: str = ""
+    title: str = ""
+    mode: str = ""
+    cost: str = ""
+    #: What the agent said its last compaction kept ("" when it said nothing).
+    compaction_summary: str = ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.acp.exchange import ElicitationRequest
-from core.acp.types import STOP_REASON_REFUSAL, AcpEvent, PermissionRequest, RefusalInfo
+from core.acp.types import STOP_REASON_REFUSAL, AcpEvent, Cost, PermissionRequest, RefusalInfo
 from core.engine.binding import SessionBinding
 from core.engine.messages import QueueItem
 from core.engine.surface import Surface
@@ -73,6 +73,8 @@ class TurnOutcome:
     denied: bool = False
     empty: bool = False
     context_pct: float | None = None
+    #: What the turn cost, when the agent reported its session's cost before and after it.
+    cost: Cost | None = None
     refusal: RefusalInfo | None = None
     failure: BaseException | None = None
     described: Described | None = None

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["ACTIONS", "IGNORED", "Command", "parse_approval_reply", "route"]
+__all__ = ["ACTIONS", "IGNORED", "Command", "agent_command", "command_word", "parse_approval_reply", "route"]
 
 #: The actions the core knows. Only "compact" has a spelling every surface shares (``/compact``).
-ACTIONS = ("reset", "compact", "stop", "status", "model", "help", "steer")
+ACTIONS = ("reset", "compact", "stop", "status", "model", "help", "sessions", "project", "agent", "mode",
+           "steer")
 
 _APPROVAL_REPLY = re.compile(r"^\s*(?:(approve)\s*([12])|(deny))\s*$", re.I)
 
@@ -45,6 +46,29 @@ def route(text: str, spelling: Mapping[str, str], bot_usernames: Collection[str]
     if at and bot_usernames and name.lower() not in {n.lower() for n in bot_usernames}:
         return IGNORED
     return Command(action, rest.strip())
+
+
+_NOT_A_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def command_word(name: str) -> str:
+    """An agent command's name as every platform can spell it: lower case, letters, digits and ``_``
+    (Telegram's rule; ``create-plan`` is ``create_plan``)."""
+    return _NOT_A_WORD.sub("_", name.lower()).strip("_")[:32]
+
+
+def agent_command(text: str, commands: Sequence[tuple[str, str]]) -> str | None:
+    """``text`` as the agent's own command (``/name rest``) when it starts with ``/`` or ``!`` and one
+    of ``commands`` (name, description) in any spelling (``!review``, ``/create_plan``); else None."""
+    stripped = text.strip()
+    if not commands or stripped[:1] not in ("/", "!"):
+        return None
+    head, _, rest = stripped[1:].partition(" ")
+    word = command_word(head.partition("@")[0])
+    name = next((n for n, _ in commands if command_word(n) == word), None) if word else None
+    if name is None:
+        return None
+    return f"/{name} {rest.strip()}".rstrip()
 
 
 def parse_approval_reply(text: str) -> str | None:

@@ -32,7 +32,7 @@ and likewise for the other methods (``plain`` is now inside ``message``); ``capa
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -220,6 +220,11 @@ class Surface(Protocol):
         """Post a message; returns its platform message id."""
         ...
 
+    async def agent_commands(self, conversation_key: str, commands: Sequence[tuple[str, str]]) -> None:
+        """The agent of ``conversation_key`` offers these commands (name, description): a surface with a
+        command menu per chat shows them there (Telegram); typing one sends it to the agent as a prompt."""
+        ...
+
     async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
                     private: bool = False) -> str:
         """Answer ``message`` itself (a command, a refusal): through its ``origin`` where it came with
@@ -311,6 +316,9 @@ class SurfaceDefaults:
                         fallback: Rendered, reply_to: str | None = None) -> str:
         """No files here: ``fallback`` says what was left out."""
         return await self.send(conversation_key, fallback, reply_to=reply_to)
+
+    async def agent_commands(self, conversation_key: str, commands: Sequence[tuple[str, str]]) -> None:
+        """No command menu of its own: the help command lists the agent's commands."""
 
 
 class Inbound(Protocol):

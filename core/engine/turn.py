@@ -25,6 +25,7 @@ from core.acp.types import (
     AcpEvent,
     AcpPromptStats,
     CompactionStatus,
+    Cost,
     Notice,
     PermissionRequest,
     RefusalInfo,
@@ -117,6 +118,7 @@ class _Turn:
         self.refusal: RefusalInfo | None = None
         self.failure: BaseException | None = None
         self.interrupted = False  # the relay is shutting down: the message stays unfinished
+        self.cost_mark: Cost | None = None  # the session's cost when the turn began
 
     def outcome(self) -> TurnOutcome:
         """How the turn ended (so far)."""
@@ -125,6 +127,7 @@ class _Turn:
             elapsed_s=time.monotonic() - self.started, stop_reason=self.stop_reason, text=self.text.text,
             tool_ran=self.tool_ran, denied=self.denied, empty=stats is not None and failure is None and stats.empty,
             context_pct=self.scope.binding.context_pct, refusal=self.refusal, failure=failure,
+            cost=self.scope.binding.turn_cost(self.cost_mark),
             described=describe(failure, backend=self.backend) if failure is not None else None,
             interrupted=self.interrupted)
 
@@ -191,6 +194,8 @@ class _Turn:
         notices: list[Notice] = []
         session = await binding.ensure(notices)
         self.backend = session.runtime.backend
+        if self.cost_mark is None:
+            self.cost_mark = binding.cost_mark()
         for notice in notices:
             self.on_event(notice)
         images_ok = session.runtime.accepts_images

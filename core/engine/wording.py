@@ -12,12 +12,14 @@ from types import MappingProxyType
 
 from core.acp.types import RefusalInfo
 from core.engine.messages import ConversationStatus
+from core.engine.router import command_word
 from core.failures import person_text
 
 __all__ = [
     "AGENT_RETRY_GAVE_UP",
     "ALLOW_ONCE_LABEL",
     "APPROVAL_EXPIRED",
+    "CHOOSE_BY_NUMBER",
     "COMPACTED",
     "DENY_LABEL",
     "EMPTY_ANSWER",
@@ -86,6 +88,8 @@ SESSION_NOT_RESUMABLE = (
 )
 NEW_CONVERSATION = "Started a new conversation. The agent will not remember the earlier messages."
 COMPACTED = "The conversation was compacted."
+#: Under a numbered list of choices on a surface without buttons.
+CHOOSE_BY_NUMBER = "Reply with a number to choose."
 PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finished."
 EMPTY_ANSWER = "The agent finished without writing a reply."
 #: Left in a message that an answer no longer needs (the surface cannot delete it).
@@ -152,8 +156,12 @@ _ACTIONS: tuple[tuple[str, str], ...] = (
     ("compact", "shrink the conversation so it fits the model's context"),
     ("stop", "stop the answer that is running (and drop the messages waiting in line)"),
     ("steer", "add words to the answer that is running (where the agent can take them)"),
-    ("status", "show agent, model, folder, session, context and queue"),
+    ("status", "show agent, project, model, folder, session, context, cost and queue"),
     ("model", "list the models, or switch to one"),
+    ("sessions", "list the agent's sessions in this folder, and continue one here"),
+    ("project", "list the projects, or switch to one (a new session in its folder)"),
+    ("agent", "list the agents, or switch to one (a new session)"),
+    ("mode", "list the agent's modes and options, or switch to one"),
     ("help", "show this list"),
 )
 
@@ -268,10 +276,21 @@ def approval_outcome_text(outcome: str, title: str = "", kind: str = "", scope: 
 
 def status_text(status: ConversationStatus) -> str:
     """The answer to the status command."""
-    lines = [f"Agent: {status.agent or 'none'}", f"Model: {status.model_name or status.model or 'default'}",
-             f"Folder: {status.cwd or 'default'}", f"Session: {status.session_id or 'none yet'}"]
+    lines = [f"Agent: {status.agent or 'none'}"]
+    if status.project:
+        lines.append(f"Project: {status.project}")
+    lines += [f"Model: {status.model_name or status.model or 'default'}", f"Folder: {status.cwd or 'default'}",
+              f"Session: {status.session_id or 'none yet'}"]
+    if status.title:
+        lines.append(f"Title: {status.title}")
+    if status.mode:
+        lines.append(f"Mode: {status.mode}")
     if status.context_pct is not None:
         lines.append(f"Context used: {round(status.context_pct)}%")
+    if status.cost:
+        lines.append(f"Cost so far: {status.cost}")
+    if status.compaction_summary:
+        lines.append(f"Last compaction kept: {' '.join(status.compaction_summary.split())}")
     state = "answering" if status.busy else "idle"
     lines.append(f"State: {state}, {status.queue_length} queued")
     return "\n".join(lines)
@@ -335,20 +354,24 @@ def plan_line(content: str, status: str) -> str:
     return f"- [{'x' if status == 'completed' else ' '}] {plan_words(content, status)}"
 
 
-def footer_text(elapsed_s: float, context_pct: float | None) -> str:
-    """``⏱ 12.3s · context 45%``; the context part only when the agent reported it."""
+def footer_text(elapsed_s: float, context_pct: float | None, cost: str = "") -> str:
+    """``⏱ 12.3s · context 45% · 0.03 USD``; the context and cost parts only when the agent reported them."""
     if elapsed_s < 60:
         took = f"{elapsed_s:.1f}s"
     else:
         minutes, seconds = divmod(round(elapsed_s), 60)
         took = f"{minutes}m {seconds:02d}s"
-    if context_pct is None:
-        return f"{FOOTER_GLYPH} {took}"
-    return f"{FOOTER_GLYPH} {took} · context {round(context_pct)}%"
+    parts = [f"{FOOTER_GLYPH} {took}"]
+    if context_pct is not None:
+        parts.append(f"context {round(context_pct)}%")
+    if cost:
+        parts.append(cost)
+    return " · ".join(parts)
 
 
-def help_text(commands: Mapping[str, str]) -> str:
-    """The command list in this surface's own spelling (``commands`` maps spelling -> action)."""
+def help_text(commands: Mapping[str, str], agent_commands: Sequence[tuple[str, str]] = ()) -> str:
+    """The command list in this surface's own spelling (``commands`` maps spelling -> action), then the
+    agent's own commands (name, description), typed with the prefix of this surface's help command."""
     spellings: dict[str, list[str]] = {}
     for spelling, action in commands.items():
         spellings.setdefault(action, []).append(spelling)
@@ -358,6 +381,12 @@ def help_text(commands: Mapping[str, str]) -> str:
     for action in order:
         names = " or ".join(f"`{s}`" for s in spellings[action])
         lines.append(f"{names}: {known.get(action, action)}")
+    if agent_commands:
+        helps = {s[:1] for s, a in commands.items() if a == "help"}
+        prefix = "!" if "!" in helps else "/"  # the typed alias where there is one (a slash is the platform's)
+        lines.append("The agent's own commands:")
+        lines += [f"`{prefix}{command_word(name)}`" + (f": {' '.join(desc.split())}" if desc.strip() else "")
+                  for name, desc in agent_commands]
     lines.append("Anything else you write goes to the agent.")
     return "\n".join(lines)
 

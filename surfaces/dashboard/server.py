@@ -264,6 +264,46 @@ async def set_model(request: web.Request) -> web.StreamResponse:
     return web.json_response({"model": model})
 
 
+#: The side panel's pickers (the conversation controls the chat commands also reach).
+_KINDS = frozenset({"project", "agent", "sessions", "mode"})
+
+
+async def _kind(request: web.Request, field: str) -> tuple[str, str]:
+    """``{"kind": <a picker>, field: <a string, optional>}``; 400 otherwise."""
+    try:
+        body = await request.json()
+    except (ValueError, RecursionError):
+        body = None
+    kind = body.get("kind") if isinstance(body, dict) else None
+    value = body.get(field, "") if isinstance(body, dict) else None
+    if kind not in _KINDS or not isinstance(value, str):
+        raise _bad_request(wording.expected_json_text("kind"))
+    return kind, value
+
+
+async def choices(request: web.Request) -> web.StreamResponse:
+    """A picker's choices (the sessions list starts the agent: a POST); ``page`` is an earlier ``more``."""
+    tab = _tab(request)
+    kind, page = await _kind(request, "page")
+    try:
+        found = await request.app[HOST].controls.choices(conversation_key(tab), kind, page)
+    except ControlFailed as exc:
+        return _error(400, str(exc))
+    return web.json_response({"prompt": found.prompt, "current": found.current, "more": found.more,
+                              "options": [{"label": label, "value": value} for label, value in found.options]})
+
+
+async def choose(request: web.Request) -> web.StreamResponse:
+    """Switch the project, agent, session or mode: the sentence saying what happened (or why not)."""
+    tab = _tab(request)
+    kind, value = await _kind(request, "value")
+    try:
+        text = await request.app[HOST].controls.choose(conversation_key(tab), kind, value)
+    except ControlFailed as exc:
+        return _error(400, str(exc))
+    return web.json_response({"text": text})
+
+
 def create_app(surface: DashboardSurface, host: Host, *, access_token: str | None = None,
                trust_forwarded_proto: bool = False, announce: Callable[[str], None] | None = None,
                clock: Callable[[], float] = time.monotonic) -> web.Application:
@@ -294,5 +334,7 @@ def create_app(surface: DashboardSurface, host: Host, *, access_token: str | Non
     app.router.add_get(f"{api}/status", status)
     app.router.add_post(f"{api}/models", models)
     app.router.add_post(f"{api}/model", set_model)
+    app.router.add_post(f"{api}/choices", choices)
+    app.router.add_post(f"{api}/choose", choose)
     app.router.add_get(f"{api}/files/{{file}}", download)
     return app

@@ -59,7 +59,9 @@ CAPABILITIES = Capabilities(
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "/new": "reset", "!new": "reset", "/compact": "compact", "!compact": "compact", "/stop": "stop",
     "!stop": "stop", "/status": "status", "!status": "status", "/model": "model", "!model": "model",
-    "/help": "help", "!help": "help", "!steer": "steer",
+    "/help": "help", "!help": "help", "/sessions": "sessions", "!sessions": "sessions", "/project": "project",
+    "!project": "project", "/agent": "agent", "!agent": "agent", "/mode": "mode", "!mode": "mode",
+    "!steer": "steer",
 })
 
 

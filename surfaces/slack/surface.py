@@ -57,7 +57,8 @@ MAX_MESSAGE_LENGTH = 12_000
 #: also the slash command.
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "!new": "reset", "!compact": "compact", "/compact": "compact", "!stop": "stop", "!status": "status",
-    "!model": "model", "!help": "help", "!steer": "steer",
+    "!model": "model", "!help": "help", "!sessions": "sessions", "!project": "project", "!agent": "agent",
+    "!mode": "mode", "!steer": "steer",
 })
 _NOT_A_MEMBER = "user_not_in_channel"
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import itertools
 import logging
 import secrets
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from telegram import (
     Bot,
+    BotCommand,
+    BotCommandScopeChat,
     ForceReply,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
@@ -37,13 +39,14 @@ from core.surface_api import (
     MessageTooLong,
     Rendered,
     SurfaceDefaults,
+    command_word,
     image_kind,
     rendered_as,
 )
 from surfaces.telegram import keys
 from surfaces.telegram.errors import NoSuchMethod, delivery_errors
 from surfaces.telegram.render import TelegramFormatter, TelegramMessage
-from surfaces.telegram.wording import COMMANDS
+from surfaces.telegram.wording import COMMAND_MENU, COMMANDS
 
 __all__ = ["TelegramSurface"]
 
@@ -71,6 +74,16 @@ def _reply(reply_to: str | None) -> ReplyParameters | None:
     except ValueError:
         return None
     return ReplyParameters(message_id=message_id, allow_sending_without_reply=True)
+
+
+#: Telegram takes at most 100 commands in a menu, each described in 1-256 characters.
+_MENU_MAX, _DESCRIPTION_MAX = 100, 256
+
+
+def _menu_line(description: str) -> str:
+    """An agent's description as one menu line (an untrusted text: on one line, cut to fit)."""
+    line = " ".join(description.split())
+    return line if len(line) <= _DESCRIPTION_MAX else line[:_DESCRIPTION_MAX - 1] + "…"
 
 
 def _message_id(message_id: str) -> int:
@@ -223,6 +236,28 @@ class TelegramSurface(SurfaceDefaults):
             self.lacks("sendMessageDraft", "replies are sent and edited instead of streamed as drafts")
             raise
         return str(draft_id)
+
+    async def agent_commands(self, conversation_key: str, commands: Sequence[tuple[str, str]]) -> None:
+        """``setMyCommands`` scoped to this chat: the relay's menu, then the agent's own commands with
+        names Telegram accepts (``create-plan`` is ``/create_plan``; typing it reaches the agent)."""
+        if "setMyCommands" in self.unsupported:
+            return
+        ref = keys.parse_key(conversation_key)
+        menu = [BotCommand(c, d) for c, d in COMMAND_MENU]
+        taken = {c for c, _ in COMMAND_MENU}
+        for name, description in commands:
+            word = command_word(name)
+            if not word or word in taken or len(menu) >= _MENU_MAX:
+                continue
+            taken.add(word)
+            menu.append(BotCommand(word, _menu_line(description) or word))
+        try:
+            with delivery_errors("setMyCommands"):
+                await self.bot.set_my_commands(menu, scope=BotCommandScopeChat(ref.chat_id))
+        except AnswerUnreadable:
+            return  # the server took it
+        except NoSuchMethod:
+            self.lacks("setMyCommands", "the chat shows no command menu")
 
     def lacks(self, method: str, meaning: str) -> None:
         """The Bot API server said it has no ``method``: never asked again in this run (one log line)."""

@@ -28,7 +28,8 @@ __all__ = [
 #: it shows the commands (as in the architecture's table), so a first tap never resets anything.
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "/new": "reset", "/compact": "compact", "/stop": "stop", "/status": "status", "/model": "model",
-    "/help": "help", "/start": "help", "/steer": "steer",
+    "/help": "help", "/start": "help", "/sessions": "sessions", "/project": "project", "/agent": "agent",
+    "/mode": "mode", "/steer": "steer",
 })
 
 #: The command menu registered with ``setMyCommands`` (command, description), in menu order.
@@ -39,6 +40,10 @@ COMMAND_MENU: tuple[tuple[str, str], ...] = (
     ("steer", "Add words to the answer that is running"),
     ("status", "Agent, model, folder, session and queue"),
     ("model", "List the models, or /model <name> to switch"),
+    ("sessions", "The agent's sessions here: continue one"),
+    ("project", "List the projects, or /project <name> to switch"),
+    ("agent", "List the agents, or /agent <name> to switch"),
+    ("mode", "List the agent's modes, or /mode <name> to switch"),
     ("help", "Show the commands"),
 )
 

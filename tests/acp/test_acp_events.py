@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 from core.acp.types import (
+    AgentNotice,
     AvailableCommands,
     CompactionStatus,
     ConfigOptions,
+    Cost,
     KiroMetadata,
     ModeChanged,
-    Notice,
     PlanEntry,
     PlanUpdate,
     RateLimitNotice,
@@ -59,9 +60,13 @@ UPDATES: list[tuple[str, dict[str, Any], Any]] = [
     ("available_commands_update",
      {"sessionUpdate": "available_commands_update", "availableCommands": [
          {"name": "compact", "description": "shrink"}, {"name": "review", "description": "review"}]},
-     AvailableCommands(("compact", "review"))),
+     AvailableCommands(("compact", "review"), ("shrink", "review"))),
     ("current_mode_update", {"sessionUpdate": "current_mode_update", "currentModeId": "plan"}, ModeChanged("plan")),
     ("usage_update", {"sessionUpdate": "usage_update", "used": 1234, "size": 200000}, UsageUpdate(1234, 200000)),
+    ("usage_update_cost", {"sessionUpdate": "usage_update", "used": 1, "size": 2,
+                           "cost": {"amount": 0.25, "currency": "USD"}}, UsageUpdate(1, 2, Cost(0.25, "USD"))),
+    ("usage_update_bad_cost", {"sessionUpdate": "usage_update", "used": 1, "size": 2,
+                               "cost": {"amount": "lots", "currency": "USD"}}, UsageUpdate(1, 2)),
     ("session_info_update", {"sessionUpdate": "session_info_update", "title": "Fix the bug"},
      SessionInfo("Fix the bug")),
     ("compaction_update", {"sessionUpdate": "compaction_update", "status": "started"},
@@ -69,7 +74,11 @@ UPDATES: list[tuple[str, dict[str, Any], Any]] = [
     ("compaction_summary_chunk",
      {"sessionUpdate": "compaction_summary_chunk", "content": {"type": "text", "text": "summary"}},
      CompactionStatus("summary", "summary")),
-    ("notice", {"sessionUpdate": "notice", "content": {"type": "text", "text": "heads up"}}, Notice("heads up")),
+    # The schema's Notice: severity, title, description (not a content block).
+    ("notice", {"sessionUpdate": "notice", "severity": "warning", "title": "Rate limited",
+                "description": "retrying in 5s"}, AgentNotice("warning", "Rate limited", "retrying in 5s")),
+    ("notice_title_only", {"sessionUpdate": "notice", "severity": "info", "title": "Heads up"},
+     AgentNotice("info", "Heads up")),
 ]
 
 

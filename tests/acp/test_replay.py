@@ -17,7 +17,7 @@ import pytest
 from core.acp.client import AcpAuthRequired, AcpError
 from core.acp.runtime import AcpRuntime
 from core.acp.spec import AgentSpec
-from core.acp.types import PermissionRequest, RefusalInfo, ToolCall, TurnEnded, UsageUpdate
+from core.acp.types import Cost, PermissionRequest, RefusalInfo, ToolCall, TurnEnded, UsageUpdate
 from core.failures import classify
 from tests.fakes.acp_schema import validate_record_file
 
@@ -85,7 +85,8 @@ async def test_text_turn(replay, events, capture: str) -> None:
     assert stats.stop_reason == "end_turn"
     assert ev.items[-1] == TurnEnded("end_turn")
     if capture.startswith("claude"):
-        assert ev.of(UsageUpdate)[-1] == UsageUpdate(12, 1000000)
+        # claude-agent-acp 0.101 reports the session's cost with its usage
+        assert ev.of(UsageUpdate)[-1] == UsageUpdate(12, 1000000, Cost(0.00015999999999999999, "USD"))
         # claude starts in mode "auto", which runs tools unasked: with a gate of "ask" we leave it
         assert any(f.get("method") == "session/set_mode" and f["params"]["modeId"] == "default"
                    for f in rp.client_frames())

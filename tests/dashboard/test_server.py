@@ -348,7 +348,8 @@ async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) ->
         status = await r.json()
     assert status == {"agent": "demo", "model": "demo-fast", "models": ["demo-fast", "demo-careful"],
                       "cwd": "/tmp", "session_id": None, "context_pct": 12.5, "queue_length": 0, "busy": False,
-                      "model_name": None}
+                      "model_name": None, "project": "", "title": "", "mode": "", "cost": "",
+                      "compaction_summary": ""}
     async with served.client.post(f"{API}/model", json={"model": "demo-careful"}) as r:
         assert r.status == 200
     assert served.engine.switched == [("dashboard:tab1", "demo-careful")]

@@ -82,7 +82,8 @@ async def test_acp_relay_run_answers_on_discord_stops_cleanly_and_catches_up_aft
     assert code == 0, err
     assert prompts(tmp_path / "record.jsonl") == ["text hello from the process", "sent while the relay was down"]
     assert len(fake.bot_messages(dm)) == 2  # each answered once, across two processes
-    assert sorted(c["name"] for c in fake.commands["global"]) == ["compact", "help", "model", "new", "status", "stop"]
+    assert sorted(c["name"] for c in fake.commands["global"]) == ["agent", "compact", "help", "mode", "model", "new",
+                                                                   "project", "sessions", "status", "stop"]
 
 
 async def test_acp_relay_run_exits_2_with_one_sentence_when_discord_refuses_the_intent(

@@ -33,6 +33,9 @@ session/load {sessionId, cwd, mcpServers}
 session/prompt {sessionId, prompt: [content blocks]}
     Runs the prompt script (below). One prompt per session at a time: a concurrent second one gets
     -32603 message "Prompt already in progress" (data is the same string). Unknown session: -32002.
+session/close {sessionId}  (only with --close, else -32601)
+    Ends the session's running prompt as a cancel would, then closes it: until a session/load reopens
+    it (its history is kept), a prompt or a switch in it is -32002. Unknown session: -32002.
 session/cancel {sessionId} (notification)
     The running prompt ends promptly with {"stopReason": "cancelled"}; a pending
     session/request_permission (or `request`) it sent is abandoned (a late answer is ignored).
@@ -41,6 +44,13 @@ session/set_model {sessionId, modelId} (Kiro legacy) -> {} ; needs --models (els
     unknown modelId: -32602.
 session/set_config_option {sessionId, configId, value} -> {configOptions: [...]}; needs
     --config-options (else -32602 for an unknown configId); with --kiro always -32601.
+session/list {cwd?, cursor?} (only with --sessions) -> {sessions: [{sessionId, cwd, title, updatedAt}],
+    nextCursor?}: every session this process (and --state-dir) knows, newest first, filtered by cwd,
+    --list-page N a page (the cursor is the offset as a string).
+session/resume {sessionId, cwd, mcpServers} (only with --sessions) -> like session/load's answer, with no
+    history replayed. Unknown session -> -32002.
+session/close {sessionId} (only with --sessions) -> {}: the session is forgotten by this process (it stays
+    in --state-dir, so it is still listed and can be resumed); unknown -> -32002.
 Anything else (requests) -> -32601 "Method not found". Unknown notifications are ignored.
 A line that is not JSON -> -32700 (id null); a JSON value that is not a request -> -32600.
 Answers to requests the agent never sent (or abandoned) are ignored.
@@ -48,6 +58,7 @@ Answers to requests the agent never sent (or abandoned) are ignored.
 Flags
 -----
 --no-load              agentCapabilities.loadSession false; session/load -> -32601.
+--close                agentCapabilities.sessionCapabilities {"close": {}}; session/close (above).
 --no-images            promptCapabilities.image false (report_images still counts what arrives).
 --on-compact SCRIPT    run SCRIPT (lines separated by newlines) when the prompt is "/compact".
 --protocol-version N   answer initialize with protocolVersion N (default 1).
@@ -84,6 +95,12 @@ Flags
                        and the tool's title only as toolCall.rawInput.command.
 --locked-modes         session/set_mode answers -32603 "mode is locked" (an agent that cannot be
                        switched back).
+--sessions             agentCapabilities.sessionCapabilities {list, resume, close} (claude-agent-acp
+                       0.101, codex-acp 2.6) and those three methods.
+--list-page N          session/list answers N sessions a page (default 50).
+--commands a:desc,b    after session/new, /load and /resume: available_commands_update with these
+                       commands (name, description).
+--effort               a configOption `effort` (category thought_level; low, medium, high).
 --steering             initialize answers _meta.steering.supported true; _session/steering
                        {sessionId, prompt} answers {"outcome": "injected"} while a prompt runs (its
                        text is handed to a waiting `wait_steer`) and {"outcome": "promptRequired"}
@@ -126,7 +143,15 @@ allow_all <on|off>      the agent turns its own `allow_all` option (category per
                         sends config_option_update with every config option; from then on the session
                         has that option (settable with session/set_config_option).
 plan <a>|<b>|<c>        plan update; entry prefix "x:" = completed, ">:" = in_progress, else pending.
-usage <used> <size>     usage_update {used, size}.
+usage <used> <size> [<amount> <currency>]
+                        usage_update {used, size[, cost: {amount, currency}]} (cost is cumulative).
+title <words>           session_info_update {title, updatedAt} (kept: session/list shows it).
+notice <severity> <title words>[ | <description words>]
+                        notice {severity, title[, description]}.
+compaction <id> <status> [<summary words>]
+                        compaction_update {compactionId, status}; with words, first a
+                        compaction_summary_chunk with them.
+commands <a:desc,b>     available_commands_update now.
 kiro_meta <json>        notification `_kiro.dev/metadata`, params = json object + sessionId.
 ext <method> [<json>]   any notification, params = json (default {}).
 update <json>           raw session/update {sessionId, update: json}.
@@ -232,6 +257,10 @@ VERBS = {
     "permission",
     "plan",
     "usage",
+    "title",
+    "notice",
+    "compaction",
+    "commands",
     "kiro_meta",
     "ext",
     "update",
@@ -310,6 +339,10 @@ class Session:
         self.model = model
         self.allow_all: str | None = None  # Copilot's permissions option, once the session has one
         self.turn: Turn | None = None
+        self.title = ""
+        self.updated = time.time()
+        self.effort = "medium"
+        self.closed = False  # session/close: session/load or session/resume opens it again
 
     def to_json(self) -> dict:
         return {
@@ -319,6 +352,9 @@ class Session:
             "mode": self.mode,
             "model": self.model,
             "allow_all": self.allow_all,
+            "title": self.title,
+            "updated": self.updated,
+            "effort": self.effort,
         }
 
 
@@ -423,6 +459,7 @@ class Agent:
             return None
         s = Session(sid, d.get("cwd", ""), d.get("history") or [], d.get("mode") or "default", d.get("model"))
         s.allow_all = d.get("allow_all")
+        s.title, s.updated, s.effort = d.get("title") or "", d.get("updated") or 0.0, d.get("effort") or "medium"
         with self.sessions_lock:
             return self.sessions.setdefault(sid, s)
 
@@ -453,7 +490,7 @@ class Agent:
                 "currentModelId": s.model if s.model in self.models else self.models[0],
                 "availableModels": [{"modelId": m, "name": self.model_names[m]} for m in self.models],
             }
-        if self.config_models or self.args.copilot or s.allow_all is not None:
+        if self.config_models or self.args.copilot or s.allow_all is not None or self.args.effort:
             out["configOptions"] = self.config_options(s)
         return out
 
@@ -466,6 +503,10 @@ class Agent:
             out.append({"id": "allow_all", "name": "Allow all", "category": "permissions", "type": "select",
                         "currentValue": s.allow_all,
                         "options": [{"value": "off", "name": "Off"}, {"value": "on", "name": "On"}]})
+        if self.args.effort:
+            out.append({"id": "effort", "name": "Effort", "category": "thought_level", "type": "select",
+                        "currentValue": s.effort,
+                        "options": [{"value": v, "name": v.capitalize()} for v in ("low", "medium", "high")]})
         if not self.config_models:
             return out
         cur = s.model if s.model in self.config_models else self.config_models[0]
@@ -556,7 +597,13 @@ class Agent:
                     target=self.guarded, args=(req_id, self.do_load, params), daemon=True
                 ).start()
                 return
+            offered = self.args.sessions or (method == "session/close" and self.args.close)
+            if method in SESSION_METHODS and not offered:
+                raise RpcError(-32601, "Method not found", method)
             handler = {
+                "session/list": self.do_list,
+                "session/resume": self.do_resume,
+                "session/close": self.do_close,
                 "initialize": self.do_initialize,
                 "authenticate": self.do_authenticate,
                 "session/new": self.do_new,
@@ -567,7 +614,10 @@ class Agent:
             }.get(method)
             if handler is None:
                 raise RpcError(-32601, "Method not found", method)
-            self.respond(req_id, handler(params))
+            result = handler(params)
+            self.respond(req_id, result)
+            if method in ("session/new", "session/resume"):
+                self.announce_commands(str(result.get("sessionId") or params.get("sessionId")))
         except RpcError as e:
             self.respond_error(req_id, e)
         except Exception as e:  # pragma: no cover - a bug in the fake
@@ -604,6 +654,8 @@ class Agent:
         result = {
             "protocolVersion": self.args.protocol_version,
             "agentCapabilities": {
+                **({"sessionCapabilities": {"list": {}, "resume": {}, "close": {}}} if self.args.sessions
+                   else {"sessionCapabilities": {"close": {}}} if self.args.close else {}),
                 "loadSession": not self.args.no_load,
                 "promptCapabilities": {"image": not self.args.no_images, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
@@ -682,11 +734,63 @@ class Agent:
             self.update(s.id, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
         if params.get("cwd"):
             s.cwd = str(params["cwd"])
+        self.announce_commands(s.id)
+        s.closed = False
         return self.session_extras(s)
+
+    def all_sessions(self) -> list[Session]:
+        found: dict[str, Session] = {}
+        if self.args.state_dir and os.path.isdir(self._state_path("sessions")):
+            for name in os.listdir(self._state_path("sessions")):
+                if name.endswith(".json"):
+                    s = self.find_session(name[:-5])
+                    if s is not None:
+                        found[s.id] = s
+        with self.sessions_lock:
+            found.update(self.sessions)
+        return sorted(found.values(), key=lambda s: s.updated, reverse=True)
+
+    def do_list(self, params: dict) -> dict:
+        self.require_auth()
+        cwd = params.get("cwd")
+        sessions = [s for s in self.all_sessions() if not cwd or s.cwd == cwd]
+        start = int(params.get("cursor") or 0)
+        page = sessions[start:start + self.args.list_page]
+        out: dict = {"sessions": [
+            {"sessionId": s.id, "cwd": s.cwd, "title": s.title or None,
+             "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.updated))} for s in page]}
+        if start + self.args.list_page < len(sessions):
+            out["nextCursor"] = str(start + self.args.list_page)
+        return out
+
+    def do_resume(self, params: dict) -> dict:
+        self.require_auth()
+        s = self.find_session(params.get("sessionId"))
+        if s is None:
+            raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
+        if params.get("cwd"):
+            s.cwd = str(params["cwd"])
+        s.closed = False
+        return self.session_extras(s)
+
+    def do_close(self, params: dict) -> dict:
+        """The session is let go: listed still, but a prompt to it fails until it is loaded or resumed."""
+        s = self.find_session(params.get("sessionId"))
+        if s is None:
+            raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
+        if s.turn is not None:
+            s.turn.cancel.set()
+        s.closed = True
+        return {}
+
+    def announce_commands(self, sid: str) -> None:
+        if self.args.commands:
+            self.update(sid, {"sessionUpdate": "available_commands_update",
+                              "availableCommands": commands_of(self.args.commands)})
 
     def _session(self, params: dict) -> Session:
         s = self.find_session(params.get("sessionId"))
-        if s is None:
+        if s is None or s.closed:
             raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
         return s
 
@@ -720,6 +824,10 @@ class Agent:
         if params.get("configId") == "allow_all" and s.allow_all is not None and value in ("on", "off"):
             s.allow_all = value
             return {"configOptions": self.config_options(s)}
+        if params.get("configId") == "effort" and self.args.effort and value in ("low", "medium", "high"):
+            s.effort = value
+            self.persist(s)
+            return {"configOptions": self.config_options(s)}
         if params.get("configId") == "mode" and self.args.copilot and value in {m["id"] for m in COPILOT_MODES}:
             s.mode = value
             return {"configOptions": self.config_options(s)}
@@ -744,6 +852,7 @@ class Agent:
 
     def end_turn(self, turn: Turn) -> None:
         s = turn.session
+        s.updated = time.time()
         if turn.agent_text:
             s.history.append({"role": "agent", "text": "".join(turn.agent_text)})
             turn.agent_text = []
@@ -763,6 +872,8 @@ class Agent:
         images = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "image")
         prompt_text = "\n".join(t for t in texts if isinstance(t, str))
         turn.session.history.append({"role": "user", "text": prompt_text})
+        if not turn.session.title:  # like claude-agent-acp: the first prompt names the session
+            turn.session.title = prompt_text.strip().splitlines()[0][:40] if prompt_text.strip() else ""
         self.persist(turn.session)
         try:
             result = self.run_script(turn, prompt_text, images)
@@ -872,8 +983,33 @@ class Agent:
                 entries.append({"content": item, "priority": "medium", "status": status})
             self.update(sid, {"sessionUpdate": "plan", "entries": entries})
         elif verb == "usage":
-            used, size = rest.split()
-            self.update(sid, {"sessionUpdate": "usage_update", "used": int(used), "size": int(size)})
+            words = rest.split()
+            update = {"sessionUpdate": "usage_update", "used": int(words[0]), "size": int(words[1])}
+            if len(words) >= 4:
+                update["cost"] = {"amount": float(words[2]), "currency": words[3]}
+            self.update(sid, update)
+        elif verb == "title":
+            turn.session.title = rest.strip()
+            turn.session.updated = time.time()
+            self.persist(turn.session)
+            self.update(sid, {"sessionUpdate": "session_info_update", "title": rest.strip(),
+                              "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        elif verb == "notice":
+            severity, _, words = rest.strip().partition(" ")
+            title, _, description = words.partition(" | ")
+            notice = {"sessionUpdate": "notice", "severity": severity, "title": title.strip()}
+            if description.strip():
+                notice["description"] = description.strip()
+            self.update(sid, notice)
+        elif verb == "compaction":
+            parts = rest.split(" ", 2)
+            if len(parts) > 2 and parts[2].strip():
+                self.update(sid, {"sessionUpdate": "compaction_summary_chunk", "compactionId": parts[0],
+                                  "content": {"type": "text", "text": parts[2].strip()}})
+            self.update(sid, {"sessionUpdate": "compaction_update", "compactionId": parts[0], "status": parts[1]})
+        elif verb == "commands":
+            self.update(sid, {"sessionUpdate": "available_commands_update",
+                              "availableCommands": commands_of(rest.strip())})
         elif verb == "kiro_meta":
             params = json.loads(rest) if rest.strip() else {}
             self.notify("_kiro.dev/metadata", {**params, "sessionId": sid})
@@ -1064,6 +1200,19 @@ def parent_env(match: re.Match) -> str:
     return value[start:end]
 
 
+SESSION_METHODS = frozenset({"session/list", "session/resume", "session/close"})
+
+
+def commands_of(spec: str) -> list[dict]:
+    """``a:desc,b`` -> [{name: a, description: desc}, {name: b, description: ""}]."""
+    out = []
+    for item in spec.split(","):
+        name, _, desc = item.partition(":")
+        if name.strip():
+            out.append({"name": name.strip(), "description": desc.strip(), "input": None})
+    return out
+
+
 def bigline(size: int) -> bytes:
     head, tail = b'{"jsonrpc":"2.0","method":"x","params":"', b'"}'
     if size < len(head) + len(tail):
@@ -1075,6 +1224,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Scripted fake ACP agent (see module docstring)")
     p.add_argument("--no-load", action="store_true")
     p.add_argument("--no-images", action="store_true")
+    p.add_argument("--close", action="store_true")
     p.add_argument("--on-compact", default="")
     p.add_argument("--protocol-version", type=int, default=PROTOCOL_VERSION)
     p.add_argument("--not-logged-in", action="store_true")
@@ -1094,6 +1244,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--load-replay", type=int, default=0, metavar="N")
     p.add_argument("--copilot", action="store_true")
     p.add_argument("--locked-modes", action="store_true")
+    p.add_argument("--sessions", action="store_true")
+    p.add_argument("--list-page", type=int, default=50, metavar="N")
+    p.add_argument("--commands", default="", metavar="A:DESC,B")
+    p.add_argument("--effort", action="store_true")
     p.add_argument("--steering", action="store_true")
     return p.parse_args(argv)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -66,6 +67,7 @@ class FakeBotApi(MessageMethods):
         self.files: dict[str, bytes] = {}
         self.events: list[Call] = []
         self.commands: list[Json] = []
+        self.chat_commands: dict[int, list[Json]] = {}  # chat id -> its own menu
         self.webhook: Json = {}
         self.answered: dict[str, str | None] = {}
         #: getUpdates answers at once, whatever its ``timeout`` (a server that does not long-poll).
@@ -77,6 +79,11 @@ class FakeBotApi(MessageMethods):
         #: the answer (``on_call``): a hook may kill the client at that exact moment.
         self.on_request: list[Callable[[Call], None]] = []
         self.on_call: list[Callable[[Call], None]] = []
+        #: While set and not yet fired, every call but getUpdates waits for it before it is handled;
+        #: ``in_flight`` counts the calls being handled now, ``most_in_flight`` the most there were at once.
+        self.held: asyncio.Event | None = None
+        self.in_flight = 0
+        self.most_in_flight = 0
         self._ids: dict[int, itertools.count[int]] = {}
         self._updates: list[Json] = []
         self._update_ids = itertools.count(1000)
@@ -121,6 +128,18 @@ class FakeBotApi(MessageMethods):
         return params
 
     async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["method"] == "getUpdates":
+            return await self._handled(request)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.held is not None:
+                await self.held.wait()
+            return await self._handled(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _handled(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         call = Call(method, await self._params(request))
         self.events.append(call)
@@ -351,7 +370,25 @@ class FakeBotApi(MessageMethods):
         return self.me
 
     async def _api_setMyCommands(self, params: Json) -> bool:
-        self.commands = list(params.get("commands") or [])
+        """Telegram's checks: at most 100 commands, names of 1-32 of a-z, 0-9 and _, descriptions of
+        1-256 characters. A ``chat`` scope sets that chat's menu (``chat_commands``)."""
+        commands = params.get("commands") or []
+        if isinstance(commands, str):
+            commands = json.loads(commands)
+        if len(commands) > 100:
+            raise ApiError(400, "Bad Request: too many commands")
+        for command in commands:
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", str(command.get("command", ""))):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(str(command.get("description", ""))) <= 256:
+                raise ApiError(400, "Bad Request: command description is invalid")
+        scope = params.get("scope")
+        if isinstance(scope, str):
+            scope = json.loads(scope)
+        if isinstance(scope, dict) and scope.get("type") == "chat":
+            self.chat_commands[int(scope["chat_id"])] = list(commands)
+        else:
+            self.commands = list(commands)
         return True
 
     async def _api_deleteWebhook(self, params: Json) -> bool:

@@ -53,6 +53,7 @@ class SlackRelayUnderTest:
     allowed: tuple[str, ...] = (USER,)
     busy_timeout_s: float = 5.0
     engine_config: dict[str, Any] = field(default_factory=dict)  # merged over the "engine" section
+    sections: dict[str, Any] = field(default_factory=dict)  # more top-level config sections (projects)
     engine: Engine = field(init=False)
     store: Store = field(init=False)
     running: SlackRelay = field(init=False)
@@ -63,6 +64,7 @@ class SlackRelayUnderTest:
         args = [str(FAKE_AGENT_PATH), "--record", str(record), "--state-dir", str(self.tmp / "agent"), *self.flags]
         (self.tmp / "work").mkdir(exist_ok=True)
         return RelayConfig.model_validate({
+            **self.sections,
             "agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.tmp / "work")}},
             "store": {"path": str(self.tmp / "relay.db")},
             "retry": {"attempts": 2, "budget_s": 10, "base_delay_s": 0.05},

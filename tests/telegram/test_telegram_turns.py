@@ -118,7 +118,8 @@ async def test_stop_sends_session_cancel_and_the_answer_says_stopped(api: FakeBo
 
 async def test_help_and_start_list_the_commands_registered_in_the_menu(api: FakeBotApi, tg: TgFactory) -> None:
     r = await tg()
-    assert [c["command"] for c in api.commands] == ["new", "compact", "stop", "steer", "status", "model", "help"]
+    assert [c["command"] for c in api.commands] == ["new", "compact", "stop", "steer", "status", "model",
+                                                    "sessions", "project", "agent", "mode", "help"]
     api.private(USER)
     api.say(USER, "/start")
     await until(lambda: r.texts(USER))
@@ -127,6 +128,7 @@ async def test_help_and_start_list_the_commands_registered_in_the_menu(api: Fake
     await r.settled()
     help_text, status = r.texts(USER)
     assert "/new" in help_text and "/compact" in help_text and "/model" in help_text
+    assert "/sessions" in help_text and "/project" in help_text and "/agent" in help_text and "/mode" in help_text
     assert "Agent: fake" in status
     assert not r.prompts(), "commands never reach the agent"
 

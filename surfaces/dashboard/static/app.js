@@ -29,6 +29,10 @@
   const sendButton = $("#send");
   const stopButton = $("#stop");
   const modelSelect = $("#model");
+  const agentSelect = $("#agent");
+  const projectSelect = $("#project");
+  const sessionList = $("#sessions .session-list");
+  const controlNote = $("#sessions .control-note");
 
   // Random ids without crypto.randomUUID, which needs a secure context (http on a LAN is not one).
   function newId() {
@@ -409,7 +413,8 @@
     } catch (_) {
       return;
     }
-    $(".status-agent").textContent = s.agent || "–";
+    $(".status-title").textContent = s.title || "–";
+    $(".status-cost").textContent = s.cost || "–";
     $(".status-cwd").textContent = s.cwd || "–";
     $(".status-cwd").title = s.cwd || "";
     $(".status-session").textContent = s.session_id || "none yet";
@@ -463,6 +468,84 @@
     modelSelect.dataset.signature = "";
     refreshStatus();
   });
+
+  // ---- project, agent and sessions ---------------------------------------------------------
+  // The same controls as the chat's /project, /agent and /sessions: the relay says what each choice
+  // did (or why nothing changed) in one sentence, shown under the sessions list.
+
+  function note(text) {
+    controlNote.textContent = text;
+  }
+
+  function fillPicker(select, data) {
+    const options = data.options.map((o, i) => new Option(o.label, o.value, false, i === data.current));
+    if (data.current < 0) options.unshift(new Option(data.options.length ? "none" : "–", "", true, true));
+    select.replaceChildren(...options);
+    select.disabled = data.options.length === 0;
+    select.title = data.options.length ? "" : data.prompt;  // e.g. "No projects are configured"
+  }
+
+  async function loadPicker(select, kind) {
+    try {
+      fillPicker(select, await post("choices", { kind }));
+    } catch (e) {
+      showError(e.message);
+    }
+  }
+
+  async function choose(kind, value) {
+    try {
+      const data = await post("choose", { kind, value });
+      note(data.text);
+    } catch (e) {
+      showError(e.message);
+    }
+    loadPicker(agentSelect, "agent");
+    loadPicker(projectSelect, "project");
+    modelSelect.dataset.signature = "";
+    refreshStatus();
+  }
+
+  for (const [select, kind] of [[agentSelect, "agent"], [projectSelect, "project"]]) {
+    select.addEventListener("change", () => { if (select.value) choose(kind, select.value); });
+  }
+
+  async function showSessions(page) {
+    sessionList.replaceChildren();
+    try {
+      const data = await post("choices", { kind: "sessions", page: page || "" });  // starts the agent
+      if (!data.options.length) note(data.prompt);
+      data.options.forEach((o, i) => {
+        const item = document.createElement("li");
+        const button = document.createElement("button");
+        button.type = "button";
+        button.textContent = o.label;
+        button.dataset.session = o.value;
+        if (i === data.current) {
+          button.classList.add("current");
+          button.setAttribute("aria-current", "true");
+        }
+        button.addEventListener("click", async () => {
+          await choose("sessions", o.value);
+          showSessions(page);
+        });
+        item.append(button);
+        sessionList.append(item);
+      });
+      if (data.more) {
+        const more = document.createElement("button");
+        more.type = "button";
+        more.className = "more";
+        more.textContent = "More…";
+        more.addEventListener("click", () => showSessions(data.more));
+        sessionList.append(more);
+      }
+    } catch (e) {
+      showError(e.message);
+    }
+  }
+
+  $("#sessions-show").addEventListener("click", () => showSessions(""));
 
   // ---- composer, approvals, stop ----------------------------------------------------------
 
@@ -526,6 +609,8 @@
 
   connect();
   loadModels();
+  loadPicker(agentSelect, "agent");
+  loadPicker(projectSelect, "project");
   refreshStatus();
   setInterval(refreshStatus, 5000);
   textarea.focus();

@@ -41,8 +41,18 @@ SLASH_COMMANDS: tuple[tuple[str, str], ...] = (
     ("stop", "Stop the answer that is running"),
     ("status", "Show agent, model, folder, session, context and queue"),
     ("model", "List the models, or switch to one"),
+    ("sessions", "The agent's sessions in this folder: continue one here"),
+    ("project", "List the projects, or switch to one"),
+    ("agent", "List the agents, or switch to one"),
+    ("mode", "List the agent's modes and options, or switch to one"),
     ("help", "Show the commands"),
 )
+#: Commands that take a name (left empty: the list), and how Discord describes it.
+_NAMED = {"model": "The model to switch to (leave empty to list them)",
+          "sessions": "The id of a session to continue (leave empty to list them)",
+          "project": "The project to switch to (leave empty to list them)",
+          "agent": "The agent to switch to (leave empty to list them)",
+          "mode": "The mode to switch to (leave empty to list them)"}
 #: Deferred ephemeral: the core answers these privately (the first answer is as private as the deferral).
 _PRIVATE = frozenset({"status", "help"})
 #: What closes an interaction the engine did not answer itself.
@@ -66,11 +76,13 @@ class SlashCommands:
                                                        callback=self._callback(name)))
 
     def _callback(self, name: str) -> Callback:
-        if name == "model":
-            @app_commands.describe(name="The model to switch to (leave empty to list them)")
-            async def model(interaction: discord.Interaction, name: str | None = None) -> None:
-                await self.run(interaction, "model", name or "")
-            return model
+        if name in _NAMED:
+            command_name = name
+
+            @app_commands.describe(name=_NAMED[name])
+            async def named(interaction: discord.Interaction, name: str | None = None) -> None:
+                await self.run(interaction, command_name, name or "")
+            return named
 
         async def command(interaction: discord.Interaction) -> None:
             await self.run(interaction, name)
