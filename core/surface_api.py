@@ -12,7 +12,8 @@ through it. What is here:
 - what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
   ``ConversationStatus``, ``ChoiceList`` (what a panel's picker offers); the reply as typed blocks
   (``Block`` and its kinds: ``Text``, ``Tools``, ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``,
-  ``PartialNote``, ``StopMark``, ``Footer``, ``Choices``, a picker whose options come as buttons),
+  ``PartialNote``, ``StopMark``, ``Footer``, ``Choices``, a picker whose options come as buttons,
+  ``FormCard``: the agent asks the person),
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
@@ -20,8 +21,10 @@ through it. What is here:
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
   ``command_word`` (an agent command's name as every platform spells it),
-  ``plain_text``, ``close_open_fence``, ``error_prose``, and the one sentence for the relay's own
-  failure (``INTERNAL_FAILURE``): a surface styles the reply by its blocks' kinds, never by the core's words.
+  ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
+  ``monospace_tables`` (a table as an aligned code block, for a platform that draws none), and the
+  one sentence for the relay's own failure (``INTERNAL_FAILURE``): a surface styles the reply by its
+  blocks' kinds, never by the core's words.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from core.engine.blocks import (
     ErrorProse,
     Footer,
     Formatter,
+    FormCard,
     Notices,
     Part,
     PartialNote,
@@ -59,6 +63,7 @@ from core.engine.messages import (
 )
 from core.engine.receiving import Receiver, ReconnectLater
 from core.engine.router import command_word, route
+from core.engine.shared_files import image_kind
 from core.engine.splitter import close_open_fence, code_lines, plain_text
 from core.engine.surface import (
     AnswerUnreadable,
@@ -78,6 +83,7 @@ from core.engine.surface import (
     SurfaceDefaults,
     measure,
 )
+from core.engine.tables import monospace_tables
 from core.engine.tasks import TaskSet
 from core.failures import INTERNAL_FAILURE, Described, describe
 from core.plugin import (
@@ -114,6 +120,7 @@ __all__ = [
     "Described",
     "ErrorProse",
     "Footer",
+    "FormCard",
     "Formatter",
     "Host",
     "InboundMessage",
@@ -155,8 +162,10 @@ __all__ = [
     "command_word",
     "describe",
     "error_prose",
+    "image_kind",
     "markdown_of",
     "measure",
+    "monospace_tables",
     "plain_text",
     "private_file",
     "redact",

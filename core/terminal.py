@@ -18,8 +18,9 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
+from core.acp.exchange import ElicitationRequest
 from core.acp.types import (
     TOOL_STATUS_DENIED,
     AcpEvent,
@@ -213,6 +214,11 @@ class TerminalReply:
             self._line("")
             raise
         return {"y": "allow_once", "a": "allow_always"}.get(answer.strip().lower()[:1], "reject_once")
+
+    async def elicit(self, request: ElicitationRequest) -> dict[str, Any]:
+        """The terminal shows no forms: the agent is told no, and the person why."""
+        self._line(f"The agent asked a question the terminal cannot show, so it was declined: {request.message}")
+        return {"action": "decline"}
 
     async def finish(self, outcome: TurnOutcome) -> None:
         """Close the answer's line, then say how the turn ended when it is not the answer itself."""

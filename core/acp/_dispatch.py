@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from core.acp.exchange import shared_file
 from core.acp.types import (
     AcpEvent,
     AgentNotice,
@@ -15,6 +16,7 @@ from core.acp.types import (
     CompactionStatus,
     ConfigOptions,
     Cost,
+    FileShared,
     KiroMetadata,
     ModeChanged,
     PlanEntry,
@@ -111,6 +113,8 @@ def event_from_update(update: dict[str, Any], tools: dict[str, ToolCall]) -> Acp
     """One ``session/update`` payload -> one typed event. ``tools`` holds merged tool-call state."""
     kind = update.get("sessionUpdate")
     if kind == "agent_message_chunk":
+        if (shared := shared_file(update.get("content"))) is not None:
+            return FileShared(shared)
         return TextChunk(_text_of(update.get("content")))
     if kind == "agent_thought_chunk":
         return ThoughtChunk(_text_of(update.get("content")))

@@ -42,8 +42,9 @@ _ASKING = ("default", "agent", "readonly")
 _ON = frozenset({"on", "true", "yes", "enabled", "1", "allow", "always"})
 _OFF = ("off", "false", "no", "disabled", "0", "ask", "default")
 #: How long a call marked in_progress may go without a permission request before it counts as
-#: running unasked (agents that mark a call in_progress first ask within milliseconds).
-UNASKED_GRACE_S = 2.0
+#: running unasked (agents that mark a call in_progress first ask within milliseconds; a loaded
+#: machine has delayed that past 2 s). A call reported completed without one stops the turn at once.
+UNASKED_GRACE_S = 5.0
 #: Tool kinds that change nothing: they may run without a permission request.
 READ_ONLY_KINDS = frozenset({"read", "search", "think"})
 

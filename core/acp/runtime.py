@@ -92,10 +92,12 @@ class AcpRuntime:
     async def _initialize(self) -> None:
         params = {
             "protocolVersion": PROTOCOL_VERSION,
-            # notices and compaction updates are shown as notice lines (without ``session.notices``,
-            # claude-agent-acp writes its notices into the answer as bold lines).
+            # Notices and compaction updates are shown as notice lines (without ``session.notices``,
+            # claude-agent-acp writes its notices into the answer as bold lines); forms and links to open
+            # are shown to the person (``core.engine.form_prompt``).
             "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False,
-                                   "session": {"notices": {}, "compaction": {}}},
+                                   "session": {"notices": {}, "compaction": {}},
+                                   "elicitation": {"form": {}, "url": {}}},
             "clientInfo": CLIENT_INFO,
         }
         try:
@@ -174,6 +176,14 @@ class AcpRuntime:
         caps = self.init_result.get("agentCapabilities") or {}
         prompt = caps.get("promptCapabilities") if isinstance(caps, dict) else None
         return bool(isinstance(prompt, dict) and prompt.get("image"))
+
+    @property
+    def steering(self) -> bool:
+        """The agent takes ``_session/steering`` (a message added to the running turn): claude-agent-acp
+        0.101 and codex-acp 2.6 say so in ``initialize`` as ``_meta.steering.supported``."""
+        meta = self.init_result.get("_meta")
+        steering = meta.get("steering") if isinstance(meta, dict) else None
+        return isinstance(steering, dict) and steering.get("supported") is True
 
     @property
     def load_supported(self) -> bool:
@@ -362,5 +372,9 @@ class AcpRuntime:
             if session is not None:
                 return await session.on_permission(params)
             return {"outcome": {"outcome": "cancelled"}}
+        if method == "elicitation/create" and isinstance(params, dict):
+            # A request-scoped form (no session: during start-up) has nobody to ask: declined.
+            session = self.sessions.get(str(params.get("sessionId", "")))
+            return await session.on_elicitation(params) if session is not None else {"action": "decline"}
         self._unknown_method(method, "request")  # e.g. qwen's craft/drainMidTurnQueue
         raise RpcError(-32601, f"Method not found: {method}")

@@ -5,16 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
-from core.acp._dispatch import (
-    KIRO_INTERRUPTED,
-    event_from_extension,
-    event_from_update,
-    refusal_from_error,
-)
+from core.acp._dispatch import KIRO_INTERRUPTED, event_from_extension, event_from_update, refusal_from_error
 from core.acp.bypass_flags import program_of
 from core.acp.client import (
     AcpError,
@@ -24,8 +19,9 @@ from core.acp.client import (
     AcpTimeoutError,
     AcpToolGateUnroutable,
 )
-from core.acp.connection import JsonRpcConnection, Reply
-from core.acp.error_text import ThreadFailure
+from core.acp.connection import Reply
+from core.acp.elicit import CANCEL, Elicitor, ask_person, asked_about
+from core.acp.exchange import ElicitationRequest
 from core.acp.gate_modes import (
     UNASKED_GRACE_S,
     asking_mode,
@@ -37,8 +33,10 @@ from core.acp.gate_modes import (
 )
 from core.acp.offers import SessionOffers
 from core.acp.session_handle import AcpRuntimeDead
-from core.acp.spec import AgentSpec
+from core.acp.session_runtime import SessionRuntime
 from core.acp.tool_gate import Approver, decide
+from core.acp.turn_state import EventSink
+from core.acp.turn_state import TurnState as _Turn
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
@@ -61,70 +59,12 @@ __all__ = ["AcpSession", "EventSink", "SessionRuntime", "prompt_blocks"]
 
 log = logging.getLogger("acp_relay.acp.session")
 
-EventSink = Callable[[AcpEvent], None]
-
-
-class SessionRuntime(Protocol):
-    """What a session uses of the runtime that serves it (``core.acp.runtime.AcpRuntime``), so the
-    runtime can make sessions without the two modules importing each other."""
-
-    spec: AgentSpec
-    backend: str
-    cwd: str
-    conn: JsonRpcConnection
-    sessions: dict[str, AcpSession]
-
-    @property
-    def alive(self) -> bool:
-        """The agent process is running."""
-        ...
-
-    @property
-    def accepts_images(self) -> bool:
-        """The agent takes image content blocks."""
-        ...
-
-    @property
-    def agent_name(self) -> str:
-        """``agentInfo.name`` from the agent's answer to ``initialize``."""
-        ...
-
-    async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
-                      idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
-        """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
-        ...
-
-    def forget(self, session_id: str) -> None:
-        """Stop routing frames to a session."""
-        ...
-
 
 def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Text or ready-made content blocks (text, image) -> the ``prompt`` array."""
     if isinstance(prompt, str):
         return [{"type": "text", "text": prompt}]
     return [dict(block) for block in prompt]
-
-
-@dataclass(eq=False)
-class _Turn:
-    on_event: EventSink | None
-    approver: Approver | None
-    approval_timeout_s: float
-    stats: AcpPromptStats = field(default_factory=AcpPromptStats)
-    tools: dict[str, ToolCall] = field(default_factory=dict)
-    ended: asyncio.Event = field(default_factory=asyncio.Event)  # ended without a prompt response
-    failed: asyncio.Event = field(default_factory=asyncio.Event)  # ``error`` was set on our side
-    done: asyncio.Event = field(default_factory=asyncio.Event)  # prompt() has returned or raised
-    forced_stop: str = STOP_REASON_END_TURN
-    cancel_requested: bool = False
-    error: BaseException | None = None
-    permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    restoring: asyncio.Task[None] | None = None  # switching the agent back to asking, mid-turn
-    thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
-    denied: set[str] = field(default_factory=set)  # tool call ids the relay answered with a rejection
-    #: Calls marked in_progress without a permission request yet: each must be asked for in time.
-    unasked: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
 
 class AcpSession(SessionOffers):
@@ -341,6 +281,32 @@ class AcpSession(SessionOffers):
             turn.denied.add(call_id)
         return Reply(answer, request.answered)
 
+    async def on_elicitation(self, params: dict[str, Any]) -> dict[str, Any] | Reply:
+        """Answer ``elicitation/create`` (the person's answer, else declined); cancelled outside a turn."""
+        turn = self._turn
+        if turn is None or turn.cancel_requested:
+            return dict(CANCEL)
+        request = ElicitationRequest.of(params)
+        if (call_id := asked_about(params, turn.tools)) and (waiting := turn.unasked.pop(call_id, None)):
+            waiting.cancel()  # the form is that call's question (claude's AskUserQuestion): it was asked
+        self._asked.update({call_id} if call_id else ())
+        task = asyncio.create_task(ask_person(request, turn.elicitor, timeout_s=turn.approval_timeout_s),
+                                   name="acp-elicitation")
+        turn.permission_tasks.add(task)  # a stop or the agent's death cancels it with the approvals
+        task.add_done_callback(turn.permission_tasks.discard)
+        try:
+            return Reply(await task, request.answered)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+            return Reply(dict(CANCEL), request.answered)
+
+    async def steer(self, prompt: str | Sequence[dict[str, Any]]) -> str:
+        """``_session/steering``: add ``prompt`` to the running turn; the outcome (``injected``...)."""
+        result = await self.runtime.request("_session/steering", {"sessionId": self.session_id,
+                                                                   "prompt": prompt_blocks(prompt)})
+        return str(result.get("outcome") or "failed") if isinstance(result, dict) else "failed"
+
     def runtime_died(self, death: AcpRuntimeDead) -> None:
         """Cancel the turn's pending approvals; the prompt request itself fails with the connection."""
         if self._turn is not None:
@@ -352,16 +318,17 @@ class AcpSession(SessionOffers):
     async def prompt(
         self, prompt: str | Sequence[dict[str, Any]], *, on_event: EventSink | None = None,
         approver: Approver | None = None, timeout_s: float = 900.0, approval_timeout_s: float = 300.0,
-        cancel_wait_s: float = 10.0,
+        cancel_wait_s: float = 10.0, elicitor: Elicitor | None = None,
     ) -> AcpPromptStats:
-        """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``."""
+        """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``. ``elicitor``
+        answers the agent's questions (None: they are declined)."""
         self.last_used = time.monotonic()  # before any wait: the idle sweep must not take it from now on
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
         await self.prepare()  # the agent may have switched itself into a mode that skips the gate
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
-        turn = _Turn(on_event, approver, approval_timeout_s)
+        turn = _Turn(on_event, approver, approval_timeout_s, elicitor)
         self._turn = turn
         params = {"sessionId": self.session_id, "prompt": prompt_blocks(prompt)}
         request = asyncio.create_task(

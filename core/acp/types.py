@@ -6,6 +6,8 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.acp.exchange import FileDiff, SharedFile, tool_exchange
+
 __all__ = [
     "STOP_REASON_CANCELLED",
     "STOP_REASON_END_TURN",
@@ -19,6 +21,7 @@ __all__ = [
     "CompactionStatus",
     "ConfigOptions",
     "Cost",
+    "FileShared",
     "KiroMetadata",
     "ModeChanged",
     "Notice",
@@ -96,6 +99,9 @@ class ToolCall(AcpEvent):
     content: tuple[str, ...] = ()
     started: bool = False
     detail: str = ""
+    #: The edits the call reports (``diff`` content) and the files it shares, as last reported.
+    diffs: tuple[FileDiff, ...] = ()
+    files: tuple[SharedFile, ...] = ()
 
     @property
     def ran(self) -> bool:
@@ -131,6 +137,11 @@ class ToolCall(AcpEvent):
         texts = _content_texts(update.get("content"))
         if texts:
             changes["content"] = texts
+        diffs, files = tool_exchange(update.get("content"))
+        if diffs:
+            changes["diffs"] = diffs
+        if files:
+            changes["files"] = files
         return replace(self, **changes)
 
 
@@ -181,6 +192,13 @@ def _content_texts(content: Any) -> tuple[str, ...]:
             elif isinstance(item.get("text"), str):
                 out.append(item["text"])
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class FileShared(AcpEvent):
+    """The agent's message carried a file (``resource_link``, ``resource`` or ``image`` content)."""
+
+    file: SharedFile
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ __all__ = [
     "Choices",
     "ErrorProse",
     "Footer",
+    "FormCard",
     "Formatter",
     "Notices",
     "Part",
@@ -356,6 +357,65 @@ class Choices(Block):
                 "current": self.current, "more": self.more}
 
 
+@dataclass(frozen=True, slots=True)
+class FormCard(Block):
+    """The agent asks the person (an ACP form, or a link to open): its question (the agent's words,
+    untrusted), the answers given so far, the field being asked now, and once settled its outcome.
+
+    ``choices`` are numbered only where the surface has no buttons (the buttons carry them
+    otherwise); ``hint`` says how to answer; ``url`` is a link the relay never opens itself;
+    ``reply_wanted``: the field asked now is answered by writing (a surface may open the reply box);
+    ``settled``: how it ended, once it has (``accept``, ``decline``, ``cancel``, ``timed_out``,
+    ``stopped``), for a surface that draws the outcome its own way (``outcome_words``).
+    """
+
+    kind: ClassVar[str] = "form"
+    message: str
+    answers: tuple[tuple[str, str], ...] = ()
+    question: str = ""
+    choices: tuple[str, ...] = ()
+    hint: str = ""
+    url: str = ""
+    outcome: str = ""
+    reply_wanted: bool = False
+    settled: str = ""
+
+    def outcome_words(self) -> str:
+        """The outcome line without its glyph."""
+        return self.outcome.split(" ", 1)[-1] if self.outcome else ""
+
+    def lines(self, *, styled: bool = False) -> list[str]:
+        """``❓`` and the question, the link, the answers, the field asked now, its numbered choices, the
+        hint and the outcome, one per line, as plain words (``styled``: the link in a code span, never
+        a link the platform previews, and the field asked now in bold Markdown)."""
+        out = [f"❓ {self.message}" if self.message else "❓"]
+        if self.url:
+            out.append(f"`{self.url}`" if styled else self.url)
+        out += [f"• {title}: {value}" for title, value in self.answers]
+        if self.question:
+            out.append(f"**{self.question}**" if styled else self.question)
+        out += [f"{i}. {choice}" for i, choice in enumerate(self.choices, 1)]
+        out += [line for line in (self.hint, self.outcome) if line]
+        return out
+
+    def markdown(self) -> str:
+        """``lines``, styled, one per line."""
+        return "\n".join(self.lines(styled=True))
+
+    def scrubbed(self, scrub: _Scrub) -> FormCard:
+        """Every word scrubbed (the agent's question, titles, answers)."""
+        return FormCard(scrub(self.message), tuple((scrub(t), scrub(v)) for t, v in self.answers),
+                        scrub(self.question), tuple(scrub(c) for c in self.choices), scrub(self.hint),
+                        scrub(self.url), self.outcome, self.reply_wanted, self.settled)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"type": "form", "message", "answers", "question", "choices", "hint", "url", "outcome", "text"}``."""
+        return {"type": self.kind, "message": self.message, "answers": [list(a) for a in self.answers],
+                "question": self.question, "choices": list(self.choices), "hint": self.hint, "url": self.url,
+                "outcome": self.outcome, "reply_wanted": self.reply_wanted, "settled": self.settled,
+                "text": self.markdown()}
+
+
 def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
@@ -386,6 +446,12 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
         current = data.get("current")
         return Choices(str(data.get("prompt") or ""), tuple(str(o) for o in data.get("options") or ()),
                        bool(data.get("numbered")), current if isinstance(current, int) else -1, bool(data.get("more")))
+    if kind == FormCard.kind:
+        return FormCard(str(data.get("message") or ""),
+                        tuple((str(a[0]), str(a[1])) for a in data.get("answers") or () if len(a) == 2),
+                        str(data.get("question") or ""), tuple(str(c) for c in data.get("choices") or ()),
+                        str(data.get("hint") or ""), str(data.get("url") or ""), str(data.get("outcome") or ""),
+                        bool(data.get("reply_wanted")), str(data.get("settled") or ""))
     return Text(text)
 
 

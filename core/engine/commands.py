@@ -16,6 +16,7 @@ from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import Notice
 from core.config import RelayConfig
+from core.engine import twoway_wording as tw
 from core.engine import wording
 from core.engine.blocks import ErrorProse
 from core.engine.choices import ModelChoices, Offer
@@ -72,12 +73,17 @@ class Control:
             await self.switches.run(conv, action, command.argument, message)
 
     async def stop(self, conv: Conversation, message: InboundMessage | None) -> None:
-        """End the running turn; its own reply says "Stopped." once it has really ended."""
+        """Drop what waits in the queue, then end the running turn (its own reply says "Stopped." once
+        it has really ended); says how many queued messages were dropped."""
+        dropped = conv.drop_queue()  # first: once the turn ends, the next one would start
         outcome = await conv.stop()
-        if outcome == "idle":
-            await self._answer(conv, message, wording.NOTHING_TO_STOP)
+        said = [tw.queue_dropped_text(dropped)] if dropped else []
+        if outcome == "idle" and not dropped:
+            said.append(wording.NOTHING_TO_STOP)
         elif outcome == "unconfirmed":
-            await self._answer(conv, message, wording.STOP_UNCONFIRMED)
+            said.insert(0, wording.STOP_UNCONFIRMED)
+        if said:
+            await self._answer(conv, message, " ".join(said))
 
     def status(self, key: str, conv: Conversation | None) -> ConversationStatus:
         """Where the conversation stands (never starts an agent)."""

@@ -106,6 +106,14 @@ class Conversation:
         for task in (self.turn_task, self.worker):
             if task is not None and not task.done():
                 task.cancel()
+    def drop_queue(self) -> int:
+        """Empty the queue (a stop): the dropped messages are answered never, also not after a restart;
+        returns how many there were."""
+        dropped = list(self.queue)
+        self.queue.clear()
+        for item in dropped:
+            self.deps.journal.complete(item.message)
+        return len(dropped)
 
     async def _work(self) -> None:
         while self.queue and not self.disowned:

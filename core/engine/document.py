@@ -53,6 +53,7 @@ from core.engine.blocks import (
     Tools,
     markdown_of,
 )
+from core.engine.shared_files import edits_suffix
 from core.engine.splitter import open_fence
 from core.engine.switch_wording import agent_notice_line
 
@@ -304,7 +305,8 @@ class Document:
         if self._plan and self._plan_part == part:
             blocks.append(Plan(tuple(PlanStep(e.content, e.status) for e in self._plan)))
         if self._tools:
-            tools = tuple(ToolLine(t.display, t.kind, t.status) for tid, t in self._tools.items()
+            tools = tuple(ToolLine(t.display + edits_suffix(t.display, t.diffs), t.kind, t.status)
+                          for tid, t in self._tools.items()
                           if self._tool_part[tid] == part)
             if tools:
                 blocks.append(Tools(tools))

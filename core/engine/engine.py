@@ -19,6 +19,7 @@ from typing import Literal
 
 from core.acp.pool import RuntimePool
 from core.config import RelayConfig, secret_values
+from core.engine import twoway_wording as tw
 from core.engine import wording
 from core.engine.access import AccessControl
 from core.engine.approval_prompt import ApprovalPrompts
@@ -28,6 +29,8 @@ from core.engine.choices import ModelChoices
 from core.engine.commands import Control
 from core.engine.conversation import Conversation, ConversationDeps
 from core.engine.delivery import Outbox
+from core.engine.form_prompt import FormPrompts
+from core.engine.form_state import Forms
 from core.engine.journal import Journal
 from core.engine.messages import (
     ButtonPress,
@@ -44,6 +47,7 @@ from core.engine.presses import PRESS, PRESS_DONE, PressForwarding
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, agent_command, parse_approval_reply, route
+from core.engine.steering import Steering
 from core.engine.surface import Surface
 from core.engine.switches import SWITCH_ACTIONS
 from core.engine.tasks import TaskSet
@@ -104,13 +108,17 @@ class Engine(Pickups):
             self.outbox.owns = self.ownership.answers
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
+        self.forms = Forms()
+        self.form_prompts = FormPrompts(self.forms, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
+                                        closing=lambda: self.state in ("closing", "closed"))
         self.picks = Picks()
         self.control = Control(config, store, self.outbox, self.choices, self.picks,
                                owner_of=self.ownership.holder if self.ownership is not None else None)
+        self.steering = Steering(self.outbox, self.journal)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
-                                         max_answer_bytes=config.engine.max_answer_bytes)
+                                         max_answer_bytes=config.engine.max_answer_bytes, forms=self.form_prompts)
         runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.journal, self.approvals,
                                      replies))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
@@ -285,6 +293,8 @@ class Engine(Pickups):
             self.journal.complete(msg)
             await self.resends.answer(conv.key, again)
             return
+        if await self._answers_form(conv, msg):
+            return
         reply = parse_approval_reply(msg.text)
         if reply is not None:  # an answer to an approval, never a prompt (even when it came too late)
             if self.approvals.resolve_reply(conv.key, reply) is None:
@@ -311,10 +321,25 @@ class Engine(Pickups):
                 msg = dataclasses.replace(msg, text=typed)
             await self._enqueue(conv, QueueItem(msg), replay=replay)
             return
+        if command.action == "steer":
+            await self._steer(conv, dataclasses.replace(msg, text=command.argument), replay=replay)
+            return
         try:
             await self.control.run(conv, command, msg)
         finally:
             self.journal.complete(msg)
+
+    async def _answers_form(self, conv: Conversation, msg: InboundMessage) -> bool:
+        """A message (not a command) while the agent waits on a form answers it: taken, or asked again
+        with a sentence saying what fits."""
+        form = self.forms.open_in(conv.key)
+        if form is None or route(msg.text, conv.surface.commands, conv.surface.bot_usernames) is not None:
+            return False
+        self.journal.complete(msg)
+        again = form.reply(msg.text)
+        if again is not None:
+            await self.outbox.reply(conv.surface, msg, again)
+        return True
 
     async def _enqueue(self, conv: Conversation, item: QueueItem, *, replay: bool) -> None:
         if replay:
@@ -325,8 +350,27 @@ class Engine(Pickups):
             await self.outbox.reply(conv.surface, item.message, wording.queue_full_text(limit))
             return
         position = conv.enqueue(item)
-        if position > 0 and not replay:
-            await self.outbox.reply(conv.surface, item.message, wording.queued_text(position))
+        if position > 0 and not replay:  # its receipt: add it to the running turn, send it now, or drop it
+            receipt, buttons = self.steering.buttons(conv, item)
+            shown = await self.outbox.reply(conv.surface, item.message, wording.queued_text(position), buttons=buttons)
+            if receipt is not None:
+                receipt.message_id = shown or ""
+
+    async def _steer(self, conv: Conversation, msg: InboundMessage, *, replay: bool) -> None:
+        """``/steer text``: the words join the running turn where the agent can take them; else they
+        wait in line (or start a turn, when none runs)."""
+        if not msg.text.strip():
+            self.journal.complete(msg)
+            await self.outbox.reply(conv.surface, msg, tw.STEER_EMPTY)
+            return
+        if self.steering.can_steer(conv):
+            if await self.steering.steer(conv, msg):
+                await self.outbox.reply(conv.surface, msg, tw.steered_text(msg.text))
+                return
+            await self.outbox.reply(conv.surface, msg, tw.STEER_FAILED)
+        elif conv.busy:
+            await self.outbox.reply(conv.surface, msg, tw.STEER_UNSUPPORTED)
+        await self._enqueue(conv, QueueItem(msg), replay=replay)
 
     async def handle_button(self, press: ButtonPress) -> PressResult:
         """Resolve a button by its one-time token; a stale or foreign tap changes nothing."""
@@ -345,6 +389,12 @@ class Engine(Pickups):
         pending = self.approvals.resolve_token(press.conversation_key, press.token)
         if pending is not None:
             return PressResult("resolved", wording.approval_outcome_text(pending.future.result()))
+        answered = self.forms.press(press.conversation_key, press.token)
+        if answered is not None:
+            return PressResult("resolved", answered)
+        steered = await self.steering.press(self.conversations.get(press.conversation_key), press.token)
+        if steered is not None:
+            return steered
         resent = await self.resends.press(press.conversation_key, press.token)
         if resent is not None:
             return resent

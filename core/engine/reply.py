@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from core.acp.exchange import ElicitationRequest
 from core.acp.types import STOP_REASON_REFUSAL, AcpEvent, Cost, PermissionRequest, RefusalInfo
 from core.engine.binding import SessionBinding
 from core.engine.messages import QueueItem
@@ -103,6 +104,10 @@ class Reply(Protocol):
 
     async def approve(self, request: PermissionRequest) -> str:
         """Ask the person about a tool call; returns the chosen option kind (``allow_once``...)."""
+        ...
+
+    async def elicit(self, request: ElicitationRequest) -> dict[str, Any]:
+        """Ask the person the agent's question (a form, or a link to open); returns the ACP answer."""
         ...
 
     async def finish(self, outcome: TurnOutcome) -> None:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 __all__ = ["ACTIONS", "IGNORED", "Command", "agent_command", "command_word", "parse_approval_reply", "route"]
 
 #: The actions the core knows. Only "compact" has a spelling every surface shares (``/compact``).
-ACTIONS = ("reset", "compact", "stop", "status", "model", "help", "sessions", "project", "agent", "mode")
+ACTIONS = ("reset", "compact", "stop", "status", "model", "help", "sessions", "project", "agent", "mode",
+           "steer")
 
 _APPROVAL_REPLY = re.compile(r"^\s*(?:(approve)\s*([12])|(deny))\s*$", re.I)
 

@@ -110,6 +110,9 @@ class Capabilities:
     #: A streamed message (or native stream) older than this is left as it is, and the reply goes on
     #: in a new message (Discord throttles edits of old messages; a Slack stream expires).
     rollover_after_s: float | None = None
+    #: The largest file ``send_file`` posts here, in bytes (None: the core's default cap); a larger
+    #: file the agent shares is not sent, and a sentence says so.
+    max_file_bytes: int | None = None
 
 
 def measure(text: str, unit: LengthUnit) -> int:

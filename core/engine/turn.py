@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.acp.error_text import AttemptText
+from core.acp.exchange import ElicitationRequest
 from core.acp.types import (
     STOP_REASON_CANCELLED,
     STOP_REASON_END_TURN,
@@ -204,11 +205,12 @@ class _Turn:
         state.reached_agent = True
         timeouts = self.deps.timeouts
         approver = self.approver if self.reply.can_ask else None
+        elicitor = self.elicitor if self.reply.can_ask else None
         try:
             stats = await session.prompt(prompt_content(msg, images_ok=images_ok), on_event=self.on_event,
                                          approver=approver, timeout_s=timeouts.prompt_s,
                                          approval_timeout_s=timeouts.approval_s,
-                                         cancel_wait_s=self.deps.cancel_wait_s)
+                                         cancel_wait_s=self.deps.cancel_wait_s, elicitor=elicitor)
         except AcpError as exc:
             echoed, shown = self.text.failed(exc, tool_ran=self.tool_ran)
             if echoed:
@@ -273,6 +275,11 @@ class _Turn:
         if kind.startswith("allow"):
             self._tool_may_run(request.tool_call)
         return kind
+
+    async def elicitor(self, request: ElicitationRequest) -> dict[str, Any]:
+        """The agent asks the person: never retry past a question (it would be asked twice)."""
+        self.current.side_effects = True
+        return await self.reply.elicit(request)
 
     def _tool_may_run(self, call: ToolCall) -> None:
         if call.tool_call_id not in self.tools_noted:  # a restart must not run it twice without asking

@@ -154,7 +154,8 @@ FOOTER_GLYPH = "⏱"
 _ACTIONS: tuple[tuple[str, str], ...] = (
     ("reset", "start a new conversation (the agent forgets this one)"),
     ("compact", "shrink the conversation so it fits the model's context"),
-    ("stop", "stop the answer that is running"),
+    ("stop", "stop the answer that is running (and drop the messages waiting in line)"),
+    ("steer", "add words to the answer that is running (where the agent can take them)"),
     ("status", "show agent, project, model, folder, session, context, cost and queue"),
     ("model", "list the models, or switch to one"),
     ("sessions", "list the agent's sessions in this folder, and continue one here"),

@@ -17,6 +17,7 @@ from typing import Any
 from core.surface_api import (
     Block,
     Footer,
+    FormCard,
     Plan,
     RefusalCard,
     Text,
@@ -54,6 +55,12 @@ def _page(block: Block) -> dict[str, Any]:
         return {"type": "refusal", "lines": block.lines()}
     if isinstance(block, Footer):
         return {"type": "footer", "words": block.words()}
+    if isinstance(block, FormCard):  # drawn from its fields; the link is text, never a link
+        return {"type": "form", "message": block.message, "url": block.url,
+                "answers": [list(a) for a in block.answers], "question": block.question,
+                "choices": list(block.choices), "hint": block.hint, "outcome": block.outcome_words(),
+                "settled": block.settled,
+                "reply": block.reply_wanted}
     return {"type": "markdown", "kind": block.kind if not isinstance(block, Text) else "text",
             "markdown": block.markdown()}
 

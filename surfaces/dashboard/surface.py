@@ -34,11 +34,11 @@ __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subs
 
 SURFACE_NAME = "dashboard"
 CAPABILITIES = Capabilities(max_message_length=100_000, can_edit=True, can_delete=True, can_buttons=True,
-                            can_typing=True, edit_interval_s=0.2)
+                            can_typing=True, edit_interval_s=0.2, max_file_bytes=50 * 1024 * 1024)
 #: A reset is a new browser tab, so there is no spelling for it; stop is also the Stop button.
 COMMANDS: Mapping[str, str] = MappingProxyType(
     {"/compact": "compact", "/stop": "stop", "/status": "status", "/model": "model", "/help": "help",
-     "/sessions": "sessions", "/project": "project", "/agent": "agent", "/mode": "mode"})
+     "/sessions": "sessions", "/project": "project", "/agent": "agent", "/mode": "mode", "/steer": "steer"})
 
 _RE_TAB = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PREFIX = f"{SURFACE_NAME}:"

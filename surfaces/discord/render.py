@@ -22,8 +22,10 @@ from core.surface_api import (
     Block,
     Footer,
     RefusalCard,
+    Text,
     code_lines,
     markdown_of,
+    monospace_tables,
 )
 from surfaces.discord.wording import REFUSAL_HINT
 
@@ -48,6 +50,8 @@ def _block(block: Block) -> str:
         return f"-# {words}"
     if isinstance(block, RefusalCard):
         return f"{words}\n{REFUSAL_HINT}"
+    if isinstance(block, Text):  # Discord draws no tables: an aligned code block instead of broken pipes
+        return monospace_tables(words)
     return words
 
 

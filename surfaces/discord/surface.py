@@ -54,14 +54,14 @@ CAPABILITIES = Capabilities(
     can_delete=True, can_buttons=True, can_typing=True, edit_interval_s=None,
     rate_limit=RateLimit(5, 5.0, burst=5),  # Discord's per-channel bucket: 5 per 5 s
     typing_refresh_s=8.0,  # Discord shows "is typing…" for about ten seconds
-    rollover_after_s=ROLLOVER_AFTER_S,
-)
+    rollover_after_s=ROLLOVER_AFTER_S, max_file_bytes=10 * 1024 * 1024)
 #: Slash commands arrive as their ``/`` spelling; ``!`` is the text alias typed in a message.
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "/new": "reset", "!new": "reset", "/compact": "compact", "!compact": "compact", "/stop": "stop",
     "!stop": "stop", "/status": "status", "!status": "status", "/model": "model", "!model": "model",
     "/help": "help", "!help": "help", "/sessions": "sessions", "!sessions": "sessions", "/project": "project",
     "!project": "project", "/agent": "agent", "!agent": "agent", "/mode": "mode", "!mode": "mode",
+    "!steer": "steer",
 })
 
 

@@ -27,6 +27,7 @@ from core.surface_api import (
     Text,
     code_lines,
     markdown_of,
+    monospace_tables,
     plain_text,
 )
 from surfaces.slack import wording
@@ -98,6 +99,8 @@ def _block(block: Block) -> str:
     words = block.markdown()
     if isinstance(block, ErrorProse) and block.reset and words:
         return f"{words} {wording.RESET_HINT}"
+    if isinstance(block, Text):  # a markdown block draws no tables: an aligned code block instead
+        return monospace_tables(words)
     return words
 
 

@@ -58,7 +58,7 @@ MAX_MESSAGE_LENGTH = 12_000
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "!new": "reset", "!compact": "compact", "/compact": "compact", "!stop": "stop", "!status": "status",
     "!model": "model", "!help": "help", "!sessions": "sessions", "!project": "project", "!agent": "agent",
-    "!mode": "mode",
+    "!mode": "mode", "!steer": "steer",
 })
 _NOT_A_MEMBER = "user_not_in_channel"
 
@@ -78,7 +78,7 @@ class SlackSurface(SurfaceDefaults):
             max_message_length=MAX_MESSAGE_LENGTH, can_edit=True, can_delete=True,
             can_stream_natively=True, can_buttons=True, can_typing=True,
             rate_limit=timings.rate_limit, typing_refresh_s=timings.typing_refresh_s,
-            rollover_after_s=timings.rollover_after_s)
+            rollover_after_s=timings.rollover_after_s, max_file_bytes=100 * 1024 * 1024)
         self._no_stream = dataclasses.replace(self.capabilities, can_stream_natively=False)
         self._streams = NativeStreams(client, self._update)
         self._indicator = WorkingIndicator(client)

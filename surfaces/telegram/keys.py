@@ -28,7 +28,7 @@ GROUP = Capabilities(
     # A few at once after a quiet moment, so an answer is not held back for the previous one's slot.
     rate_limit=RateLimit(FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP, 60.0, burst=3),
     # Telegram shows "typing" for 5 s, or until the bot's next message.
-    typing_refresh_s=4.0)
+    typing_refresh_s=4.0, max_file_bytes=50 * 1024 * 1024)
 #: Private chats: about one message a second; the reply streams as a draft (``sendMessageDraft``).
 PRIVATE = replace(GROUP, can_stream_natively=True, edit_interval_s=1.0,
                   rate_limit=RateLimit(FloodLimit.MESSAGES_PER_SECOND_PER_CHAT, 1.0, burst=3))

@@ -26,6 +26,7 @@ from telegramify_markdown.converter import STANDARD_OPTIONS
 
 from core.surface_api import (
     Block,
+    FormCard,
     markdown_of,
     measure,
 )
@@ -85,6 +86,8 @@ class TelegramMessage:
     text: str
     entities: tuple[MessageEntity, ...]
     length: int
+    #: A form asks a question answered by writing: the words of the reply box to open (force_reply).
+    asks: str = ""
 
 
 class TelegramFormatter:
@@ -96,4 +99,5 @@ class TelegramFormatter:
         text, found = (markdown, []) if plain else render(markdown)
         if not text.strip() and markdown.strip():  # nothing left once rendered: the Markdown beats nothing
             text, found = markdown, []
-        return TelegramMessage(text, tuple(found), measure(text, "utf16"))
+        asks = next((b.question for b in blocks if isinstance(b, FormCard) and b.reply_wanted), "")
+        return TelegramMessage(text, tuple(found), measure(text, "utf16"), asks)

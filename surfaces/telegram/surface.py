@@ -20,6 +20,7 @@ from telegram import (
     Bot,
     BotCommand,
     BotCommandScopeChat,
+    ForceReply,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     InputFile,
@@ -39,6 +40,7 @@ from core.surface_api import (
     Rendered,
     SurfaceDefaults,
     command_word,
+    image_kind,
     rendered_as,
 )
 from surfaces.telegram import keys
@@ -51,6 +53,7 @@ __all__ = ["TelegramSurface"]
 log = logging.getLogger("acp_relay.telegram")
 
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)  # an agent's links are references, not headlines
+_PHOTO_BYTES = 10 * 1024 * 1024  # sendPhoto's limit; a larger image goes as a document
 _STYLES = {"primary": KeyboardButtonStyle.PRIMARY, "danger": KeyboardButtonStyle.DANGER}
 
 
@@ -144,6 +147,7 @@ class TelegramSurface(SurfaceDefaults):
                     ref.chat_id, body, entities=entities or None, message_thread_id=ref.topic_id,
                     reply_parameters=_reply(reply_to), reply_markup=_keyboard(buttons),
                     link_preview_options=_NO_PREVIEW)
+            await self._open_reply_box(conversation_key, message)
         except AnswerUnreadable as exc:
             found = answer.message_id()  # PTB could not read the message; its id may still be there
             if found is None:
@@ -155,14 +159,28 @@ class TelegramSurface(SurfaceDefaults):
             return str(found)
         return str(sent.message_id)
 
+    async def _open_reply_box(self, conversation_key: str, message: Rendered) -> None:
+        """A form's question answered by writing: a short message that opens the reply box
+        (``force_reply``; a message cannot have both it and the card's inline buttons)."""
+        asks = rendered_as(message, TelegramMessage).asks
+        if not asks:
+            return
+        ref = keys.parse_key(conversation_key)
+        with delivery_errors("sendMessage"):
+            await self.bot.send_message(ref.chat_id, f"✍️ {asks}", message_thread_id=ref.topic_id,
+                                        reply_markup=ForceReply(selective=True, input_field_placeholder=asks[:64]))
+
     async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
                         fallback: Rendered, reply_to: str | None = None) -> str:
-        """``sendDocument`` with the caption (the rest of an answer too long to show)."""
+        """``sendPhoto`` for a PNG or JPEG of at most 10 MB (the bytes say so, not the name), else
+        ``sendDocument``, with the caption."""
         ref = keys.parse_key(conversation_key)
         shown = rendered_as(caption, TelegramMessage)
         body, entities = shown.text, list(shown.entities)
-        with delivery_errors("sendDocument"):
-            sent = await self.bot.send_document(
+        photo = image_kind(data) in ("png", "jpeg") and len(data) <= _PHOTO_BYTES
+        method, send = ("sendPhoto", self.bot.send_photo) if photo else ("sendDocument", self.bot.send_document)
+        with delivery_errors(method):
+            sent = await send(
                 ref.chat_id, InputFile(data, filename=name), caption=body[:MessageLimit.CAPTION_LENGTH],
                 caption_entities=entities or None, message_thread_id=ref.topic_id,
                 reply_parameters=_reply(reply_to))
@@ -177,6 +195,7 @@ class TelegramSurface(SurfaceDefaults):
             await self.bot.edit_message_text(
                 body, chat_id=ref.chat_id, message_id=_message_id(message_id), entities=entities or None,
                 reply_markup=_keyboard(buttons), link_preview_options=_NO_PREVIEW)
+        await self._open_reply_box(conversation_key, message)
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """``deleteMessage`` (a reply that got shorter)."""

@@ -29,7 +29,7 @@ __all__ = [
 COMMANDS: Mapping[str, str] = MappingProxyType({
     "/new": "reset", "/compact": "compact", "/stop": "stop", "/status": "status", "/model": "model",
     "/help": "help", "/start": "help", "/sessions": "sessions", "/project": "project", "/agent": "agent",
-    "/mode": "mode",
+    "/mode": "mode", "/steer": "steer",
 })
 
 #: The command menu registered with ``setMyCommands`` (command, description), in menu order.
@@ -37,6 +37,7 @@ COMMAND_MENU: tuple[tuple[str, str], ...] = (
     ("new", "Start a new conversation"),
     ("compact", "Shrink the conversation to fit the context"),
     ("stop", "Stop the answer that is running"),
+    ("steer", "Add words to the answer that is running"),
     ("status", "Agent, model, folder, session and queue"),
     ("model", "List the models, or /model <name> to switch"),
     ("sessions", "The agent's sessions here: continue one"),

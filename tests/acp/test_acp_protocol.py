@@ -25,10 +25,11 @@ async def test_initialize_reads_agent_info_and_capabilities(start, agent, record
     assert init["method"] == "initialize"
     assert init["params"]["protocolVersion"] == 1
     assert init["params"]["clientInfo"] == CLIENT_INFO
-    # notices and compaction updates are shown, so the relay asks for them (ACP sends them only then)
+    # notices, compaction updates, forms and links are shown, so the relay asks for them (ACP sends them
+    # only then)
     assert init["params"]["clientCapabilities"] == {
         "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False,
-        "session": {"notices": {}, "compaction": {}}}
+        "session": {"notices": {}, "compaction": {}}, "elicitation": {"form": {}, "url": {}}}
 
 
 async def test_backend_detected_from_agent_info(start, agent) -> None:

@@ -135,8 +135,11 @@ class Relay:
             "timeouts": {"prompt_s": 60, "request_s": 10},
             "engine": {"edit_interval_s": 0.02},
         }
-        for section, values in self.overrides.items():
-            data.setdefault(section, {}).update(values)
+        for section, values in self.overrides.items():  # agents={"fake": {"tool_gate": "allow"}} merges too
+            target = data.setdefault(section, {})
+            for key, value in values.items():
+                both = isinstance(value, dict) and isinstance(target.get(key), dict)
+                target[key] = {**target[key], **value} if both else value
         return RelayConfig.model_validate(data)
 
     def open_store(self) -> Store:

@@ -220,15 +220,14 @@ async def test_an_unauthorised_button_press_changes_nothing(relay: RelayFactory)
 
 async def test_messages_sent_during_a_turn_are_queued_in_order_and_told_so(relay: RelayFactory) -> None:
     r = await relay()
-    first = await r.send("text A\nhang")
+    first = await r.send("text A\nsleep 1")  # (a stop would drop the queue: issue 22)
     await until(lambda: r.conv().session is not None and r.conv().session.busy, what="first turn running")
     second = await r.send("text B")
     third = await r.send("text C")
     assert r.texts()[-2:] == [wording.queued_text(1), wording.queued_text(2)]
     assert r.engine.status(KEY).queue_length == 2
-    await r.send("/stop")
     await r.idle()
-    assert r.prompts() == ["text A\nhang", "text B", "text C"], "processed in arrival order"
+    assert r.prompts() == ["text A\nsleep 1", "text B", "text C"], "processed in arrival order"
     assert "B" in r.reply_to(second).text and "C" in r.reply_to(third).text
     order = [m.reply_to for m in r.messages() if m.reply_to and m.origin is None]
     assert order == [first.message_id, second.message_id, third.message_id], "answers in arrival order"
@@ -238,14 +237,13 @@ async def test_messages_sent_during_a_turn_are_queued_in_order_and_told_so(relay
 
 async def test_beyond_the_queue_bound_a_message_is_refused_clearly(relay: RelayFactory) -> None:
     r = await relay(engine={"queue_limit": 1})
-    await r.send("hang")
+    await r.send("sleep 1")  # (a stop would drop the queue: issue 22)
     await until(lambda: r.conv().session is not None and r.conv().session.busy, what="turn running")
     queued = await r.send("text B")
     await r.send("text C")
     assert r.texts()[-2:] == [wording.queued_text(1), wording.queue_full_text(1)]
-    await r.send("/stop")
     await r.idle()
-    assert r.prompts() == ["hang", "text B"], "the refused message never reaches the agent"
+    assert r.prompts() == ["sleep 1", "text B"], "the refused message never reaches the agent"
     assert "B" in r.reply_to(queued).text
     assert r.store.unfinished_inbound() == []
 

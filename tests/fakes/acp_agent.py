@@ -103,6 +103,10 @@ Flags
 --commands a:desc,b    after session/new, /load and /resume: available_commands_update with these
                        commands (name, description).
 --effort               a configOption `effort` (category thought_level; low, medium, high).
+--steering             initialize answers _meta.steering.supported true; _session/steering
+                       {sessionId, prompt} answers {"outcome": "injected"} while a prompt runs (its
+                       text is handed to a waiting `wait_steer`) and {"outcome": "promptRequired"}
+                       when idle. Without the flag _session/steering is -32601.
 
 Prompt scripts
 --------------
@@ -183,6 +187,23 @@ request <method> [<json>]
 kiro_interrupt          stream the chunk "Tool uses were interrupted, waiting for the next user
                         prompt" and NEVER answer the prompt (the session accepts a new prompt).
 stop <reason>           answer {"stopReason": reason} now.
+elicit <json>           elicitation/create {sessionId, mode: "form", message: json.message,
+                        requestedSchema: json.schema[, toolCallId: json.toolCallId]}; waits for the answer, then streams
+                        "elicit:<compact json of the result>" and a newline (or "elicit:error:<code>").
+elicit_url <url> <message words>
+                        elicitation/create in URL mode (elicitationId "e1"); streams "elicit:<json>".
+wait_steer              wait (cancellable) until a _session/steering message arrives for this turn,
+                        then stream "steered:<its text>" (needs --steering).
+link <path> [name]      agent_message_chunk with a resource_link to file://<path> (a relative path is
+                        taken inside the session's cwd, so "../x" points outside it).
+embed <name> <words>    agent_message_chunk with an embedded text resource file:///<name>.
+image <path>            agent_message_chunk with an image block: the file's bytes, base64 (mimeType
+                        image/png; the bytes are whatever the file holds).
+diff <id> <json {"path", "oldText", "newText"}>
+                        tool_call {toolCallId: id, kind: edit, status: completed, content: [diff]}
+                        (a relative path is taken inside the session's cwd).
+tool_link <id> <path>   tool_call_update {toolCallId, status: completed, content: [{type: content,
+                        content: resource_link}]}.
 report_images           stream "images:<N>", N = number of image blocks in the prompt.
 
 Every step may name a value from the environment of the agent's PARENT (the relay), read from
@@ -197,6 +218,7 @@ the turn concatenated into one agent entry.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -262,6 +284,14 @@ VERBS = {
     "kiro_interrupt",
     "stop",
     "report_images",
+    "elicit",
+    "elicit_url",
+    "wait_steer",
+    "link",
+    "embed",
+    "image",
+    "diff",
+    "tool_link",
 }
 
 
@@ -291,6 +321,8 @@ class Turn:
         self.cancel = threading.Event()
         self.agent_text: list[str] = []
         self.tools: dict[str, dict] = {}
+        self.steered: list[str] = []
+        self.steer_event = threading.Event()
 
 
 class Session:
@@ -580,6 +612,7 @@ class Agent:
                 "session/set_mode": self.do_set_mode,
                 "session/set_model": self.do_set_model,
                 "session/set_config_option": self.do_set_config_option,
+                "_session/steering": self.do_steering,
             }.get(method)
             if handler is None:
                 raise RpcError(-32601, "Method not found", method)
@@ -620,7 +653,7 @@ class Agent:
             info = {"name": self.args.agent_name, "title": "Fake ACP Agent", "version": "0.1.0"}
         else:
             info = {"name": "fake-acp-agent", "title": "Fake ACP Agent", "version": "0.1.0"}
-        return {
+        result = {
             "protocolVersion": self.args.protocol_version,
             "agentCapabilities": {
                 **({"sessionCapabilities": {"list": {}, "resume": {}, "close": {}}} if self.args.sessions
@@ -632,6 +665,21 @@ class Agent:
             "agentInfo": info,
             "authMethods": auth_methods,
         }
+        if self.args.steering:
+            result["_meta"] = {"steering": {"supported": True}}
+        return result
+
+    def do_steering(self, params: dict) -> dict:
+        if not self.args.steering:
+            raise RpcError(-32601, "Method not found", "_session/steering")
+        s = self._session(params)
+        turn = s.turn
+        if turn is None:
+            return {"outcome": "promptRequired"}
+        blocks = params.get("prompt") if isinstance(params.get("prompt"), list) else []
+        turn.steered.append("\n".join(b.get("text", "") for b in blocks if isinstance(b, dict)))
+        turn.steer_event.set()
+        return {"outcome": "injected"}
 
     def do_authenticate(self, params: dict) -> dict:
         if not self.args.auth_env or params.get("methodId") != "var-auth":
@@ -1049,9 +1097,64 @@ class Agent:
             return {"result": {"stopReason": rest.strip()}}
         elif verb == "report_images":
             self.chunk(turn, f"images:{images}")
+        elif verb in ("elicit", "elicit_url"):
+            if verb == "elicit":
+                spec = json.loads(rest)
+                params = {"sessionId": sid, "mode": "form", "message": spec.get("message", ""),
+                          "requestedSchema": spec.get("schema", {})}
+                if spec.get("toolCallId"):
+                    params["toolCallId"] = spec["toolCallId"]
+            else:
+                url, _, words = rest.partition(" ")
+                params = {"sessionId": sid, "mode": "url", "elicitationId": "e1", "url": url, "message": words}
+            msg = self.call_client("elicitation/create", params, turn)
+            if "error" in msg:
+                err = msg["error"]
+                self.chunk(turn, f"elicit:error:{err.get('code') if isinstance(err, dict) else err}")
+            else:
+                answer = json.dumps(msg.get("result"), separators=(",", ":"), sort_keys=True)
+                self.chunk(turn, f"elicit:{answer}\n")
+        elif verb == "wait_steer":
+            while not turn.steered:
+                if turn.cancel.wait(0.01):
+                    raise Cancelled()
+            self.chunk(turn, "steered:" + turn.steered.pop(0))
+        elif verb in ("link", "embed", "image"):
+            self.chunk_block(turn, self.file_block(turn, verb, rest))
+        elif verb == "diff":
+            tid, _, payload = rest.partition(" ")
+            d = json.loads(payload)
+            d["path"] = self.in_cwd(turn, d["path"])
+            self.update(sid, {"sessionUpdate": "tool_call", "toolCallId": tid, "title": f"Edit {d['path']}",
+                              "kind": "edit", "status": "completed", "content": [{"type": "diff", **d}]})
+        elif verb == "tool_link":
+            tid, _, path = rest.partition(" ")
+            block = self.file_block(turn, "link", path)
+            self.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "completed",
+                              "content": [{"type": "content", "content": block}]})
         else:
             raise ValueError(f"unknown verb {verb!r}")
         return None
+
+    @staticmethod
+    def in_cwd(turn: Turn, path: str) -> str:
+        return path if os.path.isabs(path) else os.path.join(turn.session.cwd or os.getcwd(), path)
+
+    def file_block(self, turn: Turn, verb: str, rest: str) -> dict:
+        if verb == "embed":
+            name, _, words = rest.partition(" ")
+            return {"type": "resource", "resource": {"uri": f"file:///{name}", "mimeType": "text/plain",
+                                                     "text": words}}
+        path, _, name = rest.partition(" ")
+        full = self.in_cwd(turn, path)
+        if verb == "image":
+            with open(full, "rb") as f:
+                data = base64.b64encode(f.read()).decode()
+            return {"type": "image", "mimeType": "image/png", "data": data, "uri": "file://" + full}
+        return {"type": "resource_link", "uri": "file://" + full, "name": name or os.path.basename(full)}
+
+    def chunk_block(self, turn: Turn, block: dict) -> None:
+        self.update(turn.session.id, {"sessionUpdate": "agent_message_chunk", "content": block})
 
     def thread_status(self, sid: str, kind: str) -> None:
         meta = {"codex": {"threadStatus": {"type": kind}}}
@@ -1158,6 +1261,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--list-page", type=int, default=50, metavar="N")
     p.add_argument("--commands", default="", metavar="A:DESC,B")
     p.add_argument("--effort", action="store_true")
+    p.add_argument("--steering", action="store_true")
     return p.parse_args(argv)
 
 

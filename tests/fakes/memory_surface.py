@@ -61,7 +61,7 @@ T = TypeVar("T")
 DEFAULT_COMMANDS: Mapping[str, str] = {
     "/new": "reset", "/compact": "compact", "/stop": "stop", "/status": "status",
     "/model": "model", "/help": "help", "/start": "help", "/sessions": "sessions", "/project": "project",
-    "/agent": "agent", "/mode": "mode",
+    "/agent": "agent", "/mode": "mode", "/steer": "steer",
 }
 _FENCE_LINE = re.compile(r"(?m)^ {0,3}(?:`{3,}|~{3,}).*$")
 _FENCED = re.compile(r"(?ms)^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?^ {0,3}\1[ \t]*$")

@@ -5,7 +5,7 @@ Real agents (claude-agent-acp, codex-acp, gemini-cli, Copilot CLI, Qwen Code, op
 at it so the peer tier runs offline (Chat Completions: model_api_chat.py):
 
     async with ModelApiMock() as mock:
-        mock.scenario = "text"            # or "401" "429" "400" "529" "refusal" "hang" "tool"
+        mock.scenario = "text"            # or "401" "429" "400" "529" "refusal" "hang" "tool" "ask"
         env = {"ANTHROPIC_BASE_URL": mock.base_url}          # claude
         base = mock.openai_base_url                           # codex: ".../v1"
         env = {"GOOGLE_GEMINI_BASE_URL": mock.base_url}      # gemini (model_api_gemini.py)
@@ -47,6 +47,7 @@ from tests.fakes.model_api_wire import (
     TOOL_COMMAND,
     TOOL_DONE_TEXT,
     TOOL_MARKER,
+    anthropic_ask,
     anthropic_has_tool_result,
     anthropic_tool_names,
     openai_has_tool_output,
@@ -69,7 +70,7 @@ __all__ = [
     "RecordedRequest",
 ]
 
-SCENARIOS = ("text", "401", "429", "400", "529", "refusal", "hang", "tool")
+SCENARIOS = ("text", "401", "429", "400", "529", "refusal", "hang", "tool", "ask")
 
 MODEL_ID = "claude-mock-1"
 
@@ -309,6 +310,9 @@ class ModelApiMock:
         elif scenario == "tool":
             blocks = [{"type": "text", "text": TOOL_DONE_TEXT}]
             rec.answered = "text"
+        elif scenario == "ask":  # AskUserQuestion, then the text "answered: <the tool's result>"
+            blocks, stop_reason = anthropic_ask(body, f"toolu_mock{next(self._ids)}")
+            rec.answered = "tool_use" if stop_reason == "tool_use" else "text"
         elif scenario == "refusal":
             blocks = []
             stop_reason = "refusal"

@@ -11,13 +11,16 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
+    "ASK_INPUT",
     "MOCK_TEXT",
     "MOCK_TEXT_PARTS",
     "TOOL_COMMAND",
     "TOOL_DONE_TEXT",
     "TOOL_MARKER",
+    "anthropic_ask",
     "anthropic_has_tool_result",
     "anthropic_tool_names",
+    "anthropic_tool_result_text",
     "openai_has_tool_output",
     "openai_stream_events",
     "openai_tool_item",
@@ -47,6 +50,32 @@ def anthropic_has_tool_result(body: dict[str, Any]) -> bool:
             isinstance(b, dict) and b.get("type") == "tool_result" for b in content
         )
     return False
+
+
+#: The "ask" scenario's AskUserQuestion input (claude-agent-acp 0.101 turns it into an ACP form).
+ASK_INPUT = {"questions": [{"question": "Which approach?", "header": "Approach", "multiSelect": False,
+                            "options": [{"label": "Small steps", "description": "one change at a time"},
+                                        {"label": "Big bang", "description": "all at once"}]}]}
+
+
+def anthropic_tool_result_text(body: dict[str, Any]) -> str:
+    """The text of the last tool_result the agent sent back ("" when there is none)."""
+    for msg in reversed(body.get("messages") or []):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    return " ".join(str(b.get("text", "")) for b in inner if isinstance(b, dict))
+                return str(inner or "")
+    return ""
+
+
+def anthropic_ask(body: dict[str, Any], tool_id: str) -> tuple[list[dict[str, Any]], str]:
+    """The "ask" scenario's answer (blocks, stop reason): AskUserQuestion, then the tool's result."""
+    if not anthropic_has_tool_result(body):
+        return [{"type": "tool_use", "id": tool_id, "name": "AskUserQuestion", "input": ASK_INPUT}], "tool_use"
+    return [{"type": "text", "text": f"answered: {anthropic_tool_result_text(body)}"}], "end_turn"
 
 
 def anthropic_tool_names(body: dict[str, Any]) -> list[str]:

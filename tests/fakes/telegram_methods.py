@@ -108,7 +108,9 @@ class MessageMethods:
         if entities:
             msg["entities"] = entities
         markup = self._check_markup(params)
-        if markup:
+        if markup and markup.get("force_reply"):
+            msg["_force_reply"] = markup  # Telegram opens the reply box; only inline keyboards come back
+        elif markup:
             msg["reply_markup"] = markup
         topic = self._thread(chat, params)
         if topic is not None:
@@ -131,6 +133,27 @@ class MessageMethods:
         msg: Json = {"from": self.me, "caption": caption,
                      "document": {"file_id": file_id, "file_unique_id": file_id, "file_name": upload["filename"],
                                   "file_size": len(upload["data"])}}
+        topic = self._thread(chat, params)
+        if topic is not None:
+            msg.update(message_thread_id=topic, is_topic_message=True)
+        return self._store(chat.id, msg)
+
+    async def _api_sendPhoto(self, params: Json) -> Json:
+        """Telegram takes a photo of at most 10 MB that its decoder can read (here: PNG or JPEG bytes)."""
+        chat = self._chat(params)
+        upload = params.get("photo")
+        if not isinstance(upload, dict) or not upload.get("data"):
+            raise ApiError(400, "Bad Request: there is no photo in the request")
+        data = upload["data"]
+        if not (data.startswith(b"\x89PNG\r\n\x1a\n") or data.startswith(b"\xff\xd8\xff")):
+            raise ApiError(400, "Bad Request: IMAGE_PROCESS_FAILED")
+        if len(data) > 10 * 1024 * 1024:
+            raise ApiError(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+        file_id = f"photo{len(self.files) + 1}"
+        self.files[f"photos/{file_id}"] = data
+        msg: Json = {"from": self.me, "caption": str(params.get("caption", "")),
+                     "photo": [{"file_id": file_id, "file_unique_id": file_id, "width": 1, "height": 1,
+                                "file_size": len(data)}]}
         topic = self._thread(chat, params)
         if topic is not None:
             msg.update(message_thread_id=topic, is_topic_message=True)

@@ -118,8 +118,8 @@ async def test_stop_sends_session_cancel_and_the_answer_says_stopped(api: FakeBo
 
 async def test_help_and_start_list_the_commands_registered_in_the_menu(api: FakeBotApi, tg: TgFactory) -> None:
     r = await tg()
-    assert [c["command"] for c in api.commands] == ["new", "compact", "stop", "status", "model", "sessions",
-                                                    "project", "agent", "mode", "help"]
+    assert [c["command"] for c in api.commands] == ["new", "compact", "stop", "steer", "status", "model",
+                                                    "sessions", "project", "agent", "mode", "help"]
     api.private(USER)
     api.say(USER, "/start")
     await until(lambda: r.texts(USER))

@@ -193,6 +193,7 @@
       return [list];
     }
     if (block.type === "refusal") return [linesIn("p", "refusal-card", block.lines)];
+    if (block.type === "form") return [formCard(block)];
     if (block.type === "footer") {
       const footer = document.createElement("p");
       footer.className = "footer";
@@ -200,6 +201,78 @@
       return [footer];
     }
     return markdownNodes(block.markdown || "");
+  }
+
+  // The agent's question: its words, a link shown as text (the page never opens it), the answers so
+  // far, the field asked now and, when it is answered by writing, an input that sends the answer as a
+  // message of this tab (as the composer would).
+  function formCard(block) {
+    const card = document.createElement("div");
+    card.className = "form-card";
+    const text = (tag, className, words) => {
+      const el = document.createElement(tag);
+      el.className = className;
+      el.textContent = words;
+      card.appendChild(el);
+      return el;
+    };
+    text("p", "form-message", block.message);
+    if (block.url) text("code", "form-url", block.url);
+    if (block.answers.length) {
+      const list = document.createElement("ul");
+      list.className = "form-answers";
+      for (const [title, value] of block.answers) {
+        const item = document.createElement("li");
+        const name = document.createElement("strong");
+        name.textContent = `${title}: `;
+        item.append(name, document.createTextNode(value));
+        list.appendChild(item);
+      }
+      card.appendChild(list);
+    }
+    if (block.question) text("p", "form-question", block.question);
+    if (block.choices.length) {
+      const list = document.createElement("ol");
+      list.className = "form-choices";
+      for (const choice of block.choices) {
+        const item = document.createElement("li");
+        item.textContent = choice;
+        list.appendChild(item);
+      }
+      card.appendChild(list);
+    }
+    if (block.hint) text("p", "form-hint", block.hint);
+    if (block.outcome) {
+      const settled = { accept: "completed", decline: "denied", timed_out: "timer" }[block.settled] || "cancelled";
+      text("p", "form-outcome", "").append(icon(settled), document.createTextNode(` ${block.outcome}`));
+    }
+    if (block.reply && !block.outcome) {
+      const reply = document.createElement("form");
+      reply.className = "form-reply";
+      const input = document.createElement("input");
+      input.type = "text";
+      input.placeholder = block.question;
+      input.setAttribute("aria-label", block.question);
+      const go = document.createElement("button");
+      go.type = "submit";
+      go.textContent = "Answer";
+      reply.append(input, go);
+      reply.addEventListener("submit", async (e) => {
+        e.preventDefault();
+        if (!input.value.trim()) return;
+        go.disabled = true;
+        try {
+          await post("messages", { text: input.value, id: newId() });
+          input.value = "";
+        } catch (err) {
+          showError(`Not sent: ${err.message}`);
+        } finally {
+          go.disabled = false;
+        }
+      });
+      card.appendChild(reply);
+    }
+    return card;
   }
 
   function messageBody(m) {

@@ -1,0 +1,42 @@
+"""The state of one prompt turn on a session (``core.acp.session``): what it waits for, what it saw."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.acp.elicit import Elicitor
+from core.acp.error_text import ThreadFailure
+from core.acp.tool_gate import Approver
+from core.acp.types import STOP_REASON_END_TURN, AcpEvent, AcpPromptStats, ToolCall
+
+__all__ = ["EventSink", "TurnState"]
+
+EventSink = Callable[[AcpEvent], None]
+
+
+@dataclass(eq=False)
+class TurnState:
+    """One prompt turn of a session, as the session tracks it."""
+
+
+    on_event: EventSink | None
+    approver: Approver | None
+    approval_timeout_s: float
+    elicitor: Elicitor | None = None
+    stats: AcpPromptStats = field(default_factory=AcpPromptStats)
+    tools: dict[str, ToolCall] = field(default_factory=dict)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # ended without a prompt response
+    failed: asyncio.Event = field(default_factory=asyncio.Event)  # ``error`` was set on our side
+    done: asyncio.Event = field(default_factory=asyncio.Event)  # prompt() has returned or raised
+    forced_stop: str = STOP_REASON_END_TURN
+    cancel_requested: bool = False
+    error: BaseException | None = None
+    permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    restoring: asyncio.Task[None] | None = None  # switching the agent back to asking, mid-turn
+    thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
+    denied: set[str] = field(default_factory=set)  # tool call ids the relay answered with a rejection
+    #: Calls marked in_progress without a permission request yet: each must be asked for in time.
+    unasked: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
