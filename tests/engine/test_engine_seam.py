@@ -77,7 +77,8 @@ async def test_a_command_addressed_to_another_bot_is_neither_a_command_nor_a_pro
     surface.bot_usernames = frozenset({"relay_bot"})
     r = await relay(surface=surface)
     await r.send("text working\nhang")
-    await until(lambda: r.conv().busy, what="a turn runs")
+    # the agent has the prompt (a stop before that finds no session to cancel yet)
+    await until(lambda: r.prompts() == ["text working\nhang"], what="the agent is in the turn")
     await r.send("/stop@OtherBot")
     await asyncio.sleep(0.2)
     assert r.conv().busy, "another bot's /stop does not stop this one"
