@@ -77,20 +77,32 @@ class Answers(HTTPXRequest):
     Without a cap, hundreds of answers streaming at once put hundreds of requests into httpcore's
     pool, which re-scans every connection and every waiting request whenever one starts or ends:
     73% of the relay's CPU in a burst of 300 conversations (``bench/bench_burst.py --profile``).
+
+    A call cancelled by its caller (a typing indicator stopped, a turn stopped) lets the caller go at
+    once, but its exchange runs to its end and holds its place until then: httpcore 1.0.9 loses a
+    pooled connection for good when a request is cancelled while that connection is being set up
+    (encode/httpcore#1093), and a pool as large as the cap was jammed by a few such cancels.
     """
 
     def __init__(self, *, in_flight: int, **kwargs: Any) -> None:
         super().__init__(connection_pool_size=in_flight, **kwargs)
         self._in_flight = asyncio.Semaphore(in_flight)
 
+    def _done(self, exchange: asyncio.Future[tuple[int, bytes]]) -> None:
+        self._in_flight.release()
+        if not exchange.cancelled():
+            exchange.exception()  # read here too: a caller that left never reads it
+
     async def do_request(self, url: str, method: str, request_data: RequestData | None = None,
                          read_timeout: Any = HTTPXRequest.DEFAULT_NONE, write_timeout: Any = HTTPXRequest.DEFAULT_NONE,
                          connect_timeout: Any = HTTPXRequest.DEFAULT_NONE,
                          pool_timeout: Any = HTTPXRequest.DEFAULT_NONE) -> tuple[int, bytes]:
         """The exchange, as PTB makes it, once a place is free; noted for a listener in this task."""
-        async with self._in_flight:
-            status, body = await super().do_request(url, method, request_data, read_timeout, write_timeout,
-                                                    connect_timeout, pool_timeout)
+        await self._in_flight.acquire()
+        exchange = asyncio.ensure_future(super().do_request(url, method, request_data, read_timeout, write_timeout,
+                                                            connect_timeout, pool_timeout))
+        exchange.add_done_callback(self._done)
+        status, body = await asyncio.shield(exchange)
         answer = _ANSWERS.current()
         if answer is not None:
             answer.status, answer.body, answer._json = status, body, None

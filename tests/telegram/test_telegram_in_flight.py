@@ -27,3 +27,29 @@ async def test_calls_beyond_the_cap_wait_and_all_of_them_go(api: FakeBotApi) -> 
         sent = await sending
     assert api.most_in_flight == IN_FLIGHT, f"{api.most_in_flight} calls in flight at once"
     assert [m.text for m in sent] == [f"message {i}" for i in range(calls)]
+
+
+async def test_a_cancelled_call_keeps_its_place_until_its_exchange_ends(api: FakeBotApi) -> None:
+    # httpcore 1.0.9 loses a pooled connection for good when a request is cancelled while that
+    # connection is being set up (encode/httpcore#1093): with the pool as large as the cap, a few such
+    # cancels (a typing indicator stopped, a turn stopped) jammed every later call (Pool timeout). A
+    # cancelled call's exchange therefore runs to its end, and holds its place until then.
+    api.private(USER)
+    app = build_application(TOKEN, TelegramConfig(enabled=True, allowed_user_ids=[USER], api_base_url=api.url))
+    async with app:
+        api.held = asyncio.Event()
+        first = [asyncio.create_task(app.bot.send_message(USER, f"cancelled {i}")) for i in range(IN_FLIGHT)]
+        await until(lambda: api.in_flight >= IN_FLIGHT, what="the first calls at the server")
+        for task in first:
+            task.cancel()
+        await asyncio.wait(first)  # the callers are let go at once, the server still holds their calls
+        assert all(task.cancelled() for task in first)
+        later = asyncio.gather(*(app.bot.send_message(USER, f"later {i}") for i in range(IN_FLIGHT)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        api.held.set()
+        sent = await later
+    assert api.most_in_flight == IN_FLIGHT, f"{api.most_in_flight} calls in flight at once"
+    assert [m.text for m in sent] == [f"later {i}" for i in range(IN_FLIGHT)]
+    answered = [c.params["text"] for c in api.calls("sendMessage") if c.status == 200]
+    assert sorted(answered) == sorted([f"cancelled {i}" for i in range(IN_FLIGHT)] + [m.text for m in sent])
