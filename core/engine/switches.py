@@ -95,14 +95,16 @@ class Switches:
         taken = self.picks.take_number(conv.key, message.text)
         if taken is None:
             return False
-        await self.answer(conv, message, await self._taken(conv, *taken, message=message), ())
+        text = await self._taken(conv, *taken, message=message)
+        if taken[1] is not None:  # (the next page is its own answer)
+            await self.answer(conv, message, text, ())
         return True
 
     async def _taken(self, conv: Conversation, pick: Pick, value: str | None, *,
                      message: InboundMessage | None = None) -> str:
         try:
-            if value is None:  # the "more" button: the next page of sessions, in place of this one
-                await self._list(conv, pick.kind, message, pick.more or "", edit=pick.message_id)
+            if value is None:  # "more": the next page of sessions, in place of a list with buttons
+                await self._list(conv, pick.kind, message, pick.more or "", edit="" if message else pick.message_id)
                 return say.MORE_LABEL
             text = await self.choose(conv, pick.kind, value, pick.label)
         except (AcpError, AcpRuntimeError) as exc:
