@@ -374,3 +374,13 @@ async def test_numbered_pages_of_sessions(relay: RelayFactory) -> None:
     assert len(r.messages()) == shown + 1  # the next page, and nothing else
     assert [line.split(" · ")[0] for line in page[1:]] == ["1. Task 0", "Reply with a number to choose."]
     assert (await _command(r, "1")).startswith("Continuing the session \u201cTask 0\u201d")
+
+
+async def test_a_long_title_is_cut_on_its_button_and_the_age_kept(relay: RelayFactory) -> None:
+    r = await relay("--sessions")
+    await r.ask("title " + "a very long session title " * 5 + "\ntext one")
+    await r.send("/sessions")
+    _, labels = _choices(r, "sessions")
+    name, age = labels[0].split(" · ")
+    assert len(name) == 48 and name.endswith("…") and age == "just now"
+    assert len(labels[0]) <= 75  # Slack's limit for a button
