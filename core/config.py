@@ -7,7 +7,7 @@ unknown keys. Two keys go beyond that contract and are documented here:
 - ``engine``: ``queue_limit`` (messages queued per conversation behind a running turn) and
   ``edit_interval_s`` (minimum seconds between coalesced edits of one streamed message).
 
-``timeouts.idle_s`` (reap an agent process idle this long) also extends the contract.
+``timeouts.idle_s`` (reap an agent process, and let go of a session, idle this long) also extends the contract.
 
 Loading is strict about types (``"8787"`` is not a port). Unparseable JSON is the one soft failure
 (spec, "Config load"): a warning is logged and the relay runs on defaults; valid JSON with wrong

@@ -126,10 +126,19 @@ class RuntimePool:
                 reaped += 1
         return reaped
 
+    async def close_idle_sessions(self, now: float | None = None) -> int:
+        """Let go of the sessions idle longer than ``idle_s`` in every live runtime (see
+        ``AcpRuntime.close_idle_sessions``); returns how many."""
+        closed = 0
+        for runtime in list(self._runtimes.values()):
+            closed += await runtime.close_idle_sessions(self.idle_s, now)
+        return closed
+
     async def _reap_forever(self) -> None:
         while True:
             await asyncio.sleep(max(self.idle_s / 4, 0.05))
             await self.reap()
+            await self.close_idle_sessions()
 
     async def close(self) -> None:
         """Stop every agent process (stdin EOF, SIGTERM, SIGKILL) and the reaper."""

@@ -14,7 +14,7 @@ from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection, RpcError
 from core.acp.listing import SessionListing, read_listing
 from core.acp.process import AgentProcess, child_env
 from core.acp.session import AcpSession
-from core.acp.session_handle import AcpRuntimeDead, AcpWorkspaceBindingError
+from core.acp.session_handle import AcpRuntimeDead, AcpRuntimeError, AcpWorkspaceBindingError
 from core.acp.spec import AgentSpec, detect_backend, resolve_cwd
 from core.acp.tool_gate import check_routable
 from core.failures import error_from_rpc, login_command
@@ -27,6 +27,8 @@ CLIENT_INFO = {"name": "acp-relay", "title": "acp-relay", "version": "0.1.0"}
 PROTOCOL_VERSION = 1
 #: Updates kept for a session whose answer is still being read: sessions, and frames each.
 _EARLY_SESSIONS, _EARLY_FRAMES = 4, 16
+#: ``session/close`` requests in flight at once when a sweep lets many idle sessions go.
+_CLOSING_AT_ONCE = 32
 _NOT_LOGGED_IN = re.compile(r"not logged in|please log ?in|login required", re.I)
 
 
@@ -289,6 +291,35 @@ class AcpRuntime:
     def forget(self, session_id: str) -> None:
         """Stop routing frames to a session (its conversation let go of it); the agent is not told."""
         self.sessions.pop(session_id, None)
+
+    async def close_idle_sessions(self, idle_s: float, now: float | None = None) -> int:
+        """Let go of the sessions nothing used for ``idle_s``; returns how many.
+
+        The agent is told with ``session/close`` where it offers that, so it frees them too. The next
+        message of their conversation reattaches with ``session/load`` (its conversation finds the
+        session gone from ``sessions``). An agent that cannot load a session keeps all of its sessions:
+        letting one go would lose the conversation's context.
+        """
+        if not self.load_supported or not self.alive:
+            return 0
+        now = time.monotonic() if now is None else now
+        idle = [s for s in self.sessions.values() if not s.busy and not s.loading and now - s.last_used >= idle_s]
+        for session in idle:
+            del self.sessions[session.session_id]
+        if idle and self.close_supported:
+            for start in range(0, len(idle), _CLOSING_AT_ONCE):
+                await asyncio.gather(*(self._close_session(s.session_id) for s in idle[start:start + _CLOSING_AT_ONCE]))
+        if idle:
+            log.info("let go of %d idle sessions of agent %s", len(idle), self.spec.name)
+        return len(idle)
+
+    async def _close_session(self, session_id: str) -> None:
+        """``session/close``; a refusal or a dead agent is only logged (the handle is gone already). Sent on
+        the connection directly: a sweep is not a use, so it does not keep the runtime from its own reaping."""
+        try:
+            await self.conn.request("session/close", {"sessionId": session_id}, timeout_s=self.request_timeout_s)
+        except (RpcError, AcpRuntimeError) as exc:
+            log.debug("session/close of %s on agent %s: %r", session_id, self.spec.name, exc)
 
     # -- frames from the agent -------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -138,6 +139,8 @@ class AcpSession(SessionOffers):
         self.replayed = 0
         self.loading = loading
         self.unresponsive = False  # the agent ignored a session/cancel: this session may never be free
+        #: When a turn or a switch last used it: the runtime lets a session idle past ``idle_s`` go.
+        self.last_used = time.monotonic()
         #: The share of the context window in use, in percent, as the agent last said in a turn (Kiro's
         #: metadata or ACP's usage_update); None until it says. Computed here only.
         self.context_pct: float | None = None
@@ -147,6 +150,7 @@ class AcpSession(SessionOffers):
     def loaded(self, result: dict[str, Any]) -> None:
         """Finish a ``session/load``: read the models, modes and ``_meta`` its answer carries."""
         self.loading = False
+        self.last_used = time.monotonic()
         self._read_result(result)
 
     async def prepare(self, *, reason: str = "stuck") -> None:
@@ -351,6 +355,7 @@ class AcpSession(SessionOffers):
         cancel_wait_s: float = 10.0,
     ) -> AcpPromptStats:
         """Run one turn. Events reach ``on_event`` in order; the last one is ``TurnEnded``."""
+        self.last_used = time.monotonic()  # before any wait: the idle sweep must not take it from now on
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
         await self.prepare()  # the agent may have switched itself into a mode that skips the gate
@@ -409,6 +414,7 @@ class AcpSession(SessionOffers):
             for waiting in turn.unasked.values():
                 waiting.cancel()
             self._turn = None
+            self.last_used = time.monotonic()
             turn.done.set()
 
     def _stop_reason(self, request: asyncio.Task[Any], turn: _Turn) -> str:
@@ -468,6 +474,7 @@ class AcpSession(SessionOffers):
             raise AcpToolGateUnroutable(
                 f"mode {mode_id!r} lets tools run without asking, but tool_gate is {gate!r}",
                 data={"agent": self.runtime.spec.name, "mode": mode_id, "tool_gate": gate, "reason": "requested"})
+        self.last_used = time.monotonic()
         await self.runtime.request("session/set_mode", {"sessionId": self.session_id, "modeId": mode_id})
         self.current_mode = mode_id
 
@@ -478,6 +485,7 @@ class AcpSession(SessionOffers):
         if self.models and model_id not in self.models:
             raise AcpModelUnavailable(f"model {model_id!r} is not offered by this agent",
                                       model=model_id, available=self.models)
+        self.last_used = time.monotonic()
         if self.model_config_id is not None:
             try:
                 await self.runtime.request("session/set_config_option", {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 from core.engine.surface import RateLimit
@@ -27,7 +28,6 @@ Sleep = Callable[[float], Awaitable[None]]
 
 #: Chats whose last slot is this far in the past are forgotten (their pace starts afresh anyway).
 _FORGET_AFTER_S = 300.0
-_PRUNE_ABOVE = 1024
 
 
 class Pacer:
@@ -36,7 +36,8 @@ class Pacer:
     def __init__(self, *, sleep: Sleep = asyncio.sleep, clock: Callable[[], float] = time.monotonic) -> None:
         self._sleep = sleep
         self._clock = clock
-        self._tat: dict[str, float] = {}  # rate key -> the theoretical time of its next call
+        # rate key -> the theoretical time of its next call, the chat used longest ago first
+        self._tat: OrderedDict[str, float] = OrderedDict()
         self._held: dict[str, float] = {}  # rate key -> the end of a 429 hold
 
     def reserve(self, key: str, limit: RateLimit | None) -> float:
@@ -51,8 +52,8 @@ class Pacer:
         tat = max(self._tat.get(key, now), now, held)
         at = max(now, held, tat - (max(1, limit.burst) - 1) * interval)
         self._tat[key] = tat + interval
-        if len(self._tat) > _PRUNE_ABOVE:
-            self._forget_idle(now)
+        self._tat.move_to_end(key)
+        self._forget_idle(now)
         return at - now
 
     async def wait(self, key: str, limit: RateLimit | None) -> None:
@@ -68,7 +69,14 @@ class Pacer:
         log.info("rate limited: nothing goes to %s for %.0f s", key, seconds)
 
     def _forget_idle(self, now: float) -> None:
-        for key in [k for k, t in self._tat.items() if t < now - _FORGET_AFTER_S]:
+        """Forget the chats used longest ago while their pace is long over: a call looks at the chats it
+        forgets and one more, never at every chat known. A chat with a backlog of slots still ahead
+        keeps those used after it for a while longer; they go once it does."""
+        cutoff = now - _FORGET_AFTER_S
+        while self._tat:
+            key, tat = next(iter(self._tat.items()))
+            if tat >= cutoff:
+                return
             del self._tat[key]
 
     def __len__(self) -> int:

@@ -100,7 +100,7 @@ class DashboardSurface(SurfaceDefaults):
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
         self._subscribers: dict[str, set[Subscriber]] = {}
-        self._typing: dict[str, bool] = {}
+        self._typing: set[str] = set()  # tabs whose "working" indicator is on (their answer runs)
 
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
@@ -152,7 +152,11 @@ class DashboardSurface(SurfaceDefaults):
     async def typing(self, conversation_key: str, active: bool, *, origin: object | None = None) -> None:
         """Show or hide the "working" indicator."""
         tab = _tab(conversation_key)
-        self._typing[tab] = active
+        if active:
+            self._typing.add(tab)
+        else:
+            self._typing.discard(tab)
+        self.transcript.answering(tab, active)  # a tab answering keeps its transcript past max_tabs
         self._publish(tab, {"type": "typing", "active": active})
 
     def post_user(self, tab: str, text: str, message_id: str) -> Entry | None:
@@ -168,7 +172,7 @@ class DashboardSurface(SurfaceDefaults):
     def snapshot(self, tab: str) -> Event:
         """Everything the tab shows now: the first event of every browser connection."""
         return {"type": "snapshot", "messages": [e.to_json() for e in self.transcript.entries(tab)],
-                "typing": self._typing.get(tab, False)}
+                "typing": tab in self._typing}
 
     @contextmanager
     def subscribe(self, tab: str) -> Iterator[Subscriber]:

@@ -29,6 +29,7 @@ from core.surface_api import ReconnectLater, StartupError
 from surfaces.discord import wording
 from surfaces.discord.answers import listen, note
 from surfaces.discord.errors import retry_after
+from surfaces.discord.ratelimits import amortize
 
 __all__ = ["FATAL_CLOSE_CODES", "Events", "Gateway", "RelayClient", "use_endpoints"]
 
@@ -90,6 +91,7 @@ class RelayClient(discord.Client):
         self.identify_delay_s = identify_delay_s
         self._guard_parsers()
         self.http.request = note(self.http.request)  # type: ignore[method-assign]  # answers it cannot read
+        amortize(self.http)  # its walk over every rate-limit record, once they doubled, not per new one
 
     def _guard_parsers(self) -> None:
         """A gateway event discord.py cannot parse must not end the connection: the exception would

@@ -25,12 +25,14 @@ from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.webhook import Webhook, webhook_path
 from surfaces.telegram.wording import COMMAND_MENU, token_refused, unreachable, unreadable_answer
 
-__all__ = ["TelegramRelay", "build_application"]
+__all__ = ["IN_FLIGHT", "TelegramRelay", "build_application"]
 
 log = logging.getLogger("acp_relay.telegram")
 
 #: Where the Bot API is when ``api_base_url`` is not set.
 DEFAULT_SERVER = "https://api.telegram.org"
+#: Bot API calls in flight at once; the others wait their turn, in order.
+IN_FLIGHT = 32
 #: Telegram's answer to the last ``getUpdates`` before shutting down is not worth a long wait.
 _CONFIRM_WAIT_S = 2.0
 
@@ -38,8 +40,8 @@ _CONFIRM_WAIT_S = 2.0
 def build_application(token: str, settings: TelegramConfig) -> Application:  # type: ignore[type-arg]
     """PTB's Application for ``token``, pointed at ``api_base_url`` when one is set."""
     # The Answers request notes each answer, for the answers PTB cannot read (see ``answers``).
-    builder = (ApplicationBuilder().token(token).updater(None).request(Answers(connection_pool_size=256))
-               .get_updates_request(Answers(connection_pool_size=1)))
+    builder = (ApplicationBuilder().token(token).updater(None).request(Answers(in_flight=IN_FLIGHT))
+               .get_updates_request(Answers(in_flight=1)))
     if settings.api_base_url:
         root = settings.api_base_url.rstrip("/")
         builder = builder.base_url(f"{root}/bot").base_file_url(f"{root}/file/bot")

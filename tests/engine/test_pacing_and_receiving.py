@@ -64,6 +64,56 @@ def test_idle_chats_are_forgotten_so_the_pacer_does_not_grow() -> None:
     assert len(pacer) < 1100
 
 
+class CountingClock(FakeClock):
+    """A virtual clock whose instants count how often they are compared: the pacer's work per call,
+    measured without timing anything."""
+
+    compared = 0
+
+    def monotonic(self) -> float:
+        return _Instant(self.now)
+
+
+class _Instant(float):
+    def __sub__(self, other: float) -> _Instant:  # the cutoff ``now - window`` is an instant too
+        return _Instant(float(self) - other)
+
+    def __gt__(self, other: object) -> bool:  # ``stored < cutoff`` lands here (reflected)
+        CountingClock.compared += 1
+        return float(self) > other  # type: ignore[operator]
+
+    def __lt__(self, other: object) -> bool:
+        CountingClock.compared += 1
+        return float(self) < other  # type: ignore[operator]
+
+    def __le__(self, other: object) -> bool:
+        CountingClock.compared += 1
+        return float(self) <= other  # type: ignore[operator]
+
+    def __ge__(self, other: object) -> bool:
+        CountingClock.compared += 1
+        return float(self) >= other  # type: ignore[operator]
+
+
+def test_a_call_does_not_walk_every_chat_the_pacer_knows() -> None:
+    # Issue 24: past 1,024 chats every call looked at every chat to forget the idle ones.
+    clock = CountingClock()
+    pacer = Pacer(sleep=clock.sleep, clock=clock.monotonic)
+
+    def compared_per_call(chats: int) -> float:
+        for i in range(chats):  # every chat active within the last minute: none may be forgotten
+            pacer.reserve(f"chat-{i}", GROUP)
+            clock.now += 60.0 / chats
+        CountingClock.compared = 0
+        for i in range(100):
+            pacer.reserve(f"chat-{i}", GROUP)
+        return CountingClock.compared / 100
+
+    few = compared_per_call(200)
+    many = compared_per_call(5000)
+    assert many <= few + 2, f"{many:.0f} comparisons per call among 5,000 chats, {few:.0f} among 200"
+
+
 async def test_a_receive_loop_that_ends_is_restarted_with_a_growing_capped_delay(
         caplog: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()

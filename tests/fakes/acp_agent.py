@@ -33,6 +33,9 @@ session/load {sessionId, cwd, mcpServers}
 session/prompt {sessionId, prompt: [content blocks]}
     Runs the prompt script (below). One prompt per session at a time: a concurrent second one gets
     -32603 message "Prompt already in progress" (data is the same string). Unknown session: -32002.
+session/close {sessionId}  (only with --close, else -32601)
+    Ends the session's running prompt as a cancel would, then closes it: until a session/load reopens
+    it (its history is kept), a prompt or a switch in it is -32002. Unknown session: -32002.
 session/cancel {sessionId} (notification)
     The running prompt ends promptly with {"stopReason": "cancelled"}; a pending
     session/request_permission (or `request`) it sent is abandoned (a late answer is ignored).
@@ -55,6 +58,7 @@ Answers to requests the agent never sent (or abandoned) are ignored.
 Flags
 -----
 --no-load              agentCapabilities.loadSession false; session/load -> -32601.
+--close                agentCapabilities.sessionCapabilities {"close": {}}; session/close (above).
 --no-images            promptCapabilities.image false (report_images still counts what arrives).
 --on-compact SCRIPT    run SCRIPT (lines separated by newlines) when the prompt is "/compact".
 --protocol-version N   answer initialize with protocolVersion N (default 1).
@@ -306,6 +310,7 @@ class Session:
         self.title = ""
         self.updated = time.time()
         self.effort = "medium"
+        self.closed = False  # session/close: session/load or session/resume opens it again
 
     def to_json(self) -> dict:
         return {
@@ -560,7 +565,8 @@ class Agent:
                     target=self.guarded, args=(req_id, self.do_load, params), daemon=True
                 ).start()
                 return
-            if method in SESSION_METHODS and not self.args.sessions:
+            offered = self.args.sessions or (method == "session/close" and self.args.close)
+            if method in SESSION_METHODS and not offered:
                 raise RpcError(-32601, "Method not found", method)
             handler = {
                 "session/list": self.do_list,
@@ -615,7 +621,8 @@ class Agent:
         return {
             "protocolVersion": self.args.protocol_version,
             "agentCapabilities": {
-                **({"sessionCapabilities": {"list": {}, "resume": {}, "close": {}}} if self.args.sessions else {}),
+                **({"sessionCapabilities": {"list": {}, "resume": {}, "close": {}}} if self.args.sessions
+                   else {"sessionCapabilities": {"close": {}}} if self.args.close else {}),
                 "loadSession": not self.args.no_load,
                 "promptCapabilities": {"image": not self.args.no_images, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
@@ -680,6 +687,7 @@ class Agent:
         if params.get("cwd"):
             s.cwd = str(params["cwd"])
         self.announce_commands(s.id)
+        s.closed = False
         return self.session_extras(s)
 
     def all_sessions(self) -> list[Session]:
@@ -709,17 +717,22 @@ class Agent:
 
     def do_resume(self, params: dict) -> dict:
         self.require_auth()
-        s = self._session(params)
+        s = self.find_session(params.get("sessionId"))
+        if s is None:
+            raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
         if params.get("cwd"):
             s.cwd = str(params["cwd"])
+        s.closed = False
         return self.session_extras(s)
 
     def do_close(self, params: dict) -> dict:
-        s = self._session(params)
+        """The session is let go: listed still, but a prompt to it fails until it is loaded or resumed."""
+        s = self.find_session(params.get("sessionId"))
+        if s is None:
+            raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
         if s.turn is not None:
             s.turn.cancel.set()
-        with self.sessions_lock:
-            self.sessions.pop(s.id, None)
+        s.closed = True
         return {}
 
     def announce_commands(self, sid: str) -> None:
@@ -729,7 +742,7 @@ class Agent:
 
     def _session(self, params: dict) -> Session:
         s = self.find_session(params.get("sessionId"))
-        if s is None:
+        if s is None or s.closed:
             raise RpcError(-32002, "Resource not found", {"uri": params.get("sessionId")})
         return s
 
@@ -1108,6 +1121,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Scripted fake ACP agent (see module docstring)")
     p.add_argument("--no-load", action="store_true")
     p.add_argument("--no-images", action="store_true")
+    p.add_argument("--close", action="store_true")
     p.add_argument("--on-compact", default="")
     p.add_argument("--protocol-version", type=int, default=PROTOCOL_VERSION)
     p.add_argument("--not-logged-in", action="store_true")

@@ -106,6 +106,7 @@ class SlackFake(SocketMode):
         #: Called with each Web API call as it arrives, before it is answered (a hook may kill the client).
         self.on_request: list[Callable[[str, Params], None]] = []
         self.messages: list[SlackMessage] = []
+        self._by_ts: dict[str, SlackMessage] = {}  # every ts is unique: finding a message costs nothing
         self.statuses: list[tuple[str, str, str]] = []  # (channel, thread_ts, status)
         self.files: dict[str, dict[str, Any]] = {}  # file id -> name, length, data, shared in (channel, thread)
         self.removed: set[str] = set()
@@ -238,7 +239,7 @@ class SlackFake(SocketMode):
         channel = self._channel(p)
         text, blocks = self._check_content(p)
         msg = SlackMessage(channel, self.next_ts(), BOT_USER, text, p.get("thread_ts"), blocks)
-        self.messages.append(msg)
+        self._keep(msg)
         return {"channel": channel, "ts": msg.ts, "message": {"text": text, "ts": msg.ts}}
 
     def _m_chat_postEphemeral(self, p: Params) -> Params:
@@ -246,22 +247,24 @@ class SlackFake(SocketMode):
         text, blocks = self._check_content(p)
         msg = SlackMessage(channel, self.next_ts(), BOT_USER, text, p.get("thread_ts"), blocks,
                            ephemeral_to=str(p["user"]))
-        self.messages.append(msg)
+        self._keep(msg)
         return {"message_ts": msg.ts}
+
+    def _keep(self, msg: SlackMessage) -> None:
+        self.messages.append(msg)
+        self._by_ts[msg.ts] = msg
 
     def find(self, channel: str, ts: str) -> SlackMessage:
         """The message ``ts`` in ``channel`` (``message_not_found`` otherwise)."""
-        for msg in self.messages:
-            if msg.channel == channel and msg.ts == ts and not msg.deleted and msg.ephemeral_to is None:
-                return msg
+        msg = self._by_ts.get(ts)
+        if msg is not None and msg.channel == channel and not msg.deleted and msg.ephemeral_to is None:
+            return msg
         raise _Failure("message_not_found")
 
     def get(self, channel: str, ts: str) -> SlackMessage | None:
         """The message ``ts`` in ``channel`` as it stands (ephemeral ones too); None once deleted."""
-        for msg in self.messages:
-            if msg.channel == channel and msg.ts == ts:
-                return None if msg.deleted else msg
-        return None
+        msg = self._by_ts.get(ts)
+        return None if msg is None or msg.channel != channel or msg.deleted else msg
 
     def _mine(self, p: Params) -> SlackMessage:
         msg = self.find(self._channel(p), str(p.get("ts")))
@@ -312,7 +315,7 @@ class SlackFake(SocketMode):
             done.append({"id": item["id"], "name": found["name"], "title": item.get("title") or found["name"]})
         msg = SlackMessage(channel, self.next_ts(), BOT_USER, str(p.get("initial_comment") or ""), p.get("thread_ts"))
         msg.files = [d["id"] for d in done]
-        self.messages.append(msg)
+        self._keep(msg)
         return {"files": done}
 
     # -- native streams ----------------------------------------------------------------------
@@ -346,7 +349,7 @@ class SlackFake(SocketMode):
             raise _Failure("invalid_arguments")
         msg = SlackMessage(channel, self.next_ts(), BOT_USER, self._stream_text(p), str(p["thread_ts"]),
                            stream="streaming", started_at=time.monotonic())
-        self.messages.append(msg)
+        self._keep(msg)
         return {"channel": channel, "ts": msg.ts}
 
     def _streaming(self, p: Params) -> SlackMessage:
@@ -405,7 +408,7 @@ class SlackFake(SocketMode):
     def user_message(self, user: str, channel: str, text: str, thread_ts: str | None = None) -> SlackMessage:
         """Record a person's message (it is in the channel whether or not the relay hears of it)."""
         msg = SlackMessage(channel, self.next_ts(), user, text, thread_ts)
-        self.messages.append(msg)
+        self._keep(msg)
         return msg
 
     def event_envelope(self, event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:

@@ -79,6 +79,11 @@ class FakeBotApi(MessageMethods):
         #: the answer (``on_call``): a hook may kill the client at that exact moment.
         self.on_request: list[Callable[[Call], None]] = []
         self.on_call: list[Callable[[Call], None]] = []
+        #: While set and not yet fired, every call but getUpdates waits for it before it is handled;
+        #: ``in_flight`` counts the calls being handled now, ``most_in_flight`` the most there were at once.
+        self.held: asyncio.Event | None = None
+        self.in_flight = 0
+        self.most_in_flight = 0
         self._ids: dict[int, itertools.count[int]] = {}
         self._updates: list[Json] = []
         self._update_ids = itertools.count(1000)
@@ -123,6 +128,18 @@ class FakeBotApi(MessageMethods):
         return params
 
     async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["method"] == "getUpdates":
+            return await self._handled(request)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.held is not None:
+                await self.held.wait()
+            return await self._handled(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _handled(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         call = Call(method, await self._params(request))
         self.events.append(call)

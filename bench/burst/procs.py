@@ -1,0 +1,195 @@
+"""The processes under measurement: ``acp-relay run`` and a naive bot, each with its own agent process.
+
+Both are started with a clean environment (no tokens or proxies from the developer's shell, HOME and
+the state directory under the run's own directory). CPU is read with psutil as user + system time of
+the bot's own process, and separately of its children (the scripted agent); RSS of the bot's process.
+A profile can be taken of the relay with py-spy while a phase runs (``Profiler``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.conftest import FAKE_AGENT_PATH
+
+__all__ = ["Bot", "Cpu", "Profiler", "naive_bot", "relay"]
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).with_name("acp-relay")
+_OURS = ("ACP_", "XDG_", "TELEGRAM_", "DISCORD_", "SLACK_", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def _environ(tmp: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(_OURS)}
+    env.update(HOME=str(tmp), XDG_STATE_HOME=str(tmp / "state"), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1",
+               **extra)
+    return env
+
+
+class Cpu:
+    """CPU seconds (user + system) of a process and, apart, of its children, since ``mark``."""
+
+    def __init__(self, pid: int) -> None:
+        self.proc = psutil.Process(pid)
+        self._own = 0.0
+        self._kids: dict[int, float] = {}
+
+    @staticmethod
+    def _cpu(proc: psutil.Process) -> float:
+        times = proc.cpu_times()
+        return float(times.user + times.system)
+
+    def _children(self) -> dict[int, float]:
+        found = {}
+        for child in self.proc.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                found[child.pid] = self._cpu(child)
+        return found
+
+    def mark(self) -> None:
+        self._own = self._cpu(self.proc)
+        self._kids = self._children()
+
+    def since(self) -> tuple[float, float]:
+        """(own, children) CPU seconds since ``mark`` (a child started since counts from zero)."""
+        kids = self._children()
+        return (self._cpu(self.proc) - self._own,
+                sum(t - self._kids.get(pid, 0.0) for pid, t in kids.items()))
+
+    def rss(self) -> int:
+        return int(self.proc.memory_info().rss)
+
+    async def settle(self, *, quiet: float = 0.03, window_s: float = 0.5, limit_s: float = 10.0) -> None:
+        """Wait until the process uses less than ``quiet`` of a core over ``window_s`` (its trailing work
+        after the last answer: journaling, indicators), at most ``limit_s``."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            before = self._cpu(self.proc)
+            await asyncio.sleep(window_s)
+            if self._cpu(self.proc) - before < quiet * window_s:
+                return
+
+
+class Bot:
+    """A bot process (the relay or the naive one); its output goes to ``log``."""
+
+    def __init__(self, name: str, proc: asyncio.subprocess.Process, log: Path) -> None:
+        self.name = name
+        self.proc = proc
+        self.log = log
+        self.cpu = Cpu(proc.pid)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.returncode is None
+
+    def tail(self, lines: int = 15) -> str:
+        """The last lines of its output and, for the relay, of its log file (why it did not finish)."""
+        out = []
+        for path in (self.log, self.log.parent / "state" / "acp-relay" / "acp-relay.log"):
+            if path.exists():
+                out += path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+        return "\n".join(out)
+
+    async def stop(self, *, kill: bool = False) -> int | None:
+        """SIGTERM (SIGKILL with ``kill``, or after 20 s), its children too; the exit code, None if killed."""
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        if not kill:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(20):
+                    return await self.proc.wait()
+            except TimeoutError:
+                pass
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                child.kill()
+        self.proc.kill()
+        await self.proc.wait()
+        return None
+
+
+def agent_args() -> list[str]:
+    """The scripted agent, as both bots start it: it offers ``session/close``, as current agents do."""
+    return [sys.executable, str(FAKE_AGENT_PATH), "--close"]
+
+
+async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str, str],
+                idle_s: float | None = None) -> Bot:
+    """``acp-relay run`` with the scripted agent and one surface; production defaults otherwise (but
+    ``timeouts.idle_s`` when given)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "work").mkdir(exist_ok=True)
+    command, *args = agent_args()
+    config: dict[str, Any] = {"agents": {"fake": {"command": command, "args": args, "cwd": str(tmp / "work")}},
+                              "store": {"path": str(tmp / "relay.db")},
+                              "surfaces": {"dashboard": {"enabled": False}, surface: settings}}
+    if idle_s is not None:
+        config["timeouts"] = {"idle_s": idle_s}
+    path = tmp / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    log = tmp / "relay.out"
+    with open(log, "wb") as out:
+        proc = await asyncio.create_subprocess_exec(str(CLI), "run", "--config", str(path), cwd=tmp,
+                                                    env=_environ(tmp, env), stdout=out, stderr=out)
+    return Bot("relay", proc, log)
+
+
+async def naive_bot(tmp: Path, surface: str, args: list[str], env: dict[str, str]) -> Bot:
+    """``python -m bench.burst.naive_<surface>`` with the scripted agent."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "work").mkdir(exist_ok=True)
+    log = tmp / "naive.out"
+    with open(log, "wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", f"bench.burst.naive_{surface}", "--cwd", str(tmp / "work"), *args, cwd=ROOT,
+            env=_environ(tmp, env), stdout=out, stderr=out)
+    return Bot("naive", proc, log)
+
+
+class Profiler:
+    """py-spy sampling the relay while a phase runs (its raw stacks, by function: ``profile.summary`` reads
+    them). py-spy pauses the process for each sample, 100 a second: a little CPU, a little latency."""
+
+    def __init__(self, out_dir: Path | None) -> None:
+        self.out_dir = out_dir
+        self.exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+
+    @contextlib.asynccontextmanager
+    async def sampling(self, pid: int, name: str) -> AsyncIterator[Path | None]:
+        """Record ``pid`` while the block runs; yields the stacks file (None without an output directory)."""
+        if self.out_dir is None:
+            yield None
+            return
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        out = self.out_dir / f"{name}.txt"
+        proc = await asyncio.create_subprocess_exec(
+            self.exe, "record", "--pid", str(pid), "--format", "raw", "--function", "-o", str(out),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        try:
+            yield out
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            try:
+                async with asyncio.timeout(30):
+                    await proc.wait()
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()

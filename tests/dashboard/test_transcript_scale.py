@@ -1,0 +1,96 @@
+"""The transcript's work for a new tab does not grow with the tabs it holds (issue 24): finding the
+tab used least recently read every message of every tab, grouped, for each new tab. Work is counted
+as SQLite's virtual-machine steps (its progress handler), never timed."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from surfaces.dashboard.surface import DashboardSurface, conversation_key
+from surfaces.dashboard.transcript import Transcript
+
+
+def _steps_per_new_tab(path: Path, tabs: int) -> float:
+    transcript = Transcript.open(path, max_tabs=tabs)
+    for i in range(tabs):  # a full file: every new tab now evicts one
+        transcript.add(f"tab{i}", "user", f"hello {i}")
+        transcript.add(f"tab{i}", "agent", f"answer {i}")
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0  # go on
+
+    conn: sqlite3.Connection = transcript._conn  # the only way to watch the statements it runs
+    conn.set_progress_handler(count, 100)
+    for i in range(20):
+        transcript.add(f"new{i}", "user", "a new tab")
+    conn.set_progress_handler(None, 0)
+    transcript.close()
+    return steps / 20
+
+
+def test_a_new_tab_costs_the_same_among_many_tabs_as_among_few(tmp_path: Path) -> None:
+    few = _steps_per_new_tab(tmp_path / "few.db", 50)
+    many = _steps_per_new_tab(tmp_path / "many.db", 2000)
+    assert many <= 2 * few + 5, f"{many:.0f} hundred steps per new tab among 2,000 tabs, {few:.0f} among 50"
+
+
+def test_the_tab_used_least_recently_goes_and_its_files_with_it(tmp_path: Path) -> None:
+    transcript = Transcript.open(tmp_path / "t.db", max_tabs=2)
+    transcript.add("a", "user", "first")
+    transcript.add_file("a", "rest.txt", b"the rest")
+    transcript.add("b", "user", "second")
+    transcript.add("c", "user", "third")
+    assert transcript.entries("a") == [] and [e.text for e in transcript.entries("c")] == ["third"]
+    assert transcript._conn.execute("SELECT COUNT(*) FROM files").fetchone() == (0,)
+    transcript.close()
+
+
+def test_a_file_from_before_the_tabs_table_keeps_its_order_of_use(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, tab TEXT NOT NULL,"
+                 " id TEXT NOT NULL, role TEXT NOT NULL, text TEXT NOT NULL, buttons TEXT NOT NULL DEFAULT '[]',"
+                 " plain INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL, UNIQUE (tab, id))")
+    for n, (tab, at) in enumerate([("old", 1.0), ("newer", 3.0), ("older", 0.5), ("old", 2.0)]):
+        conn.execute("INSERT INTO messages (tab, id, role, text, updated_at) VALUES (?, ?, 'user', 'x', ?)",
+                     (tab, f"m{n}", at))
+    conn.commit()
+    conn.close()
+    transcript = Transcript.open(path, max_tabs=2)  # opened with a lower bound: the least recent goes
+    assert transcript.entries("older") == []
+    assert len(transcript.entries("old")) == 2 and len(transcript.entries("newer")) == 1
+    transcript.add("another", "user", "y")
+    assert transcript.entries("old") == [] and transcript.entries("newer")
+    transcript.close()
+
+
+async def test_a_tab_whose_answer_runs_keeps_its_transcript_past_max_tabs(tmp_path: Path) -> None:
+    # Issue 24: with more tabs answering at once than max_tabs, each new tab evicted one still answering,
+    # whose next edit then failed (the answer came late, through the relay's resend).
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
+    surface.post_user("a", "first", "m1")
+    await surface.typing(conversation_key("a"), True)  # its answer runs
+    surface.post_user("b", "second", "m2")
+    surface.post_user("c", "third", "m3")
+    assert surface.snapshot("b")["messages"], "a tab answering does not count toward max_tabs"
+    surface.post_user("d", "fourth", "m4")
+    assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
+    assert surface.snapshot("b")["messages"] == [], "the least recent tab not answering went instead"
+    await surface.typing(conversation_key("a"), False)
+    assert surface.snapshot("a")["messages"] == [], "once its answer ended, it goes like any other"
+    assert surface.snapshot("c")["messages"] and surface.snapshot("d")["messages"]
+    surface.transcript.close()
+
+
+async def test_the_working_indicator_keeps_nothing_per_tab_once_off(tmp_path: Path) -> None:
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    for i in range(500):
+        await surface.typing(conversation_key(f"tab{i}"), True)
+        await surface.typing(conversation_key(f"tab{i}"), False)
+    assert not surface._typing, "one entry per tab ever seen, before"  # the map itself: its size is the bug
+    assert surface.snapshot("tab1")["typing"] is False
+    surface.transcript.close()
