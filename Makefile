@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.bench_turns
 	$(BIN)/python -m bench.bench_streamer
 	$(BIN)/python -m bench.bench_huge
+	$(BIN)/python -m bench.bench_relays
 	$(BIN)/python -m bench.bench_engine
 	$(BIN)/python -m bench.bench_telegram
 	$(BIN)/python -m bench.bench_ladder

@@ -22,6 +22,8 @@ from core.loading import registered, require_sdk
 from core.logs import log_path, setup_logging
 from core.redact import register_secrets
 from core.retry import RetryPolicy
+from core.store.doctor import check_store
+from core.store.opening import store_problems
 
 __all__ = ["main"]
 
@@ -92,7 +94,7 @@ def _check_config(args: argparse.Namespace) -> int:
     path = _config_path(args.config)
     try:
         config = load_config_strict(path)
-        if problems := gate_problems(config) + _surface_problems(config):
+        if problems := gate_problems(config) + store_problems(config.store) + _surface_problems(config):
             raise ConfigError(path, problems)
     except ConfigError as exc:
         _print_config_error(exc)
@@ -115,8 +117,6 @@ def _surface_doctor(name: str, config: RelayConfig) -> list[tuple[bool, str]]:
 
 
 def _doctor(config: RelayConfig) -> int:
-    from core.store import Store, StoreError
-
     problems = 0
     chosen, _ = choose_agent(config)
     for name, agent in (config.agents or {chosen: choose_agent(config)[1]}).items():
@@ -128,13 +128,9 @@ def _doctor(config: RelayConfig) -> int:
         for ok, line in _surface_doctor(surface, config):
             problems += not ok
             print(f"surface {surface}: {line}")
-    try:
-        with Store.open(config.store.path) as store:
-            store.set_offset("doctor", "probe", "ok")
-        print(f"store: {config.store.path} writable")
-    except StoreError as exc:
-        problems += 1
-        print(f"store: {exc}")
+    for ok, line in check_store(config.store):
+        problems += not ok
+        print(f"store: {line}")
     return 1 if problems else 0
 
 

@@ -24,6 +24,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -107,9 +108,17 @@ class TimeoutsConfig(_Model):
 
 
 class StoreConfig(_Model):
-    """SQLite file location (``~`` is expanded when the store opens it)."""
+    """Where the relay's state lives: the SQLite file ``path`` (``~`` is expanded when the store opens
+    it), or, when ``url_env`` names an environment variable, the PostgreSQL database whose URL it
+    holds (the URL never goes in the file). ``path`` still places the surfaces' own local files."""
 
     path: str = "~/.local/state/acp-relay/relay.db"
+    url_env: str | None = Field(default=None, min_length=1)
+    #: Relays sharing a PostgreSQL store: how long a conversation's owner keeps it without renewing
+    #: (a dead relay's conversations move to the others after this long).
+    lease_s: float = Field(default=15.0, ge=1.0, le=600.0)
+    #: This relay's name in the leases and in ``status`` (default: the host name and the process id).
+    relay_name: str | None = Field(default=None, min_length=1, max_length=100)
 
 
 class SurfacesConfig(_Model):
@@ -285,19 +294,31 @@ def secret_values(config: RelayConfig) -> list[str]:
     """Every secret value the config names, for redaction by value (``core.redact.register_secrets``).
 
     The value of each surface's ``*_env`` variable (enabled or not: the relay's environment holds it,
-    and an agent can read that), each agent ``env`` value whose key names a credential or whose value
-    has a token's shape, and each agent argument after a credential flag (``--api-key X``).
+    and an agent can read that), the database URL ``store.url_env`` names and its password, each agent
+    ``env`` value whose key names a credential or whose value has a token's shape, and each agent
+    argument after a credential flag (``--api-key X``).
     """
     values: list[str] = []
     for _, surface in config.surfaces:
         values += [value for field in type(surface).model_fields if field.endswith("_env")
                    if (value := secret(getattr(surface, field))) is not None]
+    if (url := secret(config.store.url_env)) is not None:
+        values += [url, *_url_password(url)]
     for agent in config.agents.values():
         values += [value for key, value in agent.env.items() if _RE_SECRET_KEY.search(key) or redact(value) != value]
         for arg, masked in zip(agent.args, mask_args(agent.args), strict=True):
             if arg != masked:
                 values.append(arg.partition("=")[2] if masked.endswith(f"={MASK}") else arg)
     return values
+
+
+def _url_password(url: str) -> list[str]:
+    """The password in a ``scheme://user:password@host`` URL, if it has one there."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return []
+    return [unquote(password)] if password else []
 
 
 def load_config(path: str | Path | None) -> RelayConfig:

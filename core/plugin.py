@@ -184,6 +184,12 @@ class Host(Protocol):
         ``healthy_after_s``), and stops for good on a ``StartupError``."""
         ...
 
+    async def exclusive(self, name: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work`` (a receive loop only one relay may run: Telegram's polling, Discord's gateway)
+        while this relay alone holds it among relays sharing the store; the others wait their turn,
+        and a relay that loses it has ``work`` cancelled. A relay alone just runs ``work``."""
+        ...
+
     def data_path(self, suffix: str = ".db") -> str:
         """A file of the surface's own beside the relay's store (``relay.db`` -> ``relay-<name>.db``);
         ``:memory:`` when the store is in memory."""

@@ -5,6 +5,7 @@ Keep this file small; a tier's own fixtures belong in that tier's conftest.py.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
@@ -16,6 +17,7 @@ import pytest
 from core.acp.spec import AgentSpec
 from core.logs import log_path, setup_logging
 from core.redact import clear_secrets
+from tests.postgres import INSTALL_HINT, PostgresServer, server_binaries
 
 FAKE_AGENT_PATH = Path(__file__).resolve().parent / "fakes" / "acp_agent.py"
 
@@ -86,3 +88,18 @@ def fake_agent_spec(tmp_path: Path) -> FakeAgentSpec:
         )
 
     return build
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server (``tests/postgres.py``) for the whole session, started when a test
+    first asks for it; skipped, saying how to install what is missing, without the server or psycopg."""
+    if server_binaries() is None:
+        pytest.skip(INSTALL_HINT)
+    if importlib.util.find_spec("psycopg") is None:
+        pytest.skip("psycopg is not installed: pip install 'acp-relay[postgres]' (make install does)")
+    server = PostgresServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -32,7 +32,7 @@ from core.engine.surface import (
 from core.failures import INTERNAL_FAILURE, Described, describe, error_from_rpc
 from core.redact import register_secrets
 from core.retry import Attempt, RetryPolicy, with_retries
-from core.store import StoreError
+from core.store import LeaseLost, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,6 +55,7 @@ CODES: dict[type[errors.RelayError], str] = {
     StartupError: "startup",
     ConfigError: "config",
     StoreError: "store",
+    LeaseLost: "store.lease_lost",
     ToolGateUnroutable: "tool_gate.unroutable",
     DeliveryError: "delivery",
     RateLimited: "delivery.rate_limited",

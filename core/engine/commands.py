@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from core.acp.client import AcpError
 from core.acp.session import AcpSession
@@ -41,12 +42,14 @@ class Control:
     """Stop, reset, status, help and model for one conversation at a time."""
 
     def __init__(self, config: RelayConfig, store: Store, outbox: Outbox, choices: ModelChoices,
-                 picks: Picks) -> None:
+                 picks: Picks, *, owner_of: Callable[[str], str | None] | None = None) -> None:
         self.config = config
         self.store = store
         self.outbox = outbox
         self.choices = choices
         self.switches = Switches(config, picks, outbox, self._answer_with)
+        #: Relays sharing a store: which relay owns a conversation (the status names it).
+        self.owner_of = owner_of
 
     async def run(self, conv: Conversation, command: Command, message: InboundMessage | None) -> None:
         """Carry out ``command``; ``message`` is what asked for it (None: the dashboard's controls)."""
@@ -78,7 +81,8 @@ class Control:
 
     def status(self, key: str, conv: Conversation | None) -> ConversationStatus:
         """Where the conversation stands (never starts an agent)."""
-        return conversation_status(self.config, self.store.get_conversation(key), conv)
+        status = conversation_status(self.config, self.store.get_conversation(key), conv)
+        return status if self.owner_of is None else dataclasses.replace(status, relay=self.owner_of(key))
 
     async def session_for(self, conv: Conversation) -> AcpSession:
         """The conversation's session outside a turn; its notices (a new session...) are said at once."""

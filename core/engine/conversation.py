@@ -20,7 +20,7 @@ from core.engine.reply import TurnScope
 from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnRunner
-from core.store import Store
+from core.store import LeaseLost, Store
 
 __all__ = ["Conversation", "ConversationDeps"]
 
@@ -53,12 +53,16 @@ class Conversation:
         self.key = key
         self.surface = surface
         self.deps = deps
-        self.binding = SessionBinding(key, deps.config, deps.store, deps.pool)
+        # Its writes are fenced by this relay's lease when relays share the store (a conversation is
+        # made once the lease is held, and dropped when it is lost).
+        self.binding = SessionBinding(key, deps.config, deps.journal.fenced(key), deps.pool)
         self.queue: deque[QueueItem] = deque()
         self.turn_task: asyncio.Task[None] | None = None
         self.worker: asyncio.Task[None] | None = None
         self.running: TurnScope | None = None  # the running turn's place, while there is one
         self.menu: tuple[tuple[str, str], ...] = ()  # the agent's commands the surface was last given
+        #: Another relay owns the conversation now: nothing more is sent or written from here.
+        self.disowned = False
 
     @property
     def session(self) -> AcpSession | None:
@@ -92,8 +96,19 @@ class Conversation:
             self.worker = self.deps.tasks.spawn(self._work(), name=f"conversation-{self.key}")
         return position
 
+    def disown(self) -> None:
+        """Another relay owns the conversation now: drop the queue and stop the turn without a word
+        (what is left unanswered is the new owner's to answer)."""
+        self.disowned = True
+        self.queue.clear()
+        if self.running is not None:
+            self.running.disowned = True
+        for task in (self.turn_task, self.worker):
+            if task is not None and not task.done():
+                task.cancel()
+
     async def _work(self) -> None:
-        while self.queue:
+        while self.queue and not self.disowned:
             item = self.queue.popleft()
             scope = self.running = TurnScope(self.key, self.surface, self.binding)
             turn = asyncio.create_task(self.deps.turns.run(scope, item), name=f"turn-{self.key}")
@@ -105,11 +120,18 @@ class Conversation:
                     turn.cancel()
                     await asyncio.wait({turn})
                     raise
+            except LeaseLost:
+                return  # the new owner answers it (``disown`` stops the rest)
             except Exception:  # a bug past the turn's own funnel must not stall the queue behind it
                 log.exception("turn in %s failed unexpectedly", self.key)
             self.running = None
-            self.deps.journal.complete(item.message)
-            self.binding.save_context()
+            if self.disowned:
+                return
+            try:
+                self.deps.journal.complete(item.message)
+                self.binding.save_context()
+            except LeaseLost:
+                return
             await self.show_commands()
 
     async def show_commands(self) -> None:

@@ -52,6 +52,9 @@ class Outbox:
         self._resends: dict[int, int] = {}  # ledger id -> failed resends in this run
         self._parked: set[int] = set()  # ledger ids left for the next start
         self._redelivery: asyncio.Task[None] | None = None
+        #: Relays sharing a store: whether this relay answers a conversation now (taking it if nobody
+        #: does), so a kept answer is resent by one relay only.
+        self.owns: Callable[[str], bool] = lambda key: True
 
     def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None, origin: object | None = None,
                  log: ReplyLog | None = None) -> Streamer:
@@ -149,9 +152,11 @@ class Outbox:
             self._redelivery = self.tasks.spawn(self._redeliver(), name="redelivery")
 
     def _due(self) -> list[OutboundRecord]:
-        # Rows for a surface this relay does not run wait in the ledger for one that does.
+        # Rows for a surface this relay does not run wait in the ledger for one that does; rows of a
+        # conversation another relay owns are that relay's to resend.
         return [r for r in self.store.pending_outbound()
-                if r.payload.get("surface") in self.surfaces and r.id not in self._parked]
+                if r.payload.get("surface") in self.surfaces and r.id not in self._parked
+                and self.owns(r.conversation_key)]
 
     async def _redeliver(self) -> None:
         delay = 1.0

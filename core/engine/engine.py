@@ -37,7 +37,9 @@ from core.engine.messages import (
     PressResult,
     QueueItem,
 )
+from core.engine.ownership import Ownership, default_relay_name
 from core.engine.picks import Picks
+from core.engine.presses import PRESS, PRESS_DONE, PressForwarding
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, agent_command, parse_approval_reply, route
@@ -78,14 +80,32 @@ class Engine:
         self.surfaces: dict[str, Surface] = {}
         self.access = AccessControl()
         self.approvals = Approvals()
-        self.journal = Journal(store)
+        #: Relays sharing a PostgreSQL store: the conversations this one owns (None: it is alone).
+        self.ownership: Ownership | None = None
+        if store.backend.kind != "sqlite":
+            self.ownership = Ownership(store, config.store.relay_name or default_relay_name(), config.store.lease_s,
+                                       pickup=self._spawn_pickup, on_lost=self._disown, serves=self._serves)
+        self.journal = Journal(store, self.ownership.fenced if self.ownership is not None else None)
+        self.presses: PressForwarding | None = None
+        if self.ownership is not None:
+            ownership = self.ownership
+            self.presses = PressForwarding(store, ownership.relay, owns=lambda key: ownership.lease(key) is not None,
+                                           handle=self._press_here)
+            ownership.handlers = {PRESS: self.presses.on_note, PRESS_DONE: self.presses.on_note}
+            ownership.on_beat = lambda: self.outbox.schedule_redelivery()  # a dead relay's kept answers too
+        self._pickups: dict[str, asyncio.Lock] = {}
+        #: Messages of an owned conversation already handed to it in this tenure (a pickup skips them).
+        self._taken: dict[str, set[tuple[str, str]]] = {}
         self.choices = ModelChoices()
         self.outbox = Outbox(store, self.tasks, self.surfaces, default_interval_s=config.engine.edit_interval_s,
                              sleep=sleep, clock=clock)
+        if self.ownership is not None:
+            self.outbox.owns = self.ownership.answers
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
         self.picks = Picks()
-        self.control = Control(config, store, self.outbox, self.choices, self.picks)
+        self.control = Control(config, store, self.outbox, self.choices, self.picks,
+                               owner_of=self.ownership.holder if self.ownership is not None else None)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
@@ -133,6 +153,9 @@ class Engine:
         for key in list(itertools.islice(self.conversations, excess)):
             if self.conversations[key].idle:
                 del self.conversations[key]
+                if self.ownership is not None:  # its next message's relay takes it
+                    self._taken.pop(key, None)
+                    self.ownership.release(key)
 
     def _reattach(self, conv: Conversation) -> None:
         """Load the conversation's session now (the agent keeps what its tools did), while the person decides."""
@@ -144,6 +167,47 @@ class Engine:
 
         self.tasks.spawn(load(), name=f"reattach-{conv.key}")
 
+    # -- ownership (relays sharing a store) ------------------------------------------------
+
+    def _serves(self, key: str) -> bool:
+        return key.split(":", 1)[0] in self.surfaces
+
+    def _disown(self, key: str) -> None:
+        """The lease on ``key`` was lost: stop it here at once, forget it (the new owner answers)."""
+        self._taken.pop(key, None)
+        conv = self.conversations.pop(key, None)
+        if conv is not None:
+            conv.disown()
+
+    def _spawn_pickup(self, key: str) -> None:
+        if self.state == "running":
+            self.tasks.spawn(self._pickup(key), name=f"pickup-{key}")
+
+    async def _pickup(self, key: str) -> None:
+        """Answer ``key``'s journaled messages not handed to it yet, in arrival order (this relay owns it)."""
+        ownership = self.ownership
+        assert ownership is not None
+        lock = self._pickups.setdefault(key, asyncio.Lock())
+        async with lock:
+            unfinished = self.journal.unfinished(key)
+            taken = self._taken.setdefault(key, set())
+            taken &= {(u.message.surface, u.message.message_id) for u in unfinished}  # the rest are done
+            for item in unfinished:
+                msg = item.message
+                surface = self.surfaces.get(msg.surface)
+                if surface is None or (msg.surface, msg.message_id) in taken:
+                    continue
+                if self.closing or ownership.lease(key) is None:
+                    return  # no longer ours: its new owner (or this relay's next start) answers the rest
+                taken.add((msg.surface, msg.message_id))
+                if item.tool_may_have_run:  # a dead owner's turn may have run a tool: ask first
+                    self._reattach(self.conversation(key, surface))
+                    await self.resends.ask(surface, item)
+                    continue
+                await self._dispatch(self.conversation(key, surface), msg, replay=item.reply_started)
+        if not lock.locked() and self._pickups.get(key) is lock:
+            del self._pickups[key]
+
     async def _send_again(self, surface: Surface, msg: InboundMessage) -> None:
         await self._dispatch(self.conversation(msg.conversation_key, surface), msg, replay=True)
 
@@ -154,6 +218,11 @@ class Engine:
         this start), then resend undelivered answers. Messages arriving meanwhile wait their turn."""
         self.state = "starting"
         self.journal.prune()
+        if self.ownership is not None:  # the sweep takes the conversations left unanswered, as it goes
+            self.state = "running"
+            self.tasks.spawn(self.ownership.run(), name="ownership")
+            self.outbox.schedule_redelivery()
+            return
         done: set[tuple[str, str]] = set()
         while fresh := [u for u in self.journal.unfinished() if (u.message.surface, u.message.message_id) not in done]:
             for item in fresh:
@@ -175,6 +244,8 @@ class Engine:
         """Cancel running turns (their messages stay unfinished, so a restart resumes them)."""
         self.state = "closing"
         await self.tasks.close()
+        if self.ownership is not None:  # the others take over at once (what is unfinished stays journaled)
+            self.ownership.release_all()
         self.state = "closed"
         self._secrets.release()
 
@@ -220,6 +291,9 @@ class Engine:
                      "restart" if self.closing else "start")
             return None
 
+        if self.ownership is not None:
+            return self._owned(message.conversation_key)
+
         async def dispatch() -> None:
             if self.closing:
                 log.info("journaled %s/%s to answer after the restart", message.surface, message.message_id)
@@ -227,6 +301,19 @@ class Engine:
             await self._dispatch(self.conversation(message.conversation_key, surface), message)
 
         return dispatch
+
+    def _owned(self, key: str) -> Callable[[], Awaitable[None]] | None:
+        """Relays sharing a store: the owner answers. Taken here if nobody owns it; else its owner is woken."""
+        assert self.ownership is not None
+        if not self.ownership.take(key):
+            self.ownership.wake(key)
+            return None
+
+        async def pickup() -> None:
+            if not self.closing:
+                await self._pickup(key)
+
+        return pickup
 
     async def prompt(self, message: InboundMessage) -> None:
         """Queue ``message`` as a prompt whatever its words: never a command or an answer to a question
@@ -300,6 +387,14 @@ class Engine:
         if surface is None or not self.access.permits(press.surface, press.user_id):
             log.warning("button press refused: %s user %s", press.surface, press.user_id)
             return PressResult("refused", wording.unauthorised_text(press.user_id))
+        key, ownership = press.conversation_key, self.ownership
+        if ownership is not None and self.presses is not None and ownership.lease(key) is None \
+                and ownership.holder(key) is not None:
+            return await self.presses.forward(press)  # another relay owns the conversation: its approvals
+        return await self._press_here(press)
+
+    async def _press_here(self, press: ButtonPress) -> PressResult:
+        """Resolve a press of a conversation this relay answers (its approvals, resends and choices)."""
         pending = self.approvals.resolve_token(press.conversation_key, press.token)
         if pending is not None:
             return PressResult("resolved", wording.approval_outcome_text(pending.future.result()))

@@ -237,9 +237,20 @@ class SurfaceHost:
         return Receiver(self.name, connect, first_delay_s=first_delay_s, max_delay_s=max_delay_s,
                         healthy_after_s=healthy_after_s, sleep=sleep)
 
+    async def exclusive(self, name: str, work: Callable[[], Awaitable[None]]) -> None:
+        """``work`` while this relay holds ``<surface>:<name>`` (relays sharing a store), else at once."""
+        ownership = self._engine.ownership
+        if ownership is None:
+            await work()
+            return
+        await ownership.exclusive(f"{self.name}:{name}", work)
+
     def data_path(self, suffix: str = ".db") -> str:
-        """``relay.db`` -> ``relay-<name><suffix>`` beside it; ``:memory:`` stays in memory."""
+        """``relay.db`` -> ``relay-<name><suffix>`` beside it; ``:memory:`` stays in memory. With a
+        PostgreSQL store, beside ``store.path`` all the same (the surface's file is this relay's own)."""
         store = self._engine.store.path
+        if self._engine.store.backend.kind != "sqlite":
+            store = self._engine.config.store.path
         if store == ":memory:":
             return store
         path = Path(store).expanduser()

@@ -9,6 +9,7 @@ side-effecting tools its turn ran (a restart does not send it to the agent again
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,10 +73,17 @@ def _decode(surface: str, message_id: str, key: str, payload: dict[str, Any]) ->
 
 
 class Journal:
-    """The store's inbound table, in the engine's terms."""
+    """The store's inbound table, in the engine's terms.
 
-    def __init__(self, store: Store) -> None:
+    Any relay journals (``record``, ``reject``); what follows about a message is the conversation
+    owner's to write, through ``fenced(key)`` (relays sharing a store: fenced by the owner's lease)."""
+
+    def __init__(self, store: Store, fenced: Callable[[str], Store] | None = None) -> None:
         self.store = store
+        self.fenced: Callable[[str], Store] = fenced or (lambda key: store)
+
+    def _owner(self, msg: InboundMessage) -> Store:
+        return self.fenced(msg.conversation_key)
 
     def record(self, msg: InboundMessage) -> bool:
         """Journal ``msg``; False when it was seen before (a redelivery)."""
@@ -87,33 +95,34 @@ class Journal:
 
     def complete(self, msg: InboundMessage) -> None:
         """``msg`` is fully handled: it is never replayed."""
-        self.store.complete_inbound(msg.surface, msg.message_id)
+        self._owner(msg).complete_inbound(msg.surface, msg.message_id)
 
     def tool_may_run(self, msg: InboundMessage, call: ToolCall) -> None:
         """``call`` may run for ``msg``: if it can change something, a restart must not send ``msg``
         to the agent again without asking (the tool could run twice)."""
         if call.kind not in SAFE_TOOL_KINDS:
             # What the person is asked about after a restart: never a secret the agent put in a title.
-            self.store.note_inbound_tool(msg.surface, msg.message_id, redact(call.display or call.title), call.kind)
+            title = redact(call.display or call.title)
+            self._owner(msg).note_inbound_tool(msg.surface, msg.message_id, title, call.kind)
 
     def reopen(self, msg: InboundMessage) -> None:
         """Handle ``msg`` again from the start (the person chose to send it again)."""
-        self.store.reopen_inbound(msg.surface, msg.message_id)
+        self._owner(msg).reopen_inbound(msg.surface, msg.message_id)
 
     def reply_log(self, msg: InboundMessage) -> ReplyRecorder:
         """Where the streamer of ``msg``'s answer notes its messages."""
-        return ReplyRecorder(self.store, msg)
+        return ReplyRecorder(self._owner(msg), msg)
 
     def reply_messages(self, msg: InboundMessage) -> list[Posted]:
         """The platform messages ``msg``'s answer was shown in before a restart, by part and piece."""
         return [Posted(r.part, r.piece, r.platform_id, "stream" if r.kind == "stream" else "message")
                 for r in self.store.reply_messages(msg.surface, msg.message_id)]
 
-    def unfinished(self) -> list[Unfinished]:
-        """What was received and never completed, in arrival order."""
+    def unfinished(self, conversation_key: str | None = None) -> list[Unfinished]:
+        """What was received and never completed, in arrival order (only ``conversation_key``'s if given)."""
         return [Unfinished(_decode(r.surface, r.message_id, r.conversation_key, r.payload), r.progress == "tool",
                            r.tools, r.reply_started is not None)
-                for r in self.store.unfinished_inbound()]
+                for r in self.store.unfinished_inbound(conversation_key)]
 
     def prune(self) -> int:
         """Forget messages completed longer ago than any platform redelivers."""

@@ -131,3 +131,5 @@ class ConversationStatus:
     cost: str = ""
     #: What the agent said its last compaction kept ("" when it said nothing).
     compaction_summary: str = ""
+    #: Relays sharing a store: the relay that owns the conversation now (None: nobody, or one relay alone).
+    relay: str | None = None

@@ -34,6 +34,8 @@ class TurnScope:
     stopping: bool = False
     #: False while the final answer is being delivered (a stop then no longer cancels the turn).
     cancellable: bool = True
+    #: Another relay owns the conversation now (relays sharing a store): nothing more is sent from here.
+    disowned: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,7 +90,8 @@ class TurnRunner:
                 await turn.run()
             finally:
                 scope.cancellable = False
-                await reply.finish(turn.outcome())
+                if not scope.disowned:  # else another relay answers it now: not a word more from here
+                    await reply.finish(turn.outcome())
 
 
 class _Turn:

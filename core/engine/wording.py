@@ -292,6 +292,8 @@ def status_text(status: ConversationStatus) -> str:
         lines.append(f"Last compaction kept: {' '.join(status.compaction_summary.split())}")
     state = "answering" if status.busy else "idle"
     lines.append(f"State: {state}, {status.queue_length} queued")
+    if status.relay is not None:
+        lines.append(f"Relay: {status.relay}")
     return "\n".join(lines)
 
 

@@ -42,10 +42,12 @@ class Threads:
 
     def joined(self, thread: Thread) -> bool:
         """True when the app is part of ``thread`` (its replies need no mention)."""
-        known = self._joined.get(thread.key)
-        if known is None:
-            known = self._state.get(f"{_JOINED}{thread.key}") is not None
-            self._remember(thread.key, known)
+        if self._joined.get(thread.key):
+            return True
+        # Not cached when not joined: another relay sharing the store may join it any moment.
+        known = self._state.get(f"{_JOINED}{thread.key}") is not None
+        if known:
+            self._remember(thread.key, True)
         return known
 
     def _remember(self, key: str, joined: bool) -> None:

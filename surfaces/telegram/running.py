@@ -58,6 +58,8 @@ class TelegramRelay:
         self.surface = surface
         self.intake = intake
         self.settings = settings
+        self.host = host
+        self.polled = False  # this relay polled (relays sharing a store: only the poller's holder does)
         self.poller: Poller | None = None
         self.webhook: Webhook | None = None
         self._webhook_secret = webhook_secret
@@ -118,20 +120,25 @@ class TelegramRelay:
         await self.hello()
         bot = self.app.bot
         if self.poller is not None:
-            await bot.delete_webhook()  # getUpdates is refused while a webhook is set
-            await self.poller.poll()
+            await self.host.exclusive("poller", self._poll)  # one relay polls; the others stand by
             return
         assert self.webhook is not None and self.settings.webhook_url
         await bot.set_webhook(self.settings.webhook_url, secret_token=self._webhook_secret,
                               allowed_updates=list(ALLOWED_UPDATES))
         await asyncio.get_running_loop().create_future()  # Telegram posts; nothing to poll
 
+    async def _poll(self) -> None:
+        assert self.poller is not None
+        self.polled = True
+        await self.app.bot.delete_webhook()  # getUpdates is refused while a webhook is set
+        await self.poller.poll()
+
     async def stop_receiving(self) -> None:
         """No more updates: stop polling (telling Telegram what is stored) or serving the webhook."""
         await self.receiver.stop()
         if self.webhook is not None:
             await self.webhook.stop()
-        if self.poller is not None and self.intake.me is not None:
+        if self.poller is not None and self.polled and self.intake.me is not None:
             try:
                 async with asyncio.timeout(_CONFIRM_WAIT_S):
                     await self.poller.confirm()

@@ -349,7 +349,7 @@ async def test_buttons_stop_status_and_model_reach_the_engine(served: Served) ->
     assert status == {"agent": "demo", "model": "demo-fast", "models": ["demo-fast", "demo-careful"],
                       "cwd": "/tmp", "session_id": None, "context_pct": 12.5, "queue_length": 0, "busy": False,
                       "model_name": None, "project": "", "title": "", "mode": "", "cost": "",
-                      "compaction_summary": ""}
+                      "compaction_summary": "", "relay": None}
     async with served.client.post(f"{API}/model", json={"model": "demo-careful"}) as r:
         assert r.status == 200
     assert served.engine.switched == [("dashboard:tab1", "demo-careful")]

@@ -139,9 +139,13 @@ class Relay:
             data.setdefault(section, {}).update(values)
         return RelayConfig.model_validate(data)
 
+    def open_store(self) -> Store:
+        """The store this relay's engine runs on: the SQLite file (a subclass may open another)."""
+        return Store.open(self.db)
+
     async def build(self) -> Relay:
         """A new engine on the store file, attached to the surface, not started yet."""
-        self.store = Store.open(self.db)
+        self.store = self.open_store()
         self.closed = False
         self.lifecycle = Lifecycle(self.config(), self.store, sleep=fast_sleep, cancel_wait_s=self.cancel_wait_s)
         self.engine = self.lifecycle.engine

@@ -81,6 +81,8 @@ Flags
 --agent-name NAME      agentInfo.name NAME (a real agent's, e.g. "@agentclientprotocol/codex-acp").
 --record FILE          append every frame received from the client (parsed JSON, one per line;
                        undecodable lines as {"_invalid": text}) BEFORE handling it.
+--turn-log FILE        append {"at": time.time(), "pid", "event": "start"|"end", "session", "text": the prompt's
+                       first line} when each prompt turn starts and ends (who answered what, and when).
 --state-dir DIR        persist sessions (history, mode, model) and fail_times counters in DIR, so a
                        new agent process can session/load a session made by an earlier one.
 --env-dump FILE        write {"env": os.environ, "cwd": ..., "pid": ..., "argv": ...} as JSON at start.
@@ -825,6 +827,7 @@ class Agent:
         if not turn.session.title:  # like claude-agent-acp: the first prompt names the session
             turn.session.title = prompt_text.strip().splitlines()[0][:40] if prompt_text.strip() else ""
         self.persist(turn.session)
+        self.log_turn("start", turn, prompt_text)
         try:
             result = self.run_script(turn, prompt_text, images)
         except Cancelled:
@@ -838,8 +841,17 @@ class Agent:
             self.respond_error(turn.req_id, RpcError(-32603, "Internal error", f"fake agent bug: {e!r}"))
             return
         self.end_turn(turn)
+        self.log_turn("end", turn, prompt_text)
         if result is not None:
             self.respond(turn.req_id, result)
+
+    def log_turn(self, event: str, turn: Turn, text: str) -> None:
+        if not self.args.turn_log:
+            return
+        entry = {"at": time.time(), "pid": os.getpid(), "event": event, "session": turn.session.id,
+                 "text": text.split("\n", 1)[0]}
+        with self.rec_lock, open(self.args.turn_log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
 
     def run_script(self, turn: Turn, text: str, images: int) -> dict | None:
         if self.args.on_compact and text.strip().startswith("/compact"):
@@ -1133,6 +1145,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--kiro", action="store_true")
     p.add_argument("--agent-name", metavar="NAME")
     p.add_argument("--record", metavar="FILE")
+    p.add_argument("--turn-log", metavar="FILE")
     p.add_argument("--state-dir", metavar="DIR")
     p.add_argument("--env-dump", metavar="FILE")
     p.add_argument("--load-delay", type=float, default=0.0, metavar="S")

@@ -5,6 +5,10 @@ A mixin of ``SlackFake`` (``slack_api``): ``push`` sends an envelope and waits f
 connection, as Slack retries an event; ``on_ack`` hooks see each ack as it arrives. ``disconnect``
 sends Slack's ``disconnect`` message (``refresh_requested``), ``kill_socket`` drops the connection,
 ``go_silent`` keeps it open but stops reading (a "connected but deaf" socket).
+
+Several apps (relays) may hold a connection each: Slack spreads the envelopes over them, so
+``send_envelope`` takes the open connections in turn (``disconnect``, ``kill_socket`` and
+``go_silent`` act on the newest).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class SocketMode:
         self._envelopes = itertools.count(1)
         self._conn: _Conn | None = None
         self._conns: list[_Conn] = []
+        self._turn = -1  # the connection the last envelope went over
         self._ack_waiters: dict[str, asyncio.Future[Any]] = {}
         #: Envelopes sent and not acknowledged: Slack sends each again on the next connection.
         self._unacked: dict[str, tuple[str, dict[str, Any], int]] = {}  # envelope id -> (kind, payload, attempt)
@@ -81,10 +86,22 @@ class SocketMode:
             self.closed_by_client += 1
         conn.done.set()  # the client closed it (a cancelled reader is a silent socket: not done)
 
+    def _open(self) -> list[_Conn]:
+        return [c for c in self._conns if not c.ws.closed and not c.done.is_set()
+                and c.reader is not None and not c.reader.done()]
+
+    def _next_conn(self) -> _Conn | None:
+        """The open connections in turn (a silent one, no longer read, is passed over)."""
+        found = self._open()
+        if not found:
+            return None
+        self._turn = (self._turn + 1) % len(found)
+        return found[self._turn]
+
     @property
     def connected(self) -> bool:
         """A Socket Mode connection is open now."""
-        return self._conn is not None and not self._conn.ws.closed and not self._conn.done.is_set()
+        return bool(self._open())
 
     async def wait_connected(self, count: int = 1, timeout: float = 15.0) -> None:
         """Wait until ``count`` Socket Mode connections have been opened in all."""
@@ -105,8 +122,8 @@ class SocketMode:
                             retry_attempt: int = 0) -> str:
         """Send an envelope without waiting for its ack; returns its id. Until it is acknowledged,
         every new connection gets it again (``retry_attempt`` counting up), as Slack does."""
-        conn = self._conn
-        assert conn is not None and not conn.ws.closed, "no Socket Mode connection"
+        conn = self._next_conn()
+        assert conn is not None, "no Socket Mode connection"
         eid = f"env-{next(self._envelopes)}"
         self._ack_waiters[eid] = asyncio.get_running_loop().create_future()
         self._unacked[eid] = (kind, payload, retry_attempt)

@@ -1,15 +1,19 @@
-"""SQLite store: real files, reopened to simulate restarts; corrupt and locked files fail cleanly."""
+"""The store on both backends (``place``: SQLite in a file, PostgreSQL in a schema of its own),
+reopened to simulate restarts; SQLite's own faults (a corrupt or locked file, a path it cannot
+create) fail cleanly. PostgreSQL's faults are in test_postgres_faults.py."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+import time
 from pathlib import Path
 
 import pytest
 
 from core.store import SCHEMA_VERSION, ConversationRecord, Store, StoreError
+from core.store.dialect import SQLITE
+from tests.store.conftest import Place
 
 
 @pytest.fixture
@@ -17,16 +21,11 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "state" / "nested" / "relay.db"
 
 
-@pytest.fixture
-def store(db: Path) -> Iterator[Store]:
-    with Store.open(db) as s:
-        yield s
-
-
 def test_open_creates_file_and_parent_dirs(db: Path) -> None:
     assert not db.parent.exists()
     with Store.open(db) as s:
         assert s.path == str(db)
+        assert s.backend.kind == "sqlite"
     assert db.is_file()
 
 
@@ -37,7 +36,8 @@ def test_open_expands_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert (tmp_path / "x" / "relay.db").is_file()
 
 
-def test_wal_mode_is_on(store: Store, db: Path) -> None:
+def test_wal_mode_is_on(db: Path) -> None:
+    Store.open(db).close()
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -62,21 +62,35 @@ def test_conversation_round_trip(store: Store) -> None:
     )
     assert got.updated_at > 0
     got.session_id = "sess-2"
+    got.session_meta = {"_kiro.dev/session_file": "/s.json"}
+    got.context_pct = 41.5
     assert store.save_conversation(got)
     again = store.get_conversation("telegram:1")
     assert again is not None and again.session_id == "sess-2"
+    assert (again.session_meta, again.context_pct) == ({"_kiro.dev/session_file": "/s.json"}, 41.5)
 
 
-def test_reset_clears_session_and_increments_generation_durably(db: Path) -> None:
-    with Store.open(db) as s:
+def test_times_keep_sub_second_precision(store: Store) -> None:
+    # PostgreSQL's REAL is single precision: seconds since 1970 in it are off by a minute and equal
+    # for two messages a few milliseconds apart.
+    store.record_inbound("telegram", "1", "c", {})
+    time.sleep(0.01)
+    store.record_inbound("telegram", "2", "c", {})
+    first, second = store.unfinished_inbound()
+    assert 0 < second.received_at - first.received_at < 1
+    assert abs(first.received_at - time.time()) < 1
+
+
+def test_reset_clears_session_and_increments_generation_durably(place: Place) -> None:
+    with place.open() as s:
         s.save_conversation(ConversationRecord("k", "kiro", "/w", "sess-1", model="m"))
         assert s.reset_conversation("k") == 1
-    with Store.open(db) as s:
+    with place.open() as s:
         got = s.get_conversation("k")
         assert got is not None
         assert (got.session_id, got.generation, got.agent, got.cwd, got.model) == (None, 1, "kiro", "/w", "m")
         assert s.reset_conversation("k") == 2
-    with Store.open(db) as s:
+    with place.open() as s:
         got = s.get_conversation("k")
         assert got is not None and got.generation == 2
 
@@ -85,7 +99,7 @@ def test_reset_of_unknown_key_creates_generation_one(store: Store) -> None:
     assert store.reset_conversation("dashboard:tab") == 1
     got = store.get_conversation("dashboard:tab")
     assert got is not None
-    assert (got.agent, got.cwd, got.session_id, got.generation) == ("", "", None, 1)
+    assert (got.agent, got.cwd, got.session_id, got.generation, got.session_meta) == ("", "", None, 1, {})
 
 
 def test_save_from_an_older_generation_is_ignored(store: Store) -> None:
@@ -98,29 +112,39 @@ def test_save_from_an_older_generation_is_ignored(store: Store) -> None:
     assert store.save_conversation(ConversationRecord("k", "kiro", "/w", "new-session", generation=1))
 
 
-def test_duplicate_inbound_rejected_across_reopen(db: Path) -> None:
-    with Store.open(db) as s:
+def test_duplicate_inbound_rejected_across_reopen(place: Place) -> None:
+    with place.open() as s:
         assert s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
         assert not s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
         assert s.record_inbound("discord", "42", "discord:9", {"text": "same id, other surface"})
-    with Store.open(db) as s:  # the relay restarted; the platform redelivers
+    with place.open() as s:  # the relay restarted; the platform redelivers
         assert not s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
         s.complete_inbound("telegram", "42")
         assert not s.record_inbound("telegram", "42", "telegram:1", {"text": "hi"})
 
 
-def test_unfinished_inbound_survives_reopen_in_arrival_order(db: Path) -> None:
-    with Store.open(db) as s:
+def test_unfinished_inbound_survives_reopen_in_arrival_order(place: Place) -> None:
+    with place.open() as s:
         for i in range(5):
             s.record_inbound("slack", f"m{i}", "slack:T:C:1.0", {"text": f"msg {i}", "n": [i]})
         s.complete_inbound("slack", "m1")
         s.complete_inbound("slack", "m3")
-    with Store.open(db) as s:
+    with place.open() as s:
         pending = s.unfinished_inbound()
         assert [r.message_id for r in pending] == ["m0", "m2", "m4"]
         assert pending[1].payload == {"text": "msg 2", "n": [2]}
         assert pending[1].conversation_key == "slack:T:C:1.0" and pending[1].surface == "slack"
         assert pending[0].seq < pending[1].seq < pending[2].seq
+
+
+def test_a_rejected_update_is_never_replayed_and_its_redelivery_is_known(store: Store) -> None:
+    store.reject_inbound("telegram", "9", "unreadable update")
+    store.record_inbound("telegram", "10", "telegram:1", {"text": "hi"})
+    store.reject_inbound("telegram", "10", "no place for it")
+    assert store.unfinished_inbound() == []
+    assert not store.record_inbound("telegram", "9", "telegram:1", {"text": "again"})
+    store.set_inbound_progress("telegram", "10", "tool")  # a late note does not bring it back
+    assert store.unfinished_inbound() == []
 
 
 def test_prune_removes_only_old_completed_rows(store: Store) -> None:
@@ -133,74 +157,102 @@ def test_prune_removes_only_old_completed_rows(store: Store) -> None:
     assert store.record_inbound("telegram", "1", "c", {})  # pruned ids are no longer de-duplicated
 
 
-def test_offsets_round_trip_and_survive_reopen(db: Path) -> None:
-    with Store.open(db) as s:
+def test_offsets_round_trip_and_survive_reopen(place: Place) -> None:
+    with place.open() as s:
         assert s.get_offset("telegram", "update_id") is None
         s.set_offset("telegram", "update_id", "100")
         s.set_offset("telegram", "update_id", "101")
         s.set_offset("discord", "update_id", "x")
-    with Store.open(db) as s:
+    with place.open() as s:
         assert s.get_offset("telegram", "update_id") == "101"
         assert s.get_offset("discord", "update_id") == "x"
 
 
-def test_offsets_lists_one_surfaces_positions_by_name(db: Path) -> None:
-    with Store.open(db) as s:
+def test_offsets_lists_one_surfaces_positions_by_name(place: Place) -> None:
+    with place.open() as s:
         assert s.offsets("discord") == {}
         s.set_offset("discord", "channel:2", "b")
         s.set_offset("discord", "channel:1", "a")
         s.set_offset("discord", "channel:1", "a2")
+        s.set_offset("discord", "thread:1", "t")
         s.set_offset("telegram", "update_id", "7")
-    with Store.open(db) as s:
-        assert s.offsets("discord") == {"channel:1": "a2", "channel:2": "b"}
+    with place.open() as s:
+        assert s.offsets("discord") == {"channel:1": "a2", "channel:2": "b", "thread:1": "t"}
+        assert s.offsets("discord", "channel:") == {"channel:1": "a2", "channel:2": "b"}
         assert s.offsets("telegram") == {"update_id": "7"}
         assert s.offsets("slack") == {}
 
 
-def test_outbound_ledger_keeps_unacked_in_order_across_reopen(db: Path) -> None:
-    with Store.open(db) as s:
+def test_prune_offsets_forgets_only_the_old_rows_under_the_prefix(store: Store) -> None:
+    store.set_offset("slack", "thread:1", "a")
+    store.set_offset("slack", "thread:2", "b")
+    store.set_offset("slack", "cursor", "c")
+    assert store.prune_offsets("slack", 3600, "thread:") == 0  # written just now
+    assert store.prune_offsets("slack", -1, "thread:") == 2
+    assert store.offsets("slack") == {"cursor": "c"}
+
+
+def test_outbound_ledger_keeps_unacked_in_order_across_reopen(place: Place) -> None:
+    with place.open() as s:
         a = s.add_outbound("telegram:1", {"text": "a"})
         b = s.add_outbound("telegram:1", {"text": "b"})
         c = s.add_outbound("discord:2", {"text": "c"})
         assert a < b < c
         s.ack_outbound(b)
         s.ack_outbound(9999)  # unknown ids are ignored
-    with Store.open(db) as s:
+    with place.open() as s:
         pending = s.pending_outbound()
         assert [(r.id, r.conversation_key, r.payload) for r in pending] == [
             (a, "telegram:1", {"text": "a"}),
             (c, "discord:2", {"text": "c"}),
         ]
+        assert s.add_outbound("telegram:1", {"text": "d"}) > c  # ids are never reused
 
 
-def test_migrates_an_existing_version_zero_database(db: Path) -> None:
-    db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE unrelated (x INTEGER)")
-    conn.execute("INSERT INTO unrelated VALUES (7)")
-    conn.commit()
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
-    conn.close()
-    with Store.open(db) as s:
-        s.set_offset("telegram", "update_id", "1")
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {"conversations", "inbound", "offsets", "outbound", "unrelated"} <= tables
-        assert conn.execute("SELECT x FROM unrelated").fetchall() == [(7,)]
-    finally:
-        conn.close()
+def test_a_transaction_commits_every_write_or_none(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.transaction():
+        store.record_inbound("telegram", "1", "c", {})
+        store.set_offset("telegram", "update_id", "2")
+        raise RuntimeError("the relay failed in between")
+    assert store.unfinished_inbound() == [] and store.get_offset("telegram", "update_id") is None
+    with store.transaction():
+        store.record_inbound("telegram", "1", "c", {})
+        store.set_offset("telegram", "update_id", "2")
+    assert [r.message_id for r in store.unfinished_inbound()] == ["1"]
+    assert store.get_offset("telegram", "update_id") == "2"
 
 
-def test_reopen_does_not_rerun_migrations(db: Path) -> None:
-    with Store.open(db) as s:
+def test_a_failed_statement_rolls_its_transaction_back_and_the_store_goes_on(store: Store, place: Place) -> None:
+    place.sql("CREATE TABLE side (x INTEGER NOT NULL)")
+    with pytest.raises(StoreError), store.transaction():
+        store.set_offset("telegram", "update_id", "2")
+        store.backend.execute("INSERT INTO side (x) VALUES (NULL)")
+    assert store.get_offset("telegram", "update_id") is None
+    store.set_offset("telegram", "update_id", "3")
+    assert store.get_offset("telegram", "update_id") == "3"
+
+
+def test_reopen_does_not_rerun_migrations(place: Place) -> None:
+    with place.open() as s:
         s.set_offset("a", "b", "c")
-    with Store.open(db) as s:
+        assert s.schema_version() == SCHEMA_VERSION
+    with place.open() as s:
         assert s.get_offset("a", "b") == "c"
+    rows = place.sql("SELECT version FROM schema_version ORDER BY version")
+    assert [int(str(v)) for (v,) in rows] == list(range(1, SCHEMA_VERSION + 1))
 
 
-def test_newer_schema_is_refused(db: Path) -> None:
+def test_newer_schema_is_refused(place: Place) -> None:
+    place.open().close()
+    place.sql(f"INSERT INTO schema_version (version, applied_at) VALUES ({SCHEMA_VERSION + 1}, 0)")
+    with pytest.raises(StoreError, match="newer") as info:
+        place.open()
+    assert not info.value.transient
+    if place.kind == "sqlite":
+        assert info.value.path == place.location
+
+
+def test_a_sqlite_file_whose_user_version_is_newer_is_refused(db: Path) -> None:
     Store.open(db).close()
     conn = sqlite3.connect(db)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -239,8 +291,7 @@ def test_file_locked_by_an_exclusive_transaction_raises_store_error(db: Path) ->
         pass
 
 
-def test_write_blocked_by_another_writer_raises_store_error(store: Store, db: Path) -> None:
-    store.close()
+def test_write_blocked_by_another_writer_raises_store_error(db: Path) -> None:
     with Store.open(db, busy_timeout_s=0.05) as s:
         holder = sqlite3.connect(db, isolation_level=None)
         holder.execute("BEGIN EXCLUSIVE")
@@ -280,15 +331,17 @@ def test_a_directory_nobody_may_create_files_in_raises_store_error() -> None:
     assert "check the path and its permissions" in info.value.detail
 
 
-def test_closed_store_raises_store_error(db: Path) -> None:
-    s = Store.open(db)
+def test_closed_store_raises_store_error(place: Place) -> None:
+    s = place.open()
     s.close()
     s.close()  # idempotent
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreError, match="closed"):
         s.get_offset("a", "b")
+    with pytest.raises(StoreError, match="closed"):
+        s.set_offset("a", "b", "c")
 
 
-def test_in_memory_store_works(tmp_path: Path) -> None:
+def test_in_memory_store_works() -> None:
     with Store.open(":memory:") as s:
         assert s.record_inbound("dashboard", "1", "dashboard:t", {})
         assert not s.record_inbound("dashboard", "1", "dashboard:t", {})
@@ -300,7 +353,7 @@ def test_migration_from_version_1_keeps_conversations_and_adds_session_meta(tmp_
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
     for statement in MIGRATIONS[0]:
-        conn.execute(statement)
+        conn.execute(SQLITE.render(statement))
     conn.execute("INSERT INTO conversations VALUES ('k', 'kiro', '/w', 's1', 3, 'm', 1.0)")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()

@@ -1,0 +1,306 @@
+"""Relays sharing a PostgreSQL store, in one process: two engines, one database, one platform (a
+MemorySurface both post to), each relay with its own fake agent process (its ``--record`` file shows
+which relay's agent answered what) and the agents' session storage shared.
+
+Whichever relay receives a message journals it; the conversation's owner answers, in order; a
+conversation whose owner lost its lease goes to another relay, and the old owner goes silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.engine import wording
+from core.engine.messages import PressResult
+from core.engine.ownership import LEASE_PREFIX
+from core.store import Store
+from tests.engine.conftest import KEY, USER, Relay, make_surface
+from tests.postgres import PostgresServer
+from tests.waiting import until
+
+FOOTER = "⏱"
+
+
+@dataclass
+class PgRelay(Relay):
+    """A ``Relay`` whose store is the shared PostgreSQL database at ``url``."""
+
+    url: str = ""
+
+    def open_store(self) -> Store:
+        from core.store.postgres import PostgresBackend  # psycopg: only where the server runs
+
+        return Store.on(PostgresBackend.connect(self.url))
+
+
+Pair = tuple[PgRelay, PgRelay]
+
+
+@pytest.fixture
+async def pair(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[Pair]:
+    url = postgres.schema_url("own")
+    surface = make_surface()
+    relays = []
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        relays.append(PgRelay(folder, surface, state_dir=tmp_path / "agent-state", url=url,
+                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    try:
+        for r in relays:
+            await r.start()
+        yield relays[0], relays[1]
+    finally:
+        for r in relays:
+            await r.close()
+
+
+def script(n: int, sleep_s: float = 0.0) -> str:
+    return f"text answer-{n} begins\n" + (f"sleep {sleep_s}\n" if sleep_s else "") + f"text  answer-{n} ends"
+
+
+def complete(r: Relay, n: int) -> int:
+    """How many messages show answer ``n`` complete (its last words and the footer)."""
+    return sum(f"answer-{n} ends" in m.text and FOOTER in m.text for m in r.surface.messages.values())
+
+
+def answered(r: Relay, *ns: int) -> Callable[[], bool]:
+    return lambda: all(complete(r, n) for n in ns)
+
+
+def prompted(r: Relay) -> list[int]:
+    """The answers this relay's agent was asked for, in order."""
+    return [int(p.split("answer-")[1].split()[0]) for p in r.prompts() if "answer-" in p]
+
+
+async def test_the_owner_answers_what_any_relay_received_in_order_and_the_other_never_does(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    assert a.engine.ownership is not None and a.engine.ownership.holder(KEY) == "relay-a"
+    for n in range(2, 8):
+        await (b if n % 2 == 0 else a).send(script(n), message_id=f"m{n}")
+    await until(answered(a, *range(1, 8)), "every answer")
+    assert prompted(a) == list(range(1, 8))  # relay a's agent, in the order they came
+    assert prompted(b) == []
+    assert all(complete(a, n) == 1 for n in range(1, 8))
+    assert a.engine.store.unfinished_inbound() == []
+
+
+async def test_a_redelivery_to_another_relay_is_answered_once(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1), message_id="same")
+    await b.send(script(1), message_id="same")  # the platform delivered it again, to relay b
+    await until(answered(a, 1), "the answer")
+    await a.send(script(2), message_id="after")
+    await until(answered(a, 2), "the next answer")
+    assert complete(a, 1) == 1 and prompted(a) == [1, 2] and prompted(b) == []
+
+
+async def test_an_owner_that_lost_its_lease_goes_silent_and_the_new_owner_answers_once(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    slow = await a.send(script(2, sleep_s=3.0), message_id="slow")
+    await until(lambda: any("answer-2 begins" in m.text for m in a.surface.messages.values()), "the slow answer begins")
+    # Relay a's lease runs out under it (a clock jump, a stall): relay b takes the conversation over.
+    a.store.backend.execute("UPDATE leases SET expires_at = {now} - 1 WHERE name = ?", (LEASE_PREFIX + KEY,))
+    nxt = await b.send(script(3), message_id="next")
+    await until(answered(a, 2, 3), "the new owner's answers", timeout=30)
+    assert b.engine.ownership is not None and b.engine.ownership.holder(KEY) == "relay-b"
+    await until(lambda: KEY not in a.engine.conversations, "relay a let the conversation go")
+    assert prompted(a) == [1, 2] and prompted(b) == [2, 3]  # b answered the interrupted message again
+    assert complete(a, 2) == 1 and complete(a, 3) == 1
+    sent = [text for call in a.surface.calls for text in call[2:]]  # every send and edit, overwritten or not
+    assert not any(wording.INTERRUPTED_BY_RESTART in text for text in sent)  # a said nothing more
+    for msg in (slow, nxt):  # each answered in reply to its message
+        assert [m for m in a.surface.messages.values() if m.reply_to == msg.message_id]
+
+
+async def test_a_message_left_with_no_owner_is_taken_by_a_sweep(pair: Pair) -> None:
+    a, b = pair
+    # Journaled by a relay that died before it could take the conversation (nobody was woken).
+    a.store.record_inbound("memory", "orphan", "memory:c2", {"text": script(9), "user_id": USER})
+    await until(answered(a, 9), "the orphan's answer", timeout=30)
+    assert sorted([*prompted(a), *prompted(b)]) == [9] and complete(a, 9) == 1
+
+
+async def test_status_names_the_relay_that_owns_the_conversation_whichever_relay_is_asked(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the answer")
+    assert b.engine.status(KEY).relay == "relay-a"
+    asked = await b.send("/status", message_id="status")
+    await until(lambda: any(m.origin == asked.message_id for m in a.surface.messages.values()), "the status")
+    (shown,) = [m.text for m in a.surface.messages.values() if m.origin == asked.message_id]
+    assert "Relay: relay-a" in shown
+
+
+async def test_a_single_relay_names_no_relay(relay: Callable[..., Any]) -> None:
+    r = await relay()
+    await r.ask(script(1))
+    assert r.engine.ownership is None and r.engine.status(KEY).relay is None
+    shown = (await r.ask("/status")).text
+    assert "Relay:" not in shown and "State: idle" in shown
+
+
+async def test_one_relay_at_a_time_runs_an_exclusive_receive_loop_and_another_takes_it_over(pair: Pair) -> None:
+    a, b = pair
+    running: list[str] = []
+    log: list[str] = []
+
+    def loop(name: str) -> Callable[[], Awaitable[None]]:
+        async def work() -> None:
+            running.append(name)
+            log.append(f"{name} polls")
+            try:
+                await asyncio.Event().wait()
+            finally:
+                running.remove(name)
+                log.append(f"{name} stops")
+        return work
+
+    on_a = asyncio.create_task(a.lifecycle.host("memory").exclusive("poller", loop("a")))
+    await until(lambda: running == ["a"], "relay a polls")
+    on_b = asyncio.create_task(b.lifecycle.host("memory").exclusive("poller", loop("b")))
+    tasks = {"a": on_a, "b": on_b}
+    try:
+        await asyncio.sleep(1.0)  # relay b stands by through several tries (every third of the 1 s lease)
+        assert running == ["a"]
+        # Another relay takes the lease over behind relay a's back (a stall): a stops at its next renewal.
+        a.store.backend.execute("UPDATE leases SET expires_at = {now} - 1 WHERE name = 'memory:poller'")
+        other = a.store.leases.acquire("memory:poller", "relay-x", 30)
+        assert other is not None
+        await until(lambda: running == [], "relay a stopped polling")
+        assert not on_a.done() and not on_b.done()  # both stand by
+        a.store.leases.release(other)
+        await until(lambda: len(running) == 1, "a relay polls again")
+        # The one polling dies without letting go: the other polls once its lease expired.
+        (holder,) = running
+        tasks[holder].cancel()
+        await asyncio.wait({tasks[holder]})
+        survivor = "b" if holder == "a" else "a"
+        await until(lambda: running == [survivor], "the other relay took over")
+        assert log[-3:] == [f"{holder} polls", f"{holder} stops", f"{survivor} polls"]  # never both at once
+    finally:
+        for task in tasks.values():
+            task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+
+
+async def test_an_owner_cut_off_from_the_database_gives_up_before_its_lease_expires(
+        tmp_path: Path, postgres: PostgresServer) -> None:
+    # Relay a reaches the database as a role of its own, so it alone can be cut off (its connections
+    # ended, new ones refused), as a network partition between it and the database would.
+    role = f"relay_cut_{os.getpid()}"
+    postgres.psql(f"CREATE ROLE {role} SUPERUSER LOGIN PASSWORD 'cut-pw'")
+    shared = postgres.schema_url("cut")
+    surface = make_surface()
+    for name in "ab":
+        (tmp_path / name).mkdir()
+    a = PgRelay(tmp_path / "a", surface, state_dir=tmp_path / "agent-state",
+                url=shared.replace("postgres:relay-test-pw@", f"{role}:cut-pw@"),
+                overrides={"store": {"lease_s": 1.0, "relay_name": "relay-a"}})
+    b = PgRelay(tmp_path / "b", surface, state_dir=tmp_path / "agent-state", url=shared,
+                overrides={"store": {"lease_s": 1.0, "relay_name": "relay-b"}})
+    try:
+        await a.start()
+        await b.start()
+        await a.send(script(1, sleep_s=3.0), message_id="slow")
+        await until(lambda: any("answer-1 begins" in m.text for m in surface.messages.values()), "the answer begins")
+        postgres.psql(f"ALTER ROLE {role} NOLOGIN")
+        postgres.psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
+        calls_before = len(surface.calls)
+        await until(lambda: KEY not in a.engine.conversations, "relay a gave the conversation up")
+        gave_up = len(surface.calls)
+        assert b.engine.ownership is not None and b.engine.ownership.holder(KEY) == "relay-a"  # not expired yet
+        await b.send(script(2), message_id="next")
+        await until(answered(b, 1, 2), "relay b's answers", timeout=30)
+        assert b.engine.ownership.holder(KEY) == "relay-b"
+        assert complete(b, 1) == 1 and complete(b, 2) == 1
+        assert prompted(b) == [1, 2]
+        # Relay a said nothing after it was cut off: no error, no "interrupted" line.
+        assert gave_up == calls_before or all(call[0] == "typing" for call in surface.calls[calls_before:gave_up])
+        shown = [m.text for m in surface.messages.values()]
+        assert all(text.startswith(("answer-", "Queued")) for text in shown), shown
+    finally:
+        postgres.psql(f"ALTER ROLE {role} LOGIN")
+        for r in (a, b):
+            await r.close()
+
+
+@pytest.mark.parametrize("shared_sessions", [True, False])
+async def test_the_new_owner_loads_the_session_where_it_can_reach_it_and_else_says_it_starts_anew(
+        tmp_path: Path, postgres: PostgresServer, shared_sessions: bool) -> None:
+    url = postgres.schema_url("moved")
+    surface = make_surface()
+    relays = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        state = tmp_path / ("agent-state" if shared_sessions else f"agent-state-{name}")
+        relays.append(PgRelay(tmp_path / name, surface, state_dir=state, url=url,
+                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    a, b = relays
+    try:
+        for r in relays:
+            await r.start()
+        await a.send(script(1))
+        await until(answered(a, 1), "relay a's answer")
+        session = a.session_id()
+        await a.close()  # relay a stops (its leases released): relay b owns the conversation from its next message
+        await b.send(script(2), message_id="next")
+        await until(answered(b, 2), "relay b's answer")
+        notices = [m.text for m in surface.messages.values() if wording.SESSION_LOST in m.text]
+        if shared_sessions:
+            assert b.session_id() == session and not notices
+            assert "session/load" in b.methods()
+        else:
+            assert b.session_id() != session and len(notices) == 1
+    finally:
+        for r in relays:
+            await r.close()
+
+
+async def test_an_approval_pressed_on_another_relay_reaches_the_owner(pair: Pair) -> None:
+    a, b = pair
+    msg = await a.send("tool t1 execute ls\npermission t1\ntext answer-5 begins\ntext answer-5 ends")
+    await until(lambda: any(m.buttons for m in a.surface.messages.values()), "the approval")
+    (approval,) = [m for m in a.surface.messages.values() if m.buttons]
+    (allow,) = [btn for btn in approval.buttons if btn.label == "Allow once"]
+    # The platform delivered the press to relay b (another Socket Mode connection, the load balancer).
+    result = await b.press(allow.token)
+    assert result.outcome == "resolved", result
+    await until(answered(a, 5), "the answer after the approval")
+    assert "permission:selected:allow-once" in a.answer(msg)
+    assert await b.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)  # once only
+    assert await a.press(allow.token) == PressResult("expired", wording.PRESS_EXPIRED)
+
+
+async def test_an_answer_kept_in_the_ledger_is_resent_by_the_owner_alone(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    for n in range(3):  # answers a chat would not take, kept for the conversation a owns
+        a.store.add_outbound(KEY, {"surface": "memory", "text": f"kept answer {n}"})
+    b.engine.outbox.schedule_redelivery()
+    a.engine.outbox.schedule_redelivery()
+    await until(lambda: not a.store.pending_outbound(), "the ledger emptied")
+    await until(lambda: not a.engine.outbox.redelivering and not b.engine.outbox.redelivering, "redelivery over")
+    shown = [m.text for m in a.surface.messages.values()]
+    assert [sum(f"kept answer {n}" in text for text in shown) for n in range(3)] == [1, 1, 1], shown
+
+
+async def test_a_dead_relays_kept_answer_is_resent_by_the_conversations_next_owner(pair: Pair) -> None:
+    a, _ = pair
+    # A relay that died with an answer in the ledger, for a conversation nobody owns now.
+    a.store.add_outbound("memory:c3", {"surface": "memory", "text": "kept for c3"})
+    await until(lambda: not a.store.pending_outbound(), "the ledger emptied", timeout=30)
+    shown = [m.text for m in a.surface.messages.values()]
+    assert sum("kept for c3" in text for text in shown) == 1, shown
