@@ -381,7 +381,7 @@ def test_migration_to_version_7_keeps_conversations_and_stores_the_chats_choices
     conn = sqlite3.connect(path)
     for migration in MIGRATIONS[:6]:
         for statement in migration:
-            conn.execute(statement)
+            conn.execute(SQLITE.render(statement))
     conn.execute("INSERT INTO conversations (key, agent, cwd, session_id, generation, model, updated_at)"
                  " VALUES ('k', 'kiro', '/w', 's1', 2, 'm', 1.0)")
     conn.execute("PRAGMA user_version = 6")
