@@ -95,14 +95,16 @@ class Switches:
         taken = self.picks.take_number(conv.key, message.text)
         if taken is None:
             return False
-        await self.answer(conv, message, await self._taken(conv, *taken, message=message), ())
+        text = await self._taken(conv, *taken, message=message)
+        if taken[1] is not None:  # (the next page is its own answer)
+            await self.answer(conv, message, text, ())
         return True
 
     async def _taken(self, conv: Conversation, pick: Pick, value: str | None, *,
                      message: InboundMessage | None = None) -> str:
         try:
-            if value is None:  # the "more" button: the next page of sessions, in place of this one
-                await self._list(conv, pick.kind, message, pick.more or "", edit=pick.message_id)
+            if value is None:  # "more": the next page of sessions, in place of a list with buttons
+                await self._list(conv, pick.kind, message, pick.more or "", edit="" if message else pick.message_id)
                 return say.MORE_LABEL
             text = await self.choose(conv, pick.kind, value, pick.label)
         except (AcpError, AcpRuntimeError) as exc:
@@ -227,7 +229,7 @@ class Switches:
         conv.deps.approvals.forget_session(conv.key)
         await conv.show_commands()
         title, _, age = label.partition(_AGE)
-        if title and not session.title and title != session_id[:12]:
+        if title and not session.title and title != session_id[:12] and not title.endswith("…"):
             session.title = title  # the list's title, until the agent says another
             conv.binding.save_context()
         return say.attached_text(session.title, age, replayed)
@@ -257,7 +259,12 @@ def with_choice(stored: str | None, value: str) -> str:
 _AGE = " · "
 
 
+#: A session's title on its button is cut here, so the age still fits (Slack shows 75 characters).
+_TITLE_ON_BUTTON = 48
+
+
 def _session_label(title: str, session_id: str, age: str) -> str:
     """A session's button: its title (else the start of its id), and how long ago it was used."""
-    name = title or session_id[:12]
+    name = title if len(title) <= _TITLE_ON_BUTTON else title[:_TITLE_ON_BUTTON - 1] + "…"
+    name = name or session_id[:12]
     return f"{name}{_AGE}{age}" if age else name

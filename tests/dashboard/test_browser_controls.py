@@ -106,6 +106,13 @@ async def test_project_and_agent_pickers_and_the_sessions_list(
     await tab.answer("hello other")
     assert any(f.get("method") == "session/prompt" for f in _frames(tmp_path / "other.jsonl"))
     await _shot(tab, "controls-3-other-agent")
+
+    await tab.send("/agent")  # the chat's own picker: the list as buttons under the message
+    listed = page.locator("#messages .msg", has_text="Choose an agent")
+    await listed.locator("button", has_text="fake").click()
+    await page.locator("#messages .msg", has_text="Switched to the agent fake").wait_for()
+    await expect(page.locator("#agent")).to_have_value("fake")
+    await _shot(tab, "controls-4-chat-picker")
     assert not tab.errors
 
 

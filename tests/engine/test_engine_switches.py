@@ -358,3 +358,29 @@ async def test_notices_and_compaction_are_shown(relay: RelayFactory) -> None:
     assert "The conversation was compacted." in answer
     assert "the summary" not in answer  # shown on request: in the status
     assert "Last compaction kept: the summary" in await _command(r, "/status")
+
+
+async def test_numbered_pages_of_sessions(relay: RelayFactory) -> None:
+    r = await relay("--sessions", "--list-page", "2", surface=make_surface(can_buttons=False))
+    for i in range(3):
+        await r.ask(f"title Task {i}\ntext {i}")
+        await r.send("/new")
+    listing = (await _command(r, "/sessions")).splitlines()
+    assert [line.split(" · ")[0] for line in listing[1:]] == ["1. Task 2", "2. Task 1", "3. More…",
+                                                              "Reply with a number to choose."]
+    shown = len(r.messages())
+    await r.send("3")
+    page = r.messages()[-1].text.splitlines()
+    assert len(r.messages()) == shown + 1  # the next page, and nothing else
+    assert [line.split(" · ")[0] for line in page[1:]] == ["1. Task 0", "Reply with a number to choose."]
+    assert (await _command(r, "1")).startswith("Continuing the session \u201cTask 0\u201d")
+
+
+async def test_a_long_title_is_cut_on_its_button_and_the_age_kept(relay: RelayFactory) -> None:
+    r = await relay("--sessions")
+    await r.ask("title " + "a very long session title " * 5 + "\ntext one")
+    await r.send("/sessions")
+    _, labels = _choices(r, "sessions")
+    name, age = labels[0].split(" · ")
+    assert len(name) == 48 and name.endswith("…") and age == "just now"
+    assert len(labels[0]) <= 75  # Slack's limit for a button

@@ -33,7 +33,7 @@ session/load {sessionId, cwd, mcpServers}
 session/prompt {sessionId, prompt: [content blocks]}
     Runs the prompt script (below). One prompt per session at a time: a concurrent second one gets
     -32603 message "Prompt already in progress" (data is the same string). Unknown session: -32002.
-session/close {sessionId}  (only with --close, else -32601)
+session/close {sessionId}  (only with --close or --sessions, else -32601)
     Ends the session's running prompt as a cancel would, then closes it: until a session/load reopens
     it (its history is kept), a prompt or a switch in it is -32002. Unknown session: -32002.
 session/cancel {sessionId} (notification)
@@ -48,9 +48,7 @@ session/list {cwd?, cursor?} (only with --sessions) -> {sessions: [{sessionId, c
     nextCursor?}: every session this process (and --state-dir) knows, newest first, filtered by cwd,
     --list-page N a page (the cursor is the offset as a string).
 session/resume {sessionId, cwd, mcpServers} (only with --sessions) -> like session/load's answer, with no
-    history replayed. Unknown session -> -32002.
-session/close {sessionId} (only with --sessions) -> {}: the session is forgotten by this process (it stays
-    in --state-dir, so it is still listed and can be resumed); unknown -> -32002.
+    history replayed (it reopens a closed session). Unknown session -> -32002.
 Anything else (requests) -> -32601 "Method not found". Unknown notifications are ignored.
 A line that is not JSON -> -32700 (id null); a JSON value that is not a request -> -32600.
 Answers to requests the agent never sent (or abandoned) are ignored.

@@ -370,3 +370,37 @@ def test_migration_from_version_1_keeps_conversations_and_adds_session_meta(tmp_
         assert store.reset_conversation("k") == 4
         reset = store.get_conversation("k")
         assert reset is not None and reset.session_meta == {} and reset.session_id is None
+
+
+def test_migration_to_version_7_keeps_conversations_and_stores_the_chats_choices(tmp_path: Path) -> None:
+    """A store from before the conversation controls: its conversations keep everything, and gain a
+    project, modes, a title and costs; a reset keeps the choices and the cost, not the title."""
+    from core.store import MIGRATIONS
+
+    path = tmp_path / "v6.db"
+    conn = sqlite3.connect(path)
+    for migration in MIGRATIONS[:6]:
+        for statement in migration:
+            conn.execute(SQLITE.render(statement))
+    conn.execute("INSERT INTO conversations (key, agent, cwd, session_id, generation, model, updated_at)"
+                 " VALUES ('k', 'kiro', '/w', 's1', 2, 'm', 1.0)")
+    conn.execute("PRAGMA user_version = 6")
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        rec = store.get_conversation("k")
+        assert rec is not None
+        assert (rec.agent, rec.session_id, rec.model, rec.project, rec.mode, rec.title, rec.costs) == (
+            "kiro", "s1", "m", "", None, "", {})
+        rec.project, rec.mode, rec.title = "app", "plan\neffort=high", "Fix the bug"
+        rec.costs = {"s1": {"amount": 0.5, "currency": "USD"}}
+        assert store.save_conversation(rec)
+    with Store.open(path) as store:
+        again = store.get_conversation("k")
+        assert again is not None and (again.project, again.mode, again.title) == ("app", "plan\neffort=high",
+                                                                                  "Fix the bug")
+        assert again.costs == {"s1": {"amount": 0.5, "currency": "USD"}}
+        store.reset_conversation("k")
+        reset = store.get_conversation("k")
+        assert reset is not None and (reset.project, reset.mode, reset.title) == ("app", "plan\neffort=high", "")
+        assert reset.costs == again.costs and reset.session_id is None

@@ -413,6 +413,9 @@
     } catch (_) {
       return;
     }
+    // A choice made in the chat (/agent, /project) shows in the pickers too.
+    if (document.activeElement !== agentSelect) syncPicker(agentSelect, s.agent || "");
+    if (document.activeElement !== projectSelect) syncPicker(projectSelect, s.project || "");
     $(".status-title").textContent = s.title || "–";
     $(".status-cost").textContent = s.cost || "–";
     $(".status-cwd").textContent = s.cwd || "–";
@@ -477,6 +480,10 @@
     controlNote.textContent = text;
   }
 
+  function syncPicker(select, value) {
+    if ([...select.options].some((o) => o.value === value)) select.value = value;
+  }
+
   function fillPicker(select, data) {
     const options = data.options.map((o, i) => new Option(o.label, o.value, false, i === data.current));
     if (data.current < 0) options.unshift(new Option(data.options.length ? "none" : "–", "", true, true));
@@ -497,6 +504,7 @@
     try {
       const data = await post("choose", { kind, value });
       note(data.text);
+      if (kind !== "sessions") sessionList.replaceChildren();  // another agent or folder: another list
     } catch (e) {
       showError(e.message);
     }
