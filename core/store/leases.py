@@ -18,7 +18,8 @@ PostgreSQL), never a relay's. The rules:
   reads everything the old one wrote.
 
 ``Lease.deadline`` is on the relay's monotonic clock and never later than the database's expiry:
-it starts before the request is sent. An owner that could not renew by then must stop acting for
+it starts before the request is sent, less ``CLOCK_SLACK_S`` (SQLite reads its clock to the
+millisecond, so the two clocks may disagree by that much). An owner that could not renew by then must stop acting for
 that lease (a platform message it sends after may already be the new owner's to send).
 """
 
@@ -30,7 +31,11 @@ from dataclasses import dataclass, replace
 from core.store.backend import Backend, Transaction
 from core.store.records import StoreError
 
-__all__ = ["Lease", "LeaseHolder", "LeaseLost", "Leases", "check_fence"]
+__all__ = ["CLOCK_SLACK_S", "Lease", "LeaseHolder", "LeaseLost", "Leases", "check_fence"]
+
+#: How much earlier than the database's expiry an owner stops acting on a lease: the relay's clock
+#: and the database's are read at different moments, SQLite's to the millisecond.
+CLOCK_SLACK_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,7 @@ class Leases:
             " THEN leases.token ELSE leases.token + 1 END"
             " WHERE leases.expires_at <= {now} OR leases.owner = excluded.owner RETURNING token",
             (name, owner, ttl_s)).rows
-        return Lease(name, owner, int(rows[0][0]), ttl_s, start + ttl_s) if rows else None
+        return Lease(name, owner, int(rows[0][0]), ttl_s, start + ttl_s - CLOCK_SLACK_S) if rows else None
 
     def renew(self, lease: Lease) -> Lease:
         """Extend ``lease`` by its ``ttl_s`` from now; :class:`LeaseLost` if it was taken over."""
@@ -95,7 +100,7 @@ class Leases:
                                        " AND token = ?", (lease.ttl_s, lease.name, lease.owner, lease.token))
         if result.rowcount != 1:
             raise self._lost(lease)
-        return replace(lease, deadline=start + lease.ttl_s)
+        return replace(lease, deadline=start + lease.ttl_s - CLOCK_SLACK_S)
 
     def release(self, lease: Lease) -> bool:
         """Let ``lease`` go now; False if it was no longer the owner's (nothing changes then)."""
