@@ -22,7 +22,8 @@ through it. What is here:
   ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
   ``command_word`` (an agent command's name as every platform spells it),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
-  ``monospace_tables`` (a table as an aligned code block, for a platform that draws none), and the
+  ``monospace_tables`` (a table as an aligned code block, for a platform that draws none),
+  ``table_pieces`` and ``MarkdownTable`` (tables parsed, for a platform that draws its own), and the
   one sentence for the relay's own failure (``INTERNAL_FAILURE``): a surface styles the reply by its
   blocks' kinds, never by the core's words.
 """
@@ -83,7 +84,7 @@ from core.engine.surface import (
     SurfaceDefaults,
     measure,
 )
-from core.engine.tables import monospace_tables
+from core.engine.tables import MarkdownTable, monospace_tables, table_pieces
 from core.engine.tasks import TaskSet
 from core.failures import INTERNAL_FAILURE, Described, describe
 from core.plugin import (
@@ -127,6 +128,7 @@ __all__ = [
     "Launched",
     "LengthUnit",
     "Listener",
+    "MarkdownTable",
     "MarkupRejected",
     "MessageTooLong",
     "NotModified",
@@ -173,6 +175,7 @@ __all__ = [
     "rendered_as",
     "route",
     "secret",
+    "table_pieces",
 ]
 
 

@@ -17,6 +17,8 @@ __all__ = ["plain_text"]
 # agent's "<b>" is text, as a chat shows it.
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 _BLANK = re.compile(r"[\s>]*")  # a blank line, also inside a block quote
+#: A header cell's style (markdown-it's) -> the delimiter that says it, so the alignment survives.
+_RULES = {"text-align:center": ":-:", "text-align:right": "--:"}
 
 
 def plain_text(markdown: str) -> str:
@@ -60,7 +62,9 @@ def _block(node: SyntaxTreeNode, source: list[str]) -> list[str]:
         rows = [[_inline(cell.children[0]) if cell.children else "" for cell in row.children]
                 for section in node.children for row in section.children]
         lines = ["| " + " | ".join(row) + " |" for row in rows]
-        return [*lines[:1], "|" + "|".join(" --- " for _ in rows[0]) + "|", *lines[1:]] if rows else []
+        header = node.children[0].children[0].children if rows else []
+        rule = "|" + "|".join(f" {_RULES.get(str(cell.attrs.get('style', '')), '---')} " for cell in header) + "|"
+        return [*lines[:1], rule, *lines[1:]] if rows else []
     return _blocks(node, source)
 
 

@@ -5,16 +5,18 @@ code) becomes a fenced code block whose columns line up: each cell's inline mark
 ``_``, backticks, links' brackets) are taken off, since a code block shows them literally, and each
 column is padded to its widest cell, right-aligned where the delimiter says ``--:``, centred for
 ``:-:``. Widths count characters East Asian wide forms as two, as a monospace font shows them.
+A platform that draws tables of its own (Slack's ``table`` block) takes them parsed: ``table_pieces``.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 from core.engine.splitter import code_lines
 
-__all__ = ["monospace_tables"]
+__all__ = ["MarkdownTable", "monospace_tables", "table_pieces"]
 
 _DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -44,43 +46,69 @@ def _pad(text: str, width: int, align: str) -> str:
     return text + " " * gap
 
 
-def _aligned(header: list[str], delimiter: list[str], rows: list[list[str]]) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class MarkdownTable:
+    """One GFM table, parsed: cells with their inline marks off, every row as wide as the header."""
+
+    header: tuple[str, ...]
+    #: Each column's alignment: "left", "right" (``--:``) or "center" (``:-:``).
+    aligns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def monospace(self) -> str:
+        """The table as a fenced code block, its columns padded to line up."""
+        widths = [max(_width(r[i]) for r in [self.header, *self.rows]) for i in range(len(self.header))]
+
+        def line(cells: tuple[str, ...]) -> str:
+            return " | ".join(_pad(c, widths[i], self.aligns[i]) for i, c in enumerate(cells)).rstrip()
+
+        rule = "-+-".join("-" * w for w in widths)
+        return "\n".join(["```", line(self.header), rule, *(line(r) for r in self.rows), "```"])
+
+
+def _table(header: list[str], delimiter: list[str], rows: list[list[str]]) -> MarkdownTable:
     count = len(header)
-    rows = [(r + [""] * count)[:count] for r in rows]
     aligns = []
     for spec in (delimiter + ["-"] * count)[:count]:
         spec = spec.strip()
         aligns.append("center" if spec.startswith(":") and spec.endswith(":") else
                       "right" if spec.endswith(":") else "left")
-    widths = [max(_width(r[i]) for r in [header, *rows]) for i in range(count)]
-
-    def line(cells: list[str]) -> str:
-        return " | ".join(_pad(c, widths[i], aligns[i]) for i, c in enumerate(cells)).rstrip()
-
-    rule = "-+-".join("-" * w for w in widths)
-    return ["```", line(header), rule, *(line(r) for r in rows), "```"]
+    return MarkdownTable(tuple(header), tuple(aligns), tuple(tuple((r + [""] * count)[:count]) for r in rows))
 
 
-def monospace_tables(markdown: str) -> str:
-    """``markdown`` with every table outside code as an aligned code block (the rest unchanged)."""
+def table_pieces(markdown: str) -> list[str | MarkdownTable]:
+    """``markdown`` cut at its tables outside code: text (lines joined by newlines) and tables in order,
+    never two texts in a row (joined by newlines, each table as its ``monospace`` form, they are
+    ``monospace_tables``)."""
     if "|" not in markdown:
-        return markdown
+        return [markdown]
     lines = code_lines(markdown)
-    out: list[str] = []
+    pieces: list[str | MarkdownTable] = []
+    text: list[str] = []
     i = 0
     while i < len(lines):
-        text, code = lines[i]
+        line, code = lines[i]
         nxt = lines[i + 1] if i + 1 < len(lines) else None
-        if (not code and "|" in text and nxt is not None and not nxt[1] and _DELIMITER.match(nxt[0])
+        if (not code and "|" in line and nxt is not None and not nxt[1] and _DELIMITER.match(nxt[0])
                 and "-" in nxt[0]):
-            header, delimiter = _cells(text), _cells(nxt[0])
+            header, delimiter = _cells(line), _cells(nxt[0])
             rows: list[list[str]] = []
             i += 2
             while i < len(lines) and not lines[i][1] and "|" in lines[i][0] and lines[i][0].strip():
                 rows.append(_cells(lines[i][0]))
                 i += 1
-            out += _aligned(header, delimiter, rows)
+            if text:
+                pieces.append("\n".join(text))
+                text = []
+            pieces.append(_table(header, delimiter, rows))
             continue
-        out.append(text)
+        text.append(line)
         i += 1
-    return "\n".join(out)
+    if text:
+        pieces.append("\n".join(text))
+    return pieces
+
+
+def monospace_tables(markdown: str) -> str:
+    """``markdown`` with every table outside code as an aligned code block (the rest unchanged)."""
+    return "\n".join(p if isinstance(p, str) else p.monospace() for p in table_pieces(markdown))

@@ -10,8 +10,11 @@ Error prose that suggests starting a new conversation (``ErrorProse.reset``) gai
 doing that (``wording.RESET_HINT``). A fence the core closed only because the piece being written
 ends inside a code block (``Text.closer``) is left out of what a native stream shows
 (``SlackMessage.streamable``): a stream can only grow, and that block goes on.
+The first Markdown table of a message that Slack can draw is its ``table`` block, between the
+``markdown`` blocks of the text before and after it (``table_block``); any other table, a table in
+what a native stream shows (``markdown_text`` only) and a table in plain text are aligned code blocks.
 The ``text`` fallback (notifications, clients without blocks) is the plain text with Slack's three
-control characters escaped, so it cannot ping either.
+control characters escaped, so it cannot ping either; a table there is its aligned lines.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from core.surface_api import (
     Block,
     Button,
     ErrorProse,
+    MarkdownTable,
     Text,
     code_lines,
     markdown_of,
@@ -31,6 +35,7 @@ from core.surface_api import (
     plain_text,
 )
 from surfaces.slack import wording
+from surfaces.slack.table_block import split_at_table, table_block
 
 __all__ = ["ACTION_PREFIX", "SlackFormatter", "SlackMessage", "escape", "payload", "render"]
 
@@ -67,16 +72,25 @@ def _button(i: int, button: Button) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class SlackMessage:
-    """One Slack message: the ``markdown`` block's text (or, ``plain``, the text as it is), and what of
-    it a native stream may show while the piece grows."""
+    """One Slack message: the ``markdown`` block's text with any table as an aligned code block (or,
+    ``plain``, the text as it is), and what of it a native stream may show while the piece grows;
+    ``table``: the table sent as a ``table`` block instead, between ``before`` and ``after``."""
 
     markdown: str
     plain: bool = False
     streamable: str = ""
+    before: str = ""
+    table: MarkdownTable | None = None
+    after: str = ""
 
     @property
     def length(self) -> int:
-        """Characters of the ``markdown`` block (Slack's 12,000), or of the plain text."""
+        """Characters of the ``markdown`` block (Slack's 12,000), or of the plain text.
+
+        With a ``table`` block the payload's markdown blocks hold less (``before`` and ``after``), but
+        the same piece may go out as a native stream, where the table is the code block: the longer
+        count is the one that must fit.
+        """
         return len(self.markdown)
 
     def payload(self, buttons: tuple[Button, ...] = ()) -> dict[str, Any]:
@@ -88,11 +102,18 @@ class SlackMessage:
             blocks: list[dict[str, Any]] = []
             text = escape(self.markdown)
         else:
-            blocks = [{"type": "markdown", "text": self.markdown}]
+            if self.table is None:
+                blocks = [{"type": "markdown", "text": self.markdown}]
+            else:
+                blocks = [*_markdown(self.before), table_block(self.table), *_markdown(self.after)]
             text = escape(plain_text(self.markdown)) or " "
         if buttons:
             blocks.append({"type": "actions", "elements": [_button(i, b) for i, b in enumerate(buttons)]})
         return {"text": text, "blocks": blocks}
+
+
+def _markdown(text: str) -> list[dict[str, Any]]:
+    return [{"type": "markdown", "text": text}] if text.strip() else []
 
 
 def _block(block: Block) -> str:
@@ -104,18 +125,36 @@ def _block(block: Block) -> str:
     return words
 
 
+def _joined(words: Sequence[str]) -> str:
+    return render("\n\n".join(m for m in words if m))
+
+
+def _around_table(blocks: Sequence[Block], words: list[str]) -> tuple[str, MarkdownTable, str] | None:
+    """The first table a ``table`` block can carry, with the message's text before and after it."""
+    for i, block in enumerate(blocks):
+        if isinstance(block, Text) and (cut := split_at_table(block.markdown())):
+            before, table, after = cut
+            return _joined([*words[:i], before]), table, _joined([after, *words[i + 1:]])
+    return None
+
+
 class SlackFormatter:
     """Blocks as the ``markdown`` block's text (``render``), with Slack's reset hint after error prose
-    that suggests one."""
+    that suggests one, and a table as Slack's ``table`` block where one can go."""
 
     def render(self, blocks: Sequence[Block], *, plain: bool = False) -> SlackMessage:
         """One message."""
         if plain:
-            return SlackMessage(markdown_of(blocks), plain=True)
-        markdown = render("\n\n".join(m for m in (_block(b) for b in blocks) if m))
+            return SlackMessage(markdown_of([Text(monospace_tables(b.markdown())) if isinstance(b, Text) else b
+                                             for b in blocks]), plain=True)
+        words = [_block(b) for b in blocks]
+        markdown = _joined(words)
         closer = blocks[-1].closer if blocks and isinstance(blocks[-1], Text) else ""
         streamable = markdown[: -len(closer)] if closer and markdown.endswith(closer) else markdown
-        return SlackMessage(markdown, streamable=streamable)
+        if (around := _around_table(blocks, words)) is None:
+            return SlackMessage(markdown, streamable=streamable)
+        before, table, after = around
+        return SlackMessage(markdown, streamable=streamable, before=before, table=table, after=after)
 
 
 def payload(markdown: str, buttons: tuple[Button, ...] = (), *, plain: bool = False) -> dict[str, Any]:

@@ -163,6 +163,9 @@ def test_plain_text_finds_code_inside_lists_and_quotes() -> None:
 def test_plain_text_keeps_tables_lists_and_blank_lines_readable() -> None:
     table = "| name | value |\n|---|---|\n| `a_b` | **bold** \\| pipe |"
     assert plain_text(table) == "| name | value |\n| --- | --- |\n| a_b | bold | pipe |"
+    # The columns' alignment stays (an aligned code block made of the plain text still pads right).
+    aligned = "| a | b | c |\n|:-:|--:|:--|\n| 1 | 2 | 3 |"
+    assert plain_text(aligned) == "| a | b | c |\n| :-: | --: | --- |\n| 1 | 2 | 3 |"
     assert plain_text("3. three\n4. four\n\n* star\n- [ ] task ~~old~~") == (
         "3. three\n4. four\n\n* star\n- [ ] task old")
     assert plain_text("one\n\n\ntwo\nsoft  \nhard") == "one\n\ntwo\nsoft\nhard"

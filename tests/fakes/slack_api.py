@@ -12,6 +12,10 @@ Behaviour modelled on Slack's documented rules and errors:
 * ``chat.postMessage`` / ``chat.update``: ``markdown`` blocks over 12,000 characters in total ->
   ``msg_blocks_too_long``; ``text`` over 40,000 -> ``msg_too_long``; a malformed block ->
   ``invalid_blocks``; a channel the app was removed from -> ``not_in_channel`` (``removed``);
+  ``table`` blocks: one a message, 1 to 100 rows, every row 1 to 20 cells and as wide as the others,
+  cells ``raw_text`` with text or ``rich_text`` with elements, ``column_settings`` (20 at most) of
+  ``align`` left/center/right and a boolean ``is_wrapped``; anything else -> ``invalid_blocks``
+  (``table_blocks`` off: a Slack that takes no table block refuses every one so);
 * native streams (``chat.startStream`` / ``appendStream`` / ``stopStream``): thread replies only,
   channels need ``recipient_user_id`` and ``recipient_team_id``; ``markdown_text`` over 12,000 ->
   ``msg_too_long``; a stream older than ``stream_expiry_s`` stops taking appends
@@ -43,6 +47,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.slack_socket import SocketMode
+from tests.fakes.slack_tables import table_lines, valid_table
 
 __all__ = ["APP_TOKEN", "BOT_ID", "BOT_TOKEN", "BOT_USER", "SIGNING_SECRET", "TEAM", "SlackFake", "SlackMessage"]
 
@@ -77,14 +82,16 @@ class SlackMessage:
 
     @property
     def shown(self) -> str:
-        """The text a person reads: the markdown blocks, else the text."""
-        markdown = [b["text"] for b in self.blocks if b.get("type") == "markdown"]
-        return "\n\n".join(markdown) if markdown else self.text
+        """The text a person reads: the markdown and table blocks in order (a table's row as its
+        cells' texts between `` | ``), else the text."""
+        shown = [b["text"] if b["type"] == "markdown" else table_lines(b)
+                 for b in self.blocks if b.get("type") in ("markdown", "table")]
+        return "\n\n".join(shown) if shown else self.text
 
     @property
     def plain(self) -> bool:
-        """Sent as text only (no markdown block): Slack shows the text with its escapes undone."""
-        return not any(b.get("type") == "markdown" for b in self.blocks)
+        """Sent as text only (no markdown or table block): Slack shows the text with its escapes undone."""
+        return not any(b.get("type") in ("markdown", "table") for b in self.blocks)
 
     @property
     def buttons(self) -> list[dict[str, Any]]:
@@ -111,6 +118,7 @@ class SlackFake(SocketMode):
         self.files: dict[str, dict[str, Any]] = {}  # file id -> name, length, data, shared in (channel, thread)
         self.removed: set[str] = set()
         self.streaming = True
+        self.table_blocks = True
         self.assistant_status = True
         self.stream_expiry_s = 300.0
         self.http_target: str | None = None
@@ -229,8 +237,13 @@ class SlackFake(SocketMode):
                 for e in block.get("elements", []):
                     if e.get("type") != "button" or not 0 < len(e["text"]["text"]) <= 75 or len(e["value"]) > 2000:
                         raise _Failure("invalid_blocks")
+            elif kind == "table":
+                if not self.table_blocks or not valid_table(block):
+                    raise _Failure("invalid_blocks")
             elif kind != "markdown":
                 raise _Failure("invalid_blocks")
+        if sum(b.get("type") == "table" for b in blocks) > 1:
+            raise _Failure("invalid_blocks")
         if sum(len(b["text"]) for b in blocks if b["type"] == "markdown") > MARKDOWN_LIMIT:
             raise _Failure("msg_blocks_too_long")
         return text, blocks
