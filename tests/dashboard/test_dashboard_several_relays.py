@@ -5,6 +5,7 @@ approval pressed there reaches the owner."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from surfaces.dashboard.launching import Dashboard, launch
 from surfaces.dashboard.surface import conversation_key
 from tests.postgres import PostgresServer
 
-from .conftest import DemoRelay, EventStream, demo_config
+from .conftest import HANG_GUARD_S, DemoRelay, EventStream, demo_config
 from .test_dashboard_relay import answered, say
 
 TAB = "shared-tab"
@@ -39,7 +40,12 @@ class PgDemoRelay(DemoRelay):
         launched = await self.relay.launch("dashboard", lambda host, s: launch(host, s, announce=False))
         assert isinstance(launched, Dashboard)
         self.dashboard = launched
+        assert self.engine.ownership is not None
+        listening = asyncio.Event()  # what other relays broadcast from then on is heard here
+        self.engine.ownership.on_listening.append(listening.set)
         await self.relay.start()
+        async with asyncio.timeout(HANG_GUARD_S):
+            await listening.wait()
         self.http = aiohttp.ClientSession(base_url=self.dashboard.url, headers=self.bearer)
         return self
 
@@ -108,3 +114,23 @@ async def test_an_approval_pressed_in_a_tab_on_the_other_relay_reaches_the_owner
     assert "Allowed once" in watching.view[ask["id"]]["text"]
     assert watching.texts("user") == ["hello", "run the tool please"]
     assert b.engine is not None and b.engine.ownership is not None and b.engine.ownership.lease(KEY) is not None
+
+
+async def test_a_relay_cut_off_from_the_database_sends_its_tabs_the_whole_transcript_again(
+        two: tuple[PgDemoRelay, PgDemoRelay], postgres: PostgresServer) -> None:
+    a, b = two
+    watching = await a.events(TAB)
+    assert a.engine is not None and a.engine.ownership is not None
+    listening_again = asyncio.Event()
+    a.engine.ownership.on_listening.append(listening_again.set)
+    cut = postgres.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()")
+    assert "t" in cut.split()  # the relays' listening connections are gone: their broadcasts go unheard
+    await say(b, "hello", tab=TAB)
+    async with asyncio.timeout(HANG_GUARD_S):
+        await listening_again.wait()
+    await watching.until(answered("demo agent"), "the answer in relay a's tab, after it listens again")
+    assert [e["type"] for e in watching.events].count("snapshot") >= 2  # the first, and the one sent again
+    reloaded = await b.events(TAB)
+    await reloaded.until(lambda s: not s.typing and s.has("⏱"), "the answer on the owner")
+    await watching.until(lambda s: shown(s) == shown(reloaded), "the same transcript on both relays")
