@@ -208,7 +208,8 @@ class Host(Protocol):
 
     def on_broadcast(self, handle: Callable[[str], Awaitable[None]], missed: Callable[[], None]) -> None:
         """Call ``handle`` with every payload ``broadcast`` on any relay sharing the store, in the order
-        they were sent, and ``missed`` whenever this relay starts listening again (at start, after the
+        they were sent (each call in a task of its own: what ``handle`` does before its first ``await``
+        keeps that order), and ``missed`` whenever this relay starts listening again (at start, after the
         database was lost): what was broadcast before was not heard. Register before the relay starts;
         neither is called when the relay is alone."""
         ...

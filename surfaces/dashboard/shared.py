@@ -19,6 +19,7 @@ import json
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from core.surface_api import Button, SurfaceState
@@ -28,6 +29,7 @@ __all__ = ["SharedTranscript"]
 
 #: ``SurfaceState.prune`` with this age forgets a key whatever its time (there is no single delete).
 _ANY_AGE_S = -10 * 365 * 86400.0
+_POSTED_HELD = 1024
 
 
 def _message_key(tab: str, message_id: str) -> str:
@@ -41,6 +43,9 @@ class SharedTranscript:
         self._state = state
         self._lock = threading.Lock()
         self._last = 0
+        #: When each message this relay wrote lately was posted, and by whom: a streamed edit (several a
+        #: second) then writes without reading first. A message another relay posted is read once.
+        self._posted: OrderedDict[str, tuple[int, Role]] = OrderedDict()
         #: Where the transcript is (the ``Transcript`` attribute of the same name).
         self.path = "the shared store"
 
@@ -54,7 +59,13 @@ class SharedTranscript:
             return self._last
 
     def _write(self, tab: str, entry: Entry, at: int) -> None:
-        self._state.set(_message_key(tab, entry.id), json.dumps(
+        key = _message_key(tab, entry.id)
+        with self._lock:
+            self._posted[key] = (at, entry.role)
+            self._posted.move_to_end(key)
+            if len(self._posted) > _POSTED_HELD:
+                self._posted.popitem(last=False)
+        self._state.set(key, json.dumps(
             {"at": at, "role": entry.role, "text": entry.text, "plain": entry.plain, "blocks": list(entry.blocks),
              "buttons": [[b.label, b.token, b.style] for b in entry.buttons]}))
 
@@ -70,12 +81,17 @@ class SharedTranscript:
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""
-        raw = self._state.get(_message_key(tab, message_id))
-        if raw is None:
-            return None
-        data = json.loads(raw)
-        entry = Entry(message_id, data["role"], text, buttons, plain, blocks)
-        self._write(tab, entry, int(data["at"]))
+        with self._lock:
+            posted = self._posted.get(_message_key(tab, message_id))
+        if posted is None:
+            raw = self._state.get(_message_key(tab, message_id))
+            if raw is None:
+                return None
+            data = json.loads(raw)
+            posted = int(data["at"]), data["role"]
+        at, role = posted
+        entry = Entry(message_id, role, text, buttons, plain, blocks)
+        self._write(tab, entry, at)
         return entry
 
     def get(self, tab: str, message_id: str) -> Entry | None:
@@ -86,6 +102,8 @@ class SharedTranscript:
     def delete(self, tab: str, message_id: str) -> bool:
         """Remove a message; False when there was none."""
         key = _message_key(tab, message_id)
+        with self._lock:
+            self._posted.pop(key, None)
         if self._state.get(key) is None:
             return False
         # The state deletes by prefix: the relay's own message ids (the only ones deleted) are hex of one

@@ -37,6 +37,8 @@ def test_a_tab_written_by_one_relay_reads_the_same_on_another(place: Place) -> N
         assert first is not None and second is not None
         assert a.update(TAB, first.id, "the answer", plain=True) is not None
         assert a.update(TAB, "no-such-id", "x") is None
+        edited = b.update(TAB, second.id, "second")  # a message another relay posted (a new owner's edit)
+        assert edited is not None and edited.role == "agent"
         assert [(e.id, e.role, e.text) for e in b.entries(TAB)] == [
             ("u-1", "user", "hello"), (first.id, "agent", "the answer"), (second.id, "agent", "second")]
         assert b.get(TAB, first.id) == a.get(TAB, first.id) and b.get(TAB, first.id).plain  # type: ignore[union-attr]
