@@ -195,6 +195,25 @@ class Host(Protocol):
         ``:memory:`` when the store is in memory."""
         ...
 
+    @property
+    def shared(self) -> bool:
+        """Other relays share this relay's store (PostgreSQL): what the surface keeps for everyone to see
+        belongs in ``state``, and what it shows live reaches the other relays through ``broadcast``."""
+        ...
+
+    def broadcast(self, payload: str) -> None:
+        """Send ``payload`` (under 8000 bytes) to this surface on every relay sharing the store, this one
+        included (``on_broadcast``); nothing when the relay is alone. ``StoreError`` when it cannot."""
+        ...
+
+    def on_broadcast(self, handle: Callable[[str], Awaitable[None]], missed: Callable[[], None]) -> None:
+        """Call ``handle`` with every payload ``broadcast`` on any relay sharing the store, in the order
+        they were sent (each call in a task of its own: what ``handle`` does before its first ``await``
+        keeps that order), and ``missed`` whenever this relay starts listening again (at start, after the
+        database was lost): what was broadcast before was not heard. Register before the relay starts;
+        neither is called when the relay is alone."""
+        ...
+
 
 Launch = Callable[[Host, S_contra], Awaitable[Launched]]
 Check = Callable[[S_contra], Problems]

@@ -25,7 +25,7 @@ from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
 from core.failures import classify
 from core.plugin import ControlFailed, Controls, SurfaceState
-from core.store import Store
+from core.store import Note, Notifier, Store
 
 __all__ = ["EngineControls", "Hosting", "StoreState", "SurfaceHost"]
 
@@ -244,6 +244,32 @@ class SurfaceHost:
             await work()
             return
         await ownership.exclusive(f"{self.name}:{name}", work)
+
+    @property
+    def shared(self) -> bool:
+        """Other relays share the store (``Host.shared``)."""
+        return self._engine.ownership is not None
+
+    @property
+    def _channel(self) -> str:
+        return f"surface_{self.name}"
+
+    def broadcast(self, payload: str) -> None:
+        """To this surface on every relay sharing the store (``Host.broadcast``)."""
+        if self._engine.ownership is not None:
+            Notifier(self._engine.store).notify(self._channel, payload)
+
+    def on_broadcast(self, handle: Callable[[str], Awaitable[None]], missed: Callable[[], None]) -> None:
+        """Handle what ``broadcast`` sent (``Host.on_broadcast``): a channel of the ownership's listener."""
+        ownership = self._engine.ownership
+        if ownership is None:
+            return
+
+        async def on_note(note: Note) -> None:
+            await handle(note.payload)
+
+        ownership.handlers[self._channel] = on_note
+        ownership.on_listening.append(missed)
 
     def data_path(self, suffix: str = ".db") -> str:
         """``relay.db`` -> ``relay-<name><suffix>`` beside it; ``:memory:`` stays in memory. With a

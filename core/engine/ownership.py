@@ -69,6 +69,8 @@ class Ownership:
         self._handling: set[asyncio.Task[None]] = set()
         #: Called after each sweep (the engine resends the kept answers of what it owns now).
         self.on_beat: Callable[[], None] = lambda: None
+        #: Called whenever the listener (re)starts: what was sent before it listened was not heard.
+        self.on_listening: list[Callable[[], None]] = []
 
     def lease(self, key: str) -> Lease | None:
         """The lease this relay holds on ``key`` and may still act on, or None."""
@@ -226,6 +228,8 @@ class Ownership:
                 async with self._notifier.listen(CHANNEL, *self.handlers) as notes:
                     for key in list(self.leases):  # what was journaled while nobody listened here
                         self._pickup(key)
+                    for heard_nothing in self.on_listening:
+                        heard_nothing()
                     await self.sweep()
                     async for note in notes:
                         if note.channel != CHANNEL:

@@ -15,6 +15,7 @@ from surfaces.dashboard.binding import check_bind, is_loopback
 from surfaces.dashboard.errors import BindFailed
 from surfaces.dashboard.server import AUTH, create_app
 from surfaces.dashboard.settings import DashboardConfig
+from surfaces.dashboard.shared import SharedTranscript
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
 
@@ -73,8 +74,11 @@ async def launch(host: Host, settings: DashboardConfig, *, announce: bool = True
     token is too short (see ``check_bind``), or when the address is taken (``BindFailed``).
     """
     token = check_bind(settings.host, secret(settings.access_token_env), token_env=settings.access_token_env)
-    # The transcripts sit beside the relay's store: relay.db -> relay-dashboard.db.
-    surface = DashboardSurface(Transcript.open(host.data_path(), max_tabs=settings.max_tabs))
+    if host.shared:  # every relay's tabs show every conversation: the transcripts are in the shared store
+        surface = DashboardSurface(SharedTranscript(host.state), host.broadcast)
+        host.on_broadcast(surface.on_shared, surface.resync)
+    else:  # the transcripts sit beside the relay's store: relay.db -> relay-dashboard.db
+        surface = DashboardSurface(Transcript.open(host.data_path(), max_tabs=settings.max_tabs))
     host.attach(surface, settings.allowed_user_ids)
     served: list[str] = []  # the address, once bound (a new link is printed with it)
 

@@ -1,16 +1,21 @@
 """The dashboard as a ``Surface``: each browser tab is one conversation (``dashboard:<tab id>``).
 
-Sending, editing and deleting change the tab's transcript (SQLite) and publish an event to every
-browser connection watching that tab. What the core shows arrives rendered by ``DashboardFormatter``:
-the neutral Markdown and the blocks the page draws (the browser renders the Markdown).
+Sending, editing and deleting change the tab's transcript (SQLite, or the store relays share) and
+publish an event to every browser connection watching that tab; with a shared store, to those of
+every relay (``Host.broadcast``: the event names the message, the other relays read it in the
+store). What the core shows arrives rendered by ``DashboardFormatter``: the neutral Markdown and the
+blocks the page draws (the browser renders the Markdown).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
@@ -21,12 +26,14 @@ from core.surface_api import (
     DeliveryFailed,
     MessageTooLong,
     Rendered,
+    StoreError,
     SurfaceDefaults,
     Text,
     redact,
     rendered_as,
 )
 from surfaces.dashboard.render import DashboardFormatter, DashboardMessage
+from surfaces.dashboard.shared import SharedTranscript
 from surfaces.dashboard.transcript import Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
@@ -39,6 +46,8 @@ CAPABILITIES = Capabilities(max_message_length=100_000, can_edit=True, can_delet
 COMMANDS: Mapping[str, str] = MappingProxyType(
     {"/compact": "compact", "/stop": "stop", "/status": "status", "/model": "model", "/help": "help",
      "/sessions": "sessions", "/project": "project", "/agent": "agent", "/mode": "mode", "/steer": "steer"})
+
+log = logging.getLogger("acp_relay.dashboard")
 
 _RE_TAB = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PREFIX = f"{SURFACE_NAME}:"
@@ -97,8 +106,12 @@ class DashboardSurface(SurfaceDefaults):
     commands = COMMANDS
     formatter = DashboardFormatter()
 
-    def __init__(self, transcript: Transcript) -> None:
+    def __init__(self, transcript: Transcript | SharedTranscript,
+                 broadcast: Callable[[str], None] | None = None) -> None:
+        """``broadcast``: a shared store's (``Host.broadcast``); the other relays' events come to ``on_shared``."""
         self.transcript = transcript
+        self._broadcast = broadcast
+        self._origin = uuid.uuid4().hex  # this surface's own broadcasts come back to it: skipped
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._typing: set[str] = set()  # tabs whose "working" indicator is on (their answer runs)
 
@@ -109,7 +122,7 @@ class DashboardSurface(SurfaceDefaults):
         try:
             entry = self.transcript.add(tab, "agent", shown.text, buttons=buttons, plain=shown.plain,
                                         blocks=shown.blocks)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         assert entry is not None  # a fresh id never collides
         self._publish(tab, entry.to_json())
@@ -121,7 +134,7 @@ class DashboardSurface(SurfaceDefaults):
         tab = _tab(conversation_key)
         try:
             file_id = self.transcript.add_file(tab, name, data)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         link = f"{rendered_as(caption, DashboardMessage).text} [{name}]({file_url(tab, file_id)})"
         return await self.send(conversation_key, self.formatter.render((Text(link),)))
@@ -133,7 +146,7 @@ class DashboardSurface(SurfaceDefaults):
         try:
             entry = self.transcript.update(tab, message_id, shown.text, buttons=buttons, plain=shown.plain,
                                            blocks=shown.blocks)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         if entry is None:
             raise DeliveryFailed(f"no message {message_id!r} in {conversation_key}")
@@ -144,7 +157,7 @@ class DashboardSurface(SurfaceDefaults):
         tab = _tab(conversation_key)
         try:
             deleted = self.transcript.delete(tab, message_id)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         if deleted:
             self._publish(tab, {"type": "delete", "id": message_id})
@@ -196,4 +209,43 @@ class DashboardSurface(SurfaceDefaults):
 
     def _publish(self, tab: str, event: Event) -> None:
         for subscriber in self._subscribers.get(tab, ()):
+            subscriber.push(event)
+        if self._broadcast is not None:  # what the event names, not its content (under 8000 bytes)
+            shared = {"from": self._origin, "tab": tab, "type": event["type"]}
+            shared.update({"id": event["id"]} if "id" in event else {"active": event.get("active", False)})
+            try:
+                self._broadcast(json.dumps(shared))
+            except StoreError as exc:  # the tab is in the store: a reload on another relay shows it
+                log.warning("the other relays' tabs of %s missed a change: %s", tab, exc)
+
+    def resync(self) -> None:
+        """Send every browser connection the whole state again (events of other relays may be missed)."""
+        for subs in self._subscribers.values():
+            for subscriber in subs:
+                subscriber.push({"type": "resync"})
+
+    async def on_shared(self, payload: str) -> None:
+        """An event of another relay's dashboard (``Host.on_broadcast``): shown to this relay's tabs."""
+        try:
+            data = json.loads(payload)
+            tab, kind = str(data["tab"]), data["type"]
+            if data["from"] == self._origin or not valid_tab(tab):
+                return
+            if kind == "typing":
+                (self._typing.add if data["active"] else self._typing.discard)(tab)
+                event: Event | None = {"type": "typing", "active": bool(data["active"])}
+            elif tab not in self._subscribers:
+                return  # nobody watches the tab here
+            elif kind == "delete":
+                event = {"type": "delete", "id": str(data["id"])}
+            else:
+                entry = self.transcript.get(tab, str(data["id"]))
+                event = None if entry is None else entry.to_json()  # deleted since
+        except (ValueError, KeyError, TypeError) as exc:  # another relay's bug: never this relay's end
+            log.warning("an unreadable dashboard event from another relay was ignored: %r", exc)
+            return
+        except (sqlite3.Error, StoreError) as exc:
+            log.warning("a change of tab %s made on another relay could not be read: %s", tab, exc)
+            return
+        for subscriber in self._subscribers.get(tab, ()) if event is not None else ():
             subscriber.push(event)

@@ -46,8 +46,16 @@ class Place:
             return cur.fetchall() if cur.description else []
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(params=BACKENDS)
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    return place_for(request, tmp_path)
+
+
+def place_for(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """A fresh store's place on the backend ``request.param`` (for a ``place`` fixture elsewhere too)."""
     if request.param == "sqlite":
         return Place("sqlite", str(tmp_path / "state" / "nested" / "relay.db"))
     server: PostgresServer = request.getfixturevalue("postgres")

@@ -1,0 +1,140 @@
+"""What each dashboard tab shows, kept in the store every relay shares (PostgreSQL), so a tab served by
+any relay shows what the conversation's owner posted.
+
+The same calls as ``Transcript`` (the SQLite file of a relay alone), over the surface's state in the
+store (``Host.state``): one key per message, ``m:<tab>:<id>``, holding its content and when it was
+first posted (nanoseconds: a tab's messages are read in that order), and one key per file,
+``f:<tab>:<id>``. Tab and message ids never hold a ``:``, so a tab's prefix is its messages alone.
+
+The messages of one tab come from the relay that owns its conversation (the answers) and from the
+relays its browser tabs post to (the person's messages, posted before they are handed over): their
+order relies on the relays' clocks agreeing to within the time an answer takes to start (keep them
+synchronised, NTP). No tab's transcript is evicted here (``max_tabs`` is the SQLite file's).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+from core.surface_api import Button, SurfaceState
+from surfaces.dashboard.transcript import Entry, Role
+
+__all__ = ["SharedTranscript"]
+
+#: ``SurfaceState.prune`` with this age forgets a key whatever its time (there is no single delete).
+_ANY_AGE_S = -10 * 365 * 86400.0
+_POSTED_HELD = 1024
+
+
+def _message_key(tab: str, message_id: str) -> str:
+    return f"m:{tab}:{message_id}"
+
+
+class SharedTranscript:
+    """The messages of every tab as keys of the surface's shared state. Safe to share between threads."""
+
+    def __init__(self, state: SurfaceState) -> None:
+        self._state = state
+        self._lock = threading.Lock()
+        self._last = 0
+        #: When each message this relay wrote lately was posted, and by whom: a streamed edit (several a
+        #: second) then writes without reading first. A message another relay posted is read once.
+        self._posted: OrderedDict[str, tuple[int, Role]] = OrderedDict()
+        #: Where the transcript is (the ``Transcript`` attribute of the same name).
+        self.path = "the shared store"
+
+    def close(self) -> None:
+        """Nothing to close: the store is the relay's."""
+
+    def _posted_at(self) -> int:
+        """Now, in nanoseconds, after every message this relay posted before."""
+        with self._lock:
+            self._last = max(time.time_ns(), self._last + 1)
+            return self._last
+
+    def _write(self, tab: str, entry: Entry, at: int) -> None:
+        key = _message_key(tab, entry.id)
+        with self._lock:
+            self._posted[key] = (at, entry.role)
+            self._posted.move_to_end(key)
+            if len(self._posted) > _POSTED_HELD:
+                self._posted.popitem(last=False)
+        self._state.set(key, json.dumps(
+            {"at": at, "role": entry.role, "text": entry.text, "plain": entry.plain, "blocks": list(entry.blocks),
+             "buttons": [[b.label, b.token, b.style] for b in entry.buttons]}))
+
+    def add(self, tab: str, role: Role, text: str, *, buttons: tuple[Button, ...] = (), plain: bool = False,
+            blocks: tuple[dict[str, Any], ...] = (), message_id: str | None = None) -> Entry | None:
+        """Append a message; returns it, or None when ``message_id`` is already in this tab."""
+        entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks)
+        if message_id is not None and self._state.get(_message_key(tab, message_id)) is not None:
+            return None
+        self._write(tab, entry, self._posted_at())
+        return entry
+
+    def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
+               plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
+        """Replace a message's content; returns it, or None when there is no such message."""
+        with self._lock:
+            posted = self._posted.get(_message_key(tab, message_id))
+        if posted is None:
+            raw = self._state.get(_message_key(tab, message_id))
+            if raw is None:
+                return None
+            data = json.loads(raw)
+            posted = int(data["at"]), data["role"]
+        at, role = posted
+        entry = Entry(message_id, role, text, buttons, plain, blocks)
+        self._write(tab, entry, at)
+        return entry
+
+    def get(self, tab: str, message_id: str) -> Entry | None:
+        """One message, or None."""
+        raw = self._state.get(_message_key(tab, message_id))
+        return None if raw is None else _entry(message_id, json.loads(raw))
+
+    def delete(self, tab: str, message_id: str) -> bool:
+        """Remove a message; False when there was none."""
+        key = _message_key(tab, message_id)
+        with self._lock:
+            self._posted.pop(key, None)
+        if self._state.get(key) is None:
+            return False
+        # The state deletes by prefix: the relay's own message ids (the only ones deleted) are hex of one
+        # length, and the person's start with "u-", so no other key of the tab starts with this one.
+        return self._state.prune(_ANY_AGE_S, key) > 0
+
+    def add_file(self, tab: str, name: str, data: bytes) -> str:
+        """Keep a file for the tab (the rest of a long answer); returns its id."""
+        file_id = uuid.uuid4().hex
+        self._state.set(f"f:{tab}:{file_id}", json.dumps({"name": name, "data": base64.b64encode(data).decode()}))
+        return file_id
+
+    def file(self, tab: str, file_id: str) -> tuple[str, bytes] | None:
+        """A file of the tab: (name, data), or None."""
+        raw = self._state.get(f"f:{tab}:{file_id}")
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return str(data["name"]), base64.b64decode(data["data"])
+
+    def answering(self, tab: str, active: bool) -> None:
+        """Nothing: this transcript evicts no tab (see the module's docstring)."""
+
+    def entries(self, tab: str) -> list[Entry]:
+        """The tab's messages in posting order."""
+        prefix = f"m:{tab}:"
+        rows = sorted((json.loads(raw)["at"], key.removeprefix(prefix), raw)
+                      for key, raw in self._state.items(prefix).items())
+        return [_entry(ident, json.loads(raw)) for _, ident, raw in rows]
+
+
+def _entry(message_id: str, data: dict[str, Any]) -> Entry:
+    buttons = tuple(Button(label, token, style) for label, token, style in data["buttons"])
+    return Entry(message_id, data["role"], data["text"], buttons, bool(data["plain"]), tuple(data["blocks"]))

@@ -1,0 +1,136 @@
+"""Two relays on one PostgreSQL store, each serving the dashboard (real engines, real demo agent
+subprocesses, real dashboard servers): a tab served by the relay that does not own its conversation
+shows the owner's answer as it streams, a reload on either relay shows the same transcript, and an
+approval pressed there reaches the owner."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from core.lifecycle import Lifecycle
+from core.store import Store
+from surfaces.dashboard.launching import Dashboard, launch
+from surfaces.dashboard.surface import conversation_key
+from tests.postgres import PostgresServer
+
+from .conftest import HANG_GUARD_S, DemoRelay, EventStream, demo_config
+from .test_dashboard_relay import answered, say
+
+TAB = "shared-tab"
+KEY = conversation_key(TAB)
+
+
+@dataclass
+class PgDemoRelay(DemoRelay):
+    """A ``DemoRelay`` whose store is the shared PostgreSQL database at ``url``."""
+
+    url: str = ""
+
+    async def start(self) -> PgDemoRelay:
+        from core.store.postgres import PostgresBackend  # psycopg: only where the server runs
+
+        self.relay = Lifecycle(self.config, Store.on(PostgresBackend.connect(self.url)), cancel_wait_s=5.0)
+        self.engine = self.relay.engine
+        launched = await self.relay.launch("dashboard", lambda host, s: launch(host, s, announce=False))
+        assert isinstance(launched, Dashboard)
+        self.dashboard = launched
+        assert self.engine.ownership is not None
+        listening = asyncio.Event()  # what other relays broadcast from then on is heard here
+        self.engine.ownership.on_listening.append(listening.set)
+        await self.relay.start()
+        async with asyncio.timeout(HANG_GUARD_S):
+            await listening.wait()
+        self.http = aiohttp.ClientSession(base_url=self.dashboard.url, headers=self.bearer)
+        return self
+
+
+@pytest.fixture
+async def two(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[tuple[PgDemoRelay, PgDemoRelay]]:
+    url = postgres.schema_url("dash")
+    relays = []
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        config = demo_config(folder)
+        config = config.model_copy(update={"store": config.store.model_copy(
+            update={"relay_name": f"relay-{name}", "lease_s": 5.0})})
+        relays.append(PgDemoRelay(folder, config, url=url))
+    try:
+        for relay in relays:
+            await relay.start()
+        yield relays[0], relays[1]
+    finally:
+        for relay in relays:
+            await relay.close()
+
+
+def shown(stream: EventStream) -> list[tuple[str, str, str]]:
+    """What the tab shows, in its order: (id, role, text)."""
+    return [(m["id"], m["role"], m["text"]) for m in stream.view.values()]
+
+
+async def test_a_tab_on_the_other_relay_shows_the_owners_whole_answer_and_a_reload_the_same(
+        two: tuple[PgDemoRelay, PgDemoRelay]) -> None:
+    a, b = two
+    watching = await a.events(TAB)  # the tab is open on relay a
+    at_owner = await b.events(TAB)
+    await say(b, "hello", tab=TAB)  # relay b receives the first message: it owns the conversation
+    await watching.until(answered("demo agent"), "the owner's answer in relay a's tab")
+    await watching.until(lambda s: not s.typing, "typing off in relay a's tab")
+    await at_owner.until(lambda s: not s.typing and s.has("⏱"), "the answer in relay b's tab")
+    assert b.engine is not None and b.engine.ownership is not None and b.engine.ownership.lease(KEY) is not None
+    assert a.engine is not None and a.engine.ownership is not None and a.engine.ownership.holder(KEY) == "relay-b"
+    assert KEY not in a.engine.conversations  # relay a never ran it: what its tab shows came through the store
+    (reply,) = watching.with_text("demo agent")  # once
+    assert "This is a demo" in reply["text"] and "```python" in reply["text"]
+    assert watching.texts("user") == ["hello"]
+    assert any(e["type"] == "typing" and e["active"] for e in watching.events)
+    assert shown(watching) == shown(at_owner)  # the same messages, in the same order, as on the owner
+    for relay in (a, b):  # a reload, on either relay
+        reloaded = await relay.events(TAB)
+        assert shown(reloaded) == shown(watching)
+        assert reloaded.events[0]["messages"] == list(watching.view.values())
+
+
+async def test_an_approval_pressed_in_a_tab_on_the_other_relay_reaches_the_owner(
+        two: tuple[PgDemoRelay, PgDemoRelay]) -> None:
+    a, b = two
+    await say(b, "hello", tab=TAB)  # relay b owns the conversation
+    watching = await a.events(TAB)
+    await watching.until(answered("demo agent"), "the first answer")
+    await say(a, "run the tool please", tab=TAB)  # journaled by relay a, answered by its owner
+    await watching.until(lambda s: any(m["buttons"] for m in s.view.values()), "approval buttons")
+    (ask,) = [m for m in watching.view.values() if m["buttons"]]
+    response = await a.post(TAB, "buttons", {"token": ask["buttons"][0]["token"], "id": ask["id"]})
+    assert response.status == 200 and (await response.json())["outcome"] == "resolved"
+    await watching.until(answered("allowed"), "the answer after the approval")
+    await watching.until(lambda s: not s.view[ask["id"]]["buttons"], "the buttons go away")
+    assert "Allowed once" in watching.view[ask["id"]]["text"]
+    assert watching.texts("user") == ["hello", "run the tool please"]
+    assert b.engine is not None and b.engine.ownership is not None and b.engine.ownership.lease(KEY) is not None
+
+
+async def test_a_relay_cut_off_from_the_database_sends_its_tabs_the_whole_transcript_again(
+        two: tuple[PgDemoRelay, PgDemoRelay], postgres: PostgresServer) -> None:
+    a, b = two
+    watching = await a.events(TAB)
+    assert a.engine is not None and a.engine.ownership is not None
+    listening_again = asyncio.Event()
+    a.engine.ownership.on_listening.append(listening_again.set)
+    cut = postgres.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()")
+    assert "t" in cut.split()  # the relays' listening connections are gone: their broadcasts go unheard
+    await say(b, "hello", tab=TAB)
+    async with asyncio.timeout(HANG_GUARD_S):
+        await listening_again.wait()
+    await watching.until(answered("demo agent"), "the answer in relay a's tab, after it listens again")
+    assert [e["type"] for e in watching.events].count("snapshot") >= 2  # the first, and the one sent again
+    reloaded = await b.events(TAB)
+    await reloaded.until(lambda s: not s.typing and s.has("⏱"), "the answer on the owner")
+    await watching.until(lambda s: shown(s) == shown(reloaded), "the same transcript on both relays")
