@@ -52,7 +52,7 @@ class SqliteBackend(Backend):
         backend = cls(conn, name)
         try:
             backend.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            mode = backend.execute("PRAGMA journal_mode = WAL").rows[0][0]
+            mode = backend.switch_to_wal(busy_timeout_s)
             if mode != "wal" and name != ":memory:":
                 _log.warning("store %s: journal_mode is %s, not wal", name, mode)
             backend.execute("PRAGMA synchronous = NORMAL")
@@ -60,6 +60,19 @@ class SqliteBackend(Backend):
             conn.close()
             raise
         return backend
+
+    def switch_to_wal(self, busy_timeout_s: float) -> str:
+        """``PRAGMA journal_mode = WAL``, tried again while another connection holds the file: the switch
+        holds a shared lock while it asks for an exclusive one, so SQLite answers "locked" at once
+        (no busy handler: waiting could deadlock) when relays open a new file together."""
+        give_up = time.monotonic() + busy_timeout_s
+        while True:
+            try:
+                return str(self.execute("PRAGMA journal_mode = WAL").rows[0][0])
+            except StoreError as exc:
+                if "locked" not in exc.detail or time.monotonic() >= give_up:
+                    raise
+            time.sleep(0.02)
 
     def _execute(self, sql: str, params: Sequence[Any]) -> Result:
         try:
