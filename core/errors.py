@@ -4,7 +4,7 @@ Every error the relay raises on purpose is a :class:`RelayError`. Its class attr
 stable dotted name (``acp.timeout``, ``acp.runtime.dead``, ``delivery.refused``, ``startup``,
 ``store``, ``config``) that logs, tests and callers can key off without matching prose or class
 names; ``transient`` is the retry verdict (a fresh try may succeed). What a person reads for any
-exception comes from one place, ``core.failures.describe``.
+exception comes from one place, ``core.describing.describe``.
 
 The ACP families are defined here, in a leaf module, so that ``core.failures`` can word them without
 importing the ``core.acp`` package (which imports ``core.failures``): the dependency goes one way.
@@ -45,7 +45,7 @@ class RelayError(Exception):
     code: ClassVar[str] = "relay"
     transient: ClassVar[bool] = False
     #: The message is itself a plain sentence for a person (it names the operator's setting, nothing
-    #: internal): ``core.failures.describe`` shows it. Otherwise a person reads the error's own prose.
+    #: internal): ``core.describing.describe`` shows it. Otherwise a person reads the error's own prose.
     worded: ClassVar[bool] = False
 
 

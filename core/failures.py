@@ -4,7 +4,7 @@ One table, ``_RULES``, says what every failure is: each row matches a raw error'
 module-level ``_RE_*`` pattern) or the exception raised (``raised``), and gives its kind, its retry
 verdict and its prose. ``_is_transient_raw_error`` and ``_format_acp_error`` (the spec's names, used
 here only) both read that one match, so wording and retry verdict never drift apart. The public
-face is :func:`describe`: any exception -> prose, verdict (the retry ladder's) and stable code. The
+face is ``core.describing.describe``: any exception -> prose, verdict and stable code. The
 families come from the leaf ``core.errors``: nothing here imports ``core.acp`` (which imports this).
 
 Prose rules: plain sentences, redacted, request ids short; no command except ``/compact`` (the
@@ -34,25 +34,22 @@ from core.errors import (
     AcpTimeoutError,
     AcpToolGateUnroutable,
     AcpWorkspaceBindingError,
-    RelayError,
 )
 from core.gate_text import suggests_reset as gate_suggests_reset
 from core.gate_text import tool_gate_prose
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
-from core.redact import redact
 from core.signin import auth_prose, login_command
 
 __all__ = [
     "AGENTS_THAT_RETRY",
     "INTERNAL_FAILURE",
     "Classification",
-    "Described",
     "classify",
-    "describe",
     "error_from_rpc",
     "is_session_lost",
     "login_command",
     "person_text",
+    "suggests_reset",
     "text_kind",
 ]
 
@@ -450,40 +447,13 @@ def _format_acp_error(error: _Failure, *, backend: str = "generic",
 _RESETTING = frozenset({"session_lost", "context_overflow", "malformed"})
 
 
-def _resets(error: _Failure, kind: str) -> bool:
-    """True when the prose for ``error`` (of ``kind``) tells the person to start a new conversation: a
-    surface then adds its own way of doing that (``core.engine.blocks.ErrorProse.reset``)."""
+def suggests_reset(error: _Failure, kind: str) -> bool:
+    """True when the prose for ``error`` (of ``kind``, as :func:`classify` found it) tells the person to
+    start a new conversation: a surface then adds its own way of doing that (``ErrorProse.reset``)."""
     if kind == "tool_gate":
         data = _facts(error, "generic", ()).data
         return gate_suggests_reset(data if isinstance(data, Mapping) else {})
     return kind in _RESETTING
-
-
-@dataclass(frozen=True, slots=True)
-class Described:
-    """What an exception means to a person: the sentence to show, whether trying again may help, and
-    the stable code of what happened (``acp.rate_limit``, ``acp.runtime.dead``, ``internal``...)."""
-
-    prose: str
-    transient: bool
-    code: str
-    #: The prose tells the person to start a new conversation (a surface adds its own way to).
-    reset: bool = False
-
-
-def describe(exc: BaseException, *, backend: str = "generic", advertised_models: Sequence[str] = ()) -> Described:
-    """Any exception as a person reads it. The ACP families go through the shared ``_RE_*`` rows (a
-    plain AcpError's code names the kind found: ``acp.malformed``); a RelayError ``worded`` for a person
-    says its message; anything else is the relay's own failure: the one fixed ``INTERNAL_FAILURE``."""
-    if isinstance(exc, AcpError | AcpRuntimeError):
-        verdict = classify(exc, backend=backend, advertised_models=advertised_models)
-        code = type(exc).code
-        return Described(verdict.prose, verdict.transient, f"acp.{verdict.kind}" if code == AcpError.code else code,
-                         _resets(exc, verdict.kind))
-    if isinstance(exc, RelayError):
-        prose = redact(str(exc)) if exc.worded else INTERNAL_FAILURE
-        return Described(prose, exc.transient, exc.code)
-    return Described(INTERNAL_FAILURE, False, "internal")
 
 
 def is_session_lost(exc: BaseException) -> bool:

@@ -1,6 +1,6 @@
 """The retry ladder: transient failures retried with backoff and jitter, never after side effects.
 
-Whether a failure is transient is the one verdict of ``core.failures.describe`` (keyed off the same
+Whether a failure is transient is the one verdict of ``core.describing.describe`` (keyed off the same
 ``_RE_*`` patterns as the wording a person reads). On top of it the ladder has
 two limits of its own: a retry is allowed only while the turn has produced no text and run no
 tool, so it can never repeat a side effect; and a prompt timeout is not retried here, because that
@@ -26,8 +26,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from core.describing import describe
 from core.errors import AcpTimeoutError
-from core.failures import AGENTS_THAT_RETRY, describe
+from core.failures import AGENTS_THAT_RETRY
 
 __all__ = ["AGENTS_THAT_RETRY", "Attempt", "RetryPolicy", "with_retries"]
 

@@ -31,6 +31,7 @@ through it. What is here:
 from __future__ import annotations
 
 from core.config import secret
+from core.describing import Described, describe
 from core.engine.blocks import (
     Block,
     Choices,
@@ -86,7 +87,7 @@ from core.engine.surface import (
 )
 from core.engine.tables import MarkdownTable, monospace_tables, table_pieces
 from core.engine.tasks import TaskSet
-from core.failures import INTERNAL_FAILURE, Described, describe
+from core.failures import INTERNAL_FAILURE
 from core.plugin import (
     ControlFailed,
     Controls,

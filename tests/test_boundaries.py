@@ -43,7 +43,7 @@ ALL_SDKS = tuple(sdk for sdks in PLATFORM_SDKS.values() for sdk in sdks)
 
 #: Modules allowed to import a ``_``-prefixed name, and why. The spec names ``_format_acp_error`` and
 #: ``_is_transient_raw_error`` (``core.failures``), and their tests call them; everything else goes
-#: through the public ``core.failures.describe``.
+#: through the public ``core.describing.describe``.
 PRIVATE_IMPORT_EXEMPT = {
     "tests/test_failures.py",
 }

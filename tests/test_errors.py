@@ -1,4 +1,4 @@
-"""The relay's one error root and its public wording (``core.errors``, ``core.failures.describe``).
+"""The relay's one error root and its public wording (``core.errors``, ``core.describing.describe``).
 
 Every error the relay raises on purpose is a RelayError whose ``code`` is a stable dotted name;
 ``describe`` turns ANY exception into the sentence a person reads, the retry verdict the ladder
@@ -18,6 +18,7 @@ import pytest
 from core import errors
 from core.acp.tool_gate import ToolGateUnroutable
 from core.config import ConfigError
+from core.describing import Described, describe
 from core.engine.surface import (
     AnswerUnreadable,
     DeliveryError,
@@ -29,7 +30,7 @@ from core.engine.surface import (
     RateLimited,
     StartupError,
 )
-from core.failures import INTERNAL_FAILURE, Described, describe, error_from_rpc
+from core.failures import INTERNAL_FAILURE, error_from_rpc
 from core.redact import register_secrets
 from core.retry import Attempt, RetryPolicy, with_retries
 from core.store import LeaseLost, StoreError
@@ -162,7 +163,7 @@ def test_the_wording_and_the_error_families_load_without_the_acp_package() -> No
     assert _loaded_after("import core.failures, core.errors") == []
 
 
-@pytest.mark.parametrize("first", ["import core.acp", "import core.acp.client", "from core.failures import describe",
+@pytest.mark.parametrize("first", ["import core.acp", "import core.acp.client", "from core.describing import describe",
                                    "import core.acp.session_handle"])
 def test_the_acp_package_imports_in_any_order(first: str) -> None:
     loaded = _loaded_after(f"{first}\nimport core.acp\nfrom core.acp import AcpRuntime, RuntimePool, AcpSession")

@@ -2,7 +2,7 @@
 
 The classes are defined in the leaf module ``core.errors`` under the relay's one error root, so that
 ``core.failures`` can word them without importing the ``core.acp`` package; this module is their
-import path. The wording a person sees is produced in one place, ``core.failures.describe``.
+import path. The wording a person sees is produced in one place, ``core.describing.describe``.
 """
 
 from __future__ import annotations

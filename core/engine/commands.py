@@ -16,6 +16,7 @@ from core.acp.session import AcpSession
 from core.acp.session_handle import AcpRuntimeError
 from core.acp.types import Notice
 from core.config import RelayConfig
+from core.describing import describe
 from core.engine import twoway_wording as tw
 from core.engine import wording
 from core.engine.blocks import ErrorProse
@@ -28,7 +29,6 @@ from core.engine.router import Command
 from core.engine.status import conversation_status
 from core.engine.streamer import Content
 from core.engine.switches import SWITCH_ACTIONS, Switches
-from core.failures import describe
 from core.store import Store
 
 __all__ = ["Control"]

@@ -15,10 +15,10 @@ from typing import Any, Protocol
 
 from core.acp.exchange import ElicitationRequest
 from core.acp.types import STOP_REASON_REFUSAL, AcpEvent, Cost, PermissionRequest, RefusalInfo
+from core.describing import Described
 from core.engine.binding import SessionBinding
 from core.engine.messages import QueueItem
 from core.engine.surface import Surface
-from core.failures import Described
 
 __all__ = ["Replies", "Reply", "RetryEnded", "Retrying", "TurnOutcome", "TurnScope"]
 

@@ -20,6 +20,7 @@ from core.acp.spec import resolve_cwd
 from core.acp.switching import apply_mode, find_mode, mode_choices
 from core.agents import BUILTIN_AGENTS, choose_agent
 from core.config import RelayConfig
+from core.describing import describe
 from core.engine import switch_wording as say
 from core.engine.blocks import Choices, ErrorProse
 from core.engine.conversation import Conversation
@@ -27,7 +28,7 @@ from core.engine.delivery import Outbox
 from core.engine.messages import Button, ChoiceList, InboundMessage, PressResult
 from core.engine.picks import PAGE, Pick, Picks
 from core.engine.streamer import Content
-from core.failures import describe, is_session_lost
+from core.failures import is_session_lost
 from core.store import ConversationRecord
 
 __all__ = ["SWITCH_ACTIONS", "Answer", "Switches", "with_choice"]

@@ -34,6 +34,7 @@ from core.acp.types import (
     TurnEnded,
 )
 from core.config import TimeoutsConfig
+from core.describing import describe
 from core.engine import wording
 from core.engine.approvals import Approvals
 from core.engine.journal import Journal
@@ -41,7 +42,7 @@ from core.engine.messages import InboundMessage, QueueItem
 from core.engine.patience import AGENT_RETRY_KEY, PATIENCE_TICK_S, Patience
 from core.engine.reply import Replies, Reply, RetryEnded, Retrying, TurnOutcome, TurnScope
 from core.errors import AcpError, AcpRuntimeError
-from core.failures import AGENTS_THAT_RETRY, describe, is_session_lost
+from core.failures import AGENTS_THAT_RETRY, is_session_lost
 from core.retry import Attempt, RetryPolicy, with_retries
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
