@@ -85,6 +85,9 @@ class AcpSession(SessionOffers):
         #: metadata or ACP's usage_update); None until it says. Computed here only.
         self.context_pct: float | None = None
         self._turn: _Turn | None = None
+        #: Switching back to asking after the agent switched between turns (Copilot's ``/allow-all on``
+        #: reports the option after its turn ended); the next turn waits for it.
+        self._restoring: asyncio.Task[None] | None = None
         self._read_result(result)
 
     def loaded(self, result: dict[str, Any]) -> None:
@@ -150,6 +153,23 @@ class AcpSession(SessionOffers):
 
         turn.restoring = asyncio.create_task(restore(), name="acp-gate-restore")
 
+    def _watch_between(self) -> None:
+        """The agent switched to not asking with no turn in flight: switch back now, not at the next turn."""
+        if (self.runtime.spec.tool_gate == "allow" or self.loading or self._restoring is not None
+                or not self._bypassed()):  # a loading session's replay is switched back once it is loaded
+            return
+
+        async def restore() -> None:
+            try:
+                await self.prepare(reason="switched")
+            except AcpError as exc:  # the next turn's prepare() refuses it with the sentence
+                log.warning("agent %s switched to not asking and did not switch back: %s",
+                            self.runtime.spec.name, exc.message)
+            finally:
+                self._restoring = None
+
+        self._restoring = asyncio.create_task(restore(), name="acp-gate-restore-between")
+
     @property
     def busy(self) -> bool:
         """A turn is in flight: ``prompt()`` has not returned yet."""
@@ -177,6 +197,8 @@ class AcpSession(SessionOffers):
             self.current_mode = event.mode_id
         if turn is None:
             self.replayed += 1
+            if isinstance(event, ConfigOptions | ModeChanged):
+                self._watch_between()
             return
         self._on_turn_event(turn, event)
         if isinstance(event, ConfigOptions | ModeChanged):
@@ -325,6 +347,8 @@ class AcpSession(SessionOffers):
         self.last_used = time.monotonic()  # before any wait: the idle sweep must not take it from now on
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
+        if (restoring := self._restoring) is not None:
+            await asyncio.wait({restoring}, timeout=cancel_wait_s)
         await self.prepare()  # the agent may have switched itself into a mode that skips the gate
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")

@@ -116,6 +116,22 @@ async def test_copilot_turning_allow_all_on_by_itself_is_turned_off_mid_turn(sta
     assert session.config_options["allow_all"]["currentValue"] == "off"
 
 
+async def test_copilot_turning_allow_all_on_after_its_turn_ended_is_turned_off_at_once(
+        start, agent, recorder) -> None:
+    # Copilot 1.0.102's `/allow-all on` answers the turn first and reports the option after it: with no
+    # turn in flight, the switch back must not wait for the next turn (the person reads the agent's
+    # "All permissions are now enabled" and may walk away).
+    session = await _session(start, agent, "--copilot")
+    await session.prompt("allow_all_after on")
+    frame = await recorder.wait_frame(lambda f: f.get("method") == "session/set_config_option", timeout=5)
+    assert (frame["params"]["configId"], frame["params"]["value"]) == ("allow_all", "off")
+    stats = await session.prompt("text next")
+    assert stats.text == "next"
+    switches = [f for f in recorder.frames() if f.get("method") == "session/set_config_option"]
+    assert len(switches) == 1, "switched back once, not again before the next turn"
+    assert session.config_options["allow_all"]["currentValue"] == "off"
+
+
 async def test_copilot_switching_itself_to_autopilot_is_switched_back_to_agent(start, agent, recorder) -> None:
     session = await _session(start, agent, "--copilot")
     assert session.current_mode == COPILOT + "agent"

@@ -142,6 +142,9 @@ mode <modeId>           the agent switches its own mode: current_mode_update {cu
 allow_all <on|off>      the agent turns its own `allow_all` option (category permissions) on or off and
                         sends config_option_update with every config option; from then on the session
                         has that option (settable with session/set_config_option).
+allow_all_after <on|off>
+                        Copilot's `/allow-all on`: answer {"stopReason": "end_turn"} at once, THEN switch
+                        `allow_all` and send config_option_update 0.2 s later (after the turn ended); ends the script.
 plan <a>|<b>|<c>        plan update; entry prefix "x:" = completed, ">:" = in_progress, else pending.
 usage <used> <size> [<amount> <currency>]
                         usage_update {used, size[, cost: {amount, currency}]} (cost is cumulative).
@@ -249,6 +252,7 @@ VERBS = {
     "run",
     "mode",
     "allow_all",
+    "allow_all_after",
     "text",
     "thought",
     "chunks",
@@ -979,6 +983,13 @@ class Agent:
             turn.session.allow_all = rest.strip()
             self.update(sid, {"sessionUpdate": "config_option_update",
                               "configOptions": self.config_options(turn.session)})
+        elif verb == "allow_all_after":
+            turn.session.allow_all = rest.strip()
+            self.respond(turn.req_id, {"stopReason": "end_turn"})
+            time.sleep(0.2)  # Copilot's update came 2 ms later: past the client's end of the turn
+            self.update(sid, {"sessionUpdate": "config_option_update",
+                              "configOptions": self.config_options(turn.session)})
+            return {"result": None}  # answered already
         elif verb == "permission":
             tid, _, quiet = rest.strip().partition(" ")
             self.permission(turn, tid, quiet=quiet.strip() == "quiet")

@@ -52,12 +52,16 @@ async def test_copilot_allow_all_on_is_turned_back_off_and_the_next_tool_call_as
         relay, copilot: Peer) -> None:  # type: ignore[no-untyped-def]
     r: PeerRelay = await relay(copilot)
     await within(r.ask("/allow-all on"))
-    switched = [f["params"] for f in copilot.frames() if f.get("method") == "session/set_config_option"]
+
+    def switched() -> list[dict]:  # Copilot reports the option after its turn ended: switched back then
+        return [f["params"] for f in copilot.frames() if f.get("method") == "session/set_config_option"]
+
+    await until(switched, what="the relay switches allow-all back", timeout=PEER_TEST_TIMEOUT_S)
     updates = [f["params"]["update"] for f in copilot.frames("agent->client")
                if f.get("method") == "session/update"
                and f["params"]["update"].get("sessionUpdate") == "config_option_update"]
     assert updates, "Copilot reported the option it switched"
-    assert switched and switched[-1]["value"] in ("off", False), switched
+    assert switched()[-1]["value"] in ("off", False), switched()
     copilot.mock.scenario = "tool"
     await r.send("write the marker file")
     await until(lambda: approval_messages(r), what="Copilot asks before running the command",
