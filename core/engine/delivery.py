@@ -5,6 +5,10 @@ An answer that could not be delivered is kept (only the part that did not arrive
 it lands. A chat that refuses for good (``DeliveryRefused``: the bot was removed) is logged once and
 its row dropped; a row whose resend fails in a way that cannot pass (a surface bug) is logged once,
 with its traceback, and left in the ledger for the next start instead of being retried forever.
+
+Relays sharing a store: the ledger's rows of a conversation are its owner's to write, fenced by its
+lease like every other write of the owner (``fenced``): a relay whose lease was taken over can
+neither keep an answer nor record one as delivered (``LeaseLost``); the new owner answers.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from core.engine.streamer import Content, Reply, Streamer
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, Surface
 from core.engine.tasks import TaskSet
 from core.redact import redact
-from core.store import OutboundRecord, Store
+from core.store import LeaseLost, OutboundRecord, Store
 
 __all__ = ["Outbox"]
 
@@ -55,6 +59,9 @@ class Outbox:
         #: Relays sharing a store: whether this relay answers a conversation now (taking it if nobody
         #: does), so a kept answer is resent by one relay only.
         self.owns: Callable[[str], bool] = lambda key: True
+        #: The store for the ledger's writes about a conversation (relays sharing a store: fenced by
+        #: the owner's lease, ``Ownership.fenced``).
+        self.fenced: Callable[[str], Store] = lambda key: store
 
     def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None, origin: object | None = None,
                  log: ReplyLog | None = None) -> Streamer:
@@ -134,9 +141,9 @@ class Outbox:
         if row is not None:
             if text == str(row.payload.get("text", "")):
                 return  # nothing arrived: the row stays as it is
-            self.store.ack_outbound(row.id)
+            self.fenced(key).ack_outbound(row.id)
         if text:
-            self.store.add_outbound(key, {"surface": surface.name, "text": text,
+            self.fenced(key).add_outbound(key, {"surface": surface.name, "text": text,
                                           "blocks": [b.to_json() for p in missing for b in p.blocks]})
 
     # -- the ledger ------------------------------------------------------------------------
@@ -162,7 +169,11 @@ class Outbox:
         delay = 1.0
         while pending := self._due():
             for row in pending:
-                await self._resend(row)
+                try:
+                    await self._resend(row)
+                except LeaseLost as exc:  # taken over meanwhile: the row is the new owner's to resend
+                    log.info("a kept answer for %s is another relay's to resend now: %s", row.conversation_key, exc)
+                    self._parked.add(row.id)
             if self._due():
                 await self.sleep(delay)
                 delay = min(delay * 2, _MAX_RESEND_DELAY_S)
@@ -178,7 +189,7 @@ class Outbox:
         except DeliveryRefused as exc:
             log.warning("%s will not take messages in %s any more (%s): a kept answer was dropped",
                         surface.name, row.conversation_key, exc)
-            self.store.ack_outbound(row.id)
+            self.fenced(row.conversation_key).ack_outbound(row.id)
         except DeliveryFailed as exc:
             failures = self._resends[row.id] = self._resends.get(row.id, 0) + 1
             log.info("redelivery to %s failed again (%d): %s", row.conversation_key, failures, exc)
@@ -192,4 +203,4 @@ class Outbox:
             self._parked.add(row.id)
             self._keep_rest(surface, row.conversation_key, streamer, text, row)
         else:
-            self.store.ack_outbound(row.id)
+            self.fenced(row.conversation_key).ack_outbound(row.id)

@@ -106,6 +106,7 @@ class Engine(Pickups):
                              sleep=sleep, clock=clock)
         if self.ownership is not None:
             self.outbox.owns = self.ownership.answers
+            self.outbox.fenced = self.ownership.fenced
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
         self.forms = Forms()

@@ -20,7 +20,7 @@ import pytest
 from core.engine import wording
 from core.engine.messages import PressResult
 from core.engine.ownership import LEASE_PREFIX
-from core.store import Store
+from core.store import LeaseLost, Store
 from tests.engine.conftest import KEY, USER, Relay, make_surface
 from tests.postgres import PostgresServer
 from tests.waiting import until
@@ -304,3 +304,25 @@ async def test_a_dead_relays_kept_answer_is_resent_by_the_conversations_next_own
     await until(lambda: not a.store.pending_outbound(), "the ledger emptied", timeout=30)
     shown = [m.text for m in a.surface.messages.values()]
     assert sum("kept for c3" in text for text in shown) == 1, shown
+
+
+async def test_an_owner_whose_lease_was_taken_over_cannot_write_the_outbound_ledger(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    assert a.engine.ownership is not None and b.engine.ownership is not None
+    lease = a.engine.ownership.leases[KEY]
+    # Relay b takes the conversation over (a's lease ran out under it) before a's heartbeat noticed.
+    a.store.backend.execute("UPDATE leases SET expires_at = {now} - 1 WHERE name = ?", (LEASE_PREFIX + KEY,))
+    assert b.engine.ownership.take(KEY)
+    assert a.engine.ownership.leases.get(KEY) == lease  # a still believes it owns the conversation
+    a.surface.down = True  # the old owner's answer does not land: the outbox would keep it
+    streamer = a.engine.outbox.streamer(a.surface, KEY)
+    with pytest.raises(LeaseLost):
+        await a.engine.outbox.deliver(streamer, "an answer the old owner must not keep")
+    assert a.store.pending_outbound() == []
+    # Nor may it record as delivered a row the new owner holds.
+    row = b.engine.outbox.fenced(KEY).add_outbound(KEY, {"surface": "memory", "text": "the new owner's"})
+    with pytest.raises(LeaseLost):
+        a.engine.outbox.fenced(KEY).ack_outbound(row)
+    assert [r.id for r in a.store.pending_outbound()] == [row]
