@@ -187,16 +187,24 @@ class Ownership:
         await asyncio.gather(self._beat(), self._listen())
 
     def renew(self) -> None:
-        """Renew every lease; one taken over, or past its deadline unrenewed, is lost.
+        """Renew every lease, in one statement; one taken over, or past its deadline unrenewed, is lost.
 
         A failed renewal gives the lease up at the last try before its deadline (the next beat may
         come after it): no other relay can take it over before then, so two never act at once."""
-        for key, lease in list(self.leases.items()):
-            renewed = self._renewed(lease)
-            if renewed is None:
-                self.lost(key, "it was taken over, or could not be renewed before its deadline")
-            else:
-                self.leases[key] = renewed
+        if not self.leases:
+            return
+        try:
+            renewed, taken = self.store.leases.renew_all(list(self.leases.values()))
+        except StoreError as exc:
+            log.warning("renewing this relay's %d leases failed (tried again): %s", len(self.leases), exc)
+            for key, lease in list(self.leases.items()):
+                if lease.remaining_s() < self.ttl_s / 2:
+                    self.lost(key, "it could not be renewed before its deadline")
+            return
+        for lease in renewed:
+            self.leases[lease.name.removeprefix(LEASE_PREFIX)] = lease
+        for lease in taken:
+            self.lost(lease.name.removeprefix(LEASE_PREFIX), "another relay took it over")
 
     async def sweep(self) -> None:
         """Take the conversations left with unanswered messages and no live owner, and answer them."""

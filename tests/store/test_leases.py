@@ -166,3 +166,66 @@ def test_a_takeover_waits_for_the_old_owners_fenced_write_and_then_sees_it(relay
     assert events == ["committed", "taken 2", "sees ['8']"]
     with pytest.raises(LeaseLost):
         fenced.complete_inbound("telegram", "8")
+
+
+class WriteCounter:
+    """Counts the statements that write to the database between ``start`` and ``count``: on SQLite
+    the connection's own trace of what it runs, on PostgreSQL the transaction ids handed out meanwhile
+    (every autocommit statement that changes a row takes one; the look itself takes one too)."""
+
+    def __init__(self, place: Place, store: Store) -> None:
+        self.place, self.store = place, store
+        self.traced: list[str] = []
+        self.first = 0
+
+    def _xid(self) -> int:
+        return int(str(self.place.sql("SELECT pg_current_xact_id()")[0][0]))
+
+    def start(self) -> None:
+        if self.place.kind == "sqlite":
+            # the sqlite3 connection's trace hook: the statements as SQLite runs them
+            self.store.backend._conn.set_trace_callback(self.traced.append)  # type: ignore[attr-defined]
+        else:
+            self.first = self._xid()
+
+    def count(self) -> int:
+        if self.place.kind == "sqlite":
+            self.store.backend._conn.set_trace_callback(None)  # type: ignore[attr-defined]
+            return sum(s.lstrip().upper().startswith("UPDATE LEASES") for s in self.traced)
+        return self._xid() - self.first - 1
+
+
+def test_a_heartbeat_renews_every_lease_it_holds_in_one_statement(place: Place, relays: tuple[Store, Store]) -> None:
+    from core.engine.ownership import LEASE_PREFIX, Ownership
+
+    a, b = relays
+    lost: list[str] = []
+    ownership = Ownership(a, "relay-a", 30, pickup=lambda key: None, on_lost=lost.append, serves=lambda key: True)
+    keys = [f"telegram:{i}" for i in range(6)]
+    for key in keys:
+        assert ownership.take(key)
+    before = {key: ownership.leases[key] for key in keys}
+    expire(a, LEASE_PREFIX + keys[2])  # one was taken over by another relay meanwhile
+    assert b.leases.acquire(LEASE_PREFIX + keys[2], "relay-b", 30) is not None
+    counter = WriteCounter(place, a)
+    counter.start()
+    ownership.renew()
+    assert counter.count() == 1
+    assert lost == [keys[2]] and sorted(ownership.leases) == sorted(k for k in keys if k != keys[2])
+    for key, lease in ownership.leases.items():  # the same tenure, a later deadline
+        assert lease.token == before[key].token and lease.deadline >= before[key].deadline
+        holder = a.leases.holder(lease.name)
+        assert holder is not None and holder.owner == "relay-a" and holder.remaining_s > 25
+
+
+def test_renewing_many_leases_at_once_reports_the_ones_taken_over(relays: tuple[Store, Store]) -> None:
+    a, b = relays
+    leases = [a.leases.acquire(f"conversation:{i}", "relay-a", 30) for i in range(700)]  # several statements' worth
+    assert all(lease is not None for lease in leases)
+    held = [lease for lease in leases if lease is not None]
+    expire(a, held[400].name)
+    assert b.leases.acquire(held[400].name, "relay-b", 30) is not None
+    renewed, taken = a.leases.renew_all(held)
+    assert [lease.name for lease in taken] == [held[400].name]
+    assert sorted(lease.name for lease in renewed) == sorted(lease.name for lease in held if lease is not held[400])
+    assert a.leases.renew_all([]) == ([], [])
