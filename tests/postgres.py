@@ -44,14 +44,18 @@ def _free_port() -> int:
 class PostgresServer:
     """One running cluster; ``url()`` connects to it, ``schema_url()`` to a fresh schema of its own."""
 
-    def __init__(self, bin_dir: Path, root: Path, port: int) -> None:
+    def __init__(self, bin_dir: Path, root: Path, port: int, *, durable: bool = False) -> None:
         self.bin_dir = bin_dir
         self.root = root
         self.port = port
+        self.durable = durable
 
     @classmethod
-    def start(cls, bin_dir: Path | None = None) -> PostgresServer:
-        """initdb and start a cluster; ``RuntimeError`` with the server's log if it will not start."""
+    def start(cls, bin_dir: Path | None = None, *, durable: bool = False) -> PostgresServer:
+        """initdb and start a cluster; ``RuntimeError`` with the server's log if it will not start.
+
+        ``durable``: a commit is in the write-ahead log before it returns, as on a real server, so a
+        crash (``halt``) loses nothing committed; else commits are quicker and a crash may lose the last."""
         bin_dir = bin_dir or server_binaries()
         if bin_dir is None:
             raise RuntimeError(INSTALL_HINT)
@@ -60,17 +64,14 @@ class PostgresServer:
         if os.geteuid() == 0:
             shutil.chown(root, "postgres")
             shutil.chown(root / "pw", "postgres")
-        server = cls(bin_dir, root, 0)
+        server = cls(bin_dir, root, 0, durable=durable)
         try:
             server._run("initdb", "-D", str(root / "data"), "-U", "postgres", f"--pwfile={root / 'pw'}",
                         "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync")
             for _ in range(5):  # a free port can be taken between the look and the start
                 server.port = _free_port()
-                options = (f"-c listen_addresses=127.0.0.1 -p {server.port} -c unix_socket_directories={root}"
-                           " -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
                 try:
-                    server._run("pg_ctl", "-D", str(root / "data"), "-o", options, "-l", str(root / "log"), "-w",
-                                "start")
+                    server.resume()
                     return server
                 except RuntimeError:
                     continue
@@ -78,6 +79,19 @@ class PostgresServer:
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
+
+    def resume(self) -> None:
+        """Start the server on its data folder and port (again, after ``halt``)."""
+        options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root}"
+                   " -c fsync=off -c full_page_writes=off -c max_connections=200")
+        if not self.durable:
+            options += " -c synchronous_commit=off"
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+
+    def halt(self) -> None:
+        """Stop the server at once, as a crash would (``-m immediate``: connections cut, no checkpoint),
+        keeping its data folder for ``resume``."""
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
 
     def _run(self, tool: str, *args: str) -> None:
         command = [str(self.bin_dir / tool), *args]
@@ -119,6 +133,7 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop the server at once and remove its folder."""
         try:
-            self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
+            if (self.root / "data" / "postmaster.pid").exists():
+                self.halt()
         finally:
             shutil.rmtree(self.root, ignore_errors=True)

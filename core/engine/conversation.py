@@ -20,7 +20,7 @@ from core.engine.reply import TurnScope
 from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
 from core.engine.turn import TurnRunner
-from core.store import LeaseLost, Store
+from core.store import LeaseLost, Store, StoreError
 
 __all__ = ["Conversation", "ConversationDeps"]
 
@@ -117,6 +117,9 @@ class Conversation:
 
     async def _work(self) -> None:
         while self.queue and not self.disowned:
+            await self.deps.journal.settled(self.key)  # no new turn while the database is away
+            if not self.queue or self.disowned:
+                return
             item = self.queue.popleft()
             scope = self.running = TurnScope(self.key, self.surface, self.binding)
             turn = asyncio.create_task(self.deps.turns.run(scope, item), name=f"turn-{self.key}")
@@ -136,10 +139,12 @@ class Conversation:
             if self.disowned:
                 return
             try:
-                self.deps.journal.complete(item.message)
+                self.deps.journal.complete(item.message)  # (kept while the database is away)
                 self.binding.save_context()
             except LeaseLost:
                 return
+            except StoreError as exc:  # the context figure and cost: shown again after the next turn
+                log.warning("could not save the context use of %s: %s", self.key, exc)
             await self.show_commands()
 
     async def show_commands(self) -> None:

@@ -90,7 +90,8 @@ class Engine(Pickups):
         if store.backend.kind != "sqlite":
             self.ownership = Ownership(store, config.store.relay_name or default_relay_name(), config.store.lease_s,
                                        pickup=self._spawn_pickup, on_lost=self._disown, serves=self._serves)
-        self.journal = Journal(store, self.ownership.fenced if self.ownership is not None else None)
+        self.journal = Journal(store, self.ownership.fenced if self.ownership is not None else None,
+                               self.ownership.deferred if self.ownership is not None else None)
         self.presses: PressForwarding | None = None
         if self.ownership is not None:
             ownership = self.ownership

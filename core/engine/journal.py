@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.acp.types import ToolCall
+from core.engine.deferred import DeferredWrites
 from core.engine.messages import Attachment, InboundMessage
 from core.engine.streamed import Posted
 from core.redact import redact
@@ -42,20 +43,30 @@ class Unfinished:
 
 
 class ReplyRecorder:
-    """A ``ReplyLog`` writing one message's answer to the store, as each platform message is made."""
+    """A ``ReplyLog`` writing one message's answer to the store, as each platform message is made
+    (kept until the database answers, with ``deferred``)."""
 
-    def __init__(self, store: Store, msg: InboundMessage) -> None:
+    def __init__(self, store: Store, msg: InboundMessage, deferred: DeferredWrites | None = None) -> None:
         self.store = store
-        self.surface, self.message_id = msg.surface, msg.message_id
+        self.surface, self.message_id, self.key = msg.surface, msg.message_id, msg.conversation_key
+        self.deferred = deferred
+
+    def _write(self, write: Callable[[], object]) -> None:
+        if self.deferred is None:
+            write()
+        else:
+            self.deferred.write(self.key, write)
 
     def posted(self, entry: Posted) -> None:
         """Record where a piece is shown (the first one also marks the reply started)."""
-        self.store.record_reply_message(self.surface, self.message_id, entry.part, entry.piece, entry.message_id,
-                                        entry.kind)
+        store, surface, message_id = self.store, self.surface, self.message_id
+        self._write(lambda: store.record_reply_message(surface, message_id, entry.part, entry.piece,
+                                                       entry.message_id, entry.kind))
 
     def removed(self, part: int, piece: int) -> None:
         """The piece is no longer shown."""
-        self.store.forget_reply_message(self.surface, self.message_id, part, piece)
+        store, surface, message_id = self.store, self.surface, self.message_id
+        self._write(lambda: store.forget_reply_message(surface, message_id, part, piece))
 
 
 def _encode(msg: InboundMessage) -> dict[str, Any]:
@@ -76,14 +87,30 @@ class Journal:
     """The store's inbound table, in the engine's terms.
 
     Any relay journals (``record``, ``reject``); what follows about a message is the conversation
-    owner's to write, through ``fenced(key)`` (relays sharing a store: fenced by the owner's lease)."""
+    owner's to write, through ``fenced(key)`` (relays sharing a store: fenced by the owner's lease,
+    and kept in ``deferred`` while the database does not answer)."""
 
-    def __init__(self, store: Store, fenced: Callable[[str], Store] | None = None) -> None:
+    def __init__(self, store: Store, fenced: Callable[[str], Store] | None = None,
+                 deferred: DeferredWrites | None = None) -> None:
         self.store = store
         self.fenced: Callable[[str], Store] = fenced or (lambda key: store)
+        self.deferred = deferred
 
     def _owner(self, msg: InboundMessage) -> Store:
         return self.fenced(msg.conversation_key)
+
+    def _write(self, msg: InboundMessage, write: Callable[[Store], object]) -> None:
+        """One write of the owner's about ``msg`` (its lease, as it is now, fences it even when kept)."""
+        store = self._owner(msg)
+        if self.deferred is None:
+            write(store)
+        else:
+            self.deferred.write(msg.conversation_key, lambda: write(store))
+
+    async def settled(self, key: str) -> None:
+        """Returns once nothing about ``key`` waits to be written (the database is back)."""
+        if self.deferred is not None:
+            await self.deferred.settled(key)
 
     def record(self, msg: InboundMessage) -> bool:
         """Journal ``msg``; False when it was seen before (a redelivery)."""
@@ -95,7 +122,7 @@ class Journal:
 
     def complete(self, msg: InboundMessage) -> None:
         """``msg`` is fully handled: it is never replayed."""
-        self._owner(msg).complete_inbound(msg.surface, msg.message_id)
+        self._write(msg, lambda store: store.complete_inbound(msg.surface, msg.message_id))
 
     def tool_may_run(self, msg: InboundMessage, call: ToolCall) -> None:
         """``call`` may run for ``msg``: if it can change something, a restart must not send ``msg``
@@ -103,7 +130,7 @@ class Journal:
         if call.kind not in SAFE_TOOL_KINDS:
             # What the person is asked about after a restart: never a secret the agent put in a title.
             title = redact(call.display or call.title)
-            self._owner(msg).note_inbound_tool(msg.surface, msg.message_id, title, call.kind)
+            self._write(msg, lambda store: store.note_inbound_tool(msg.surface, msg.message_id, title, call.kind))
 
     def reopen(self, msg: InboundMessage) -> None:
         """Handle ``msg`` again from the start (the person chose to send it again)."""
@@ -111,7 +138,7 @@ class Journal:
 
     def reply_log(self, msg: InboundMessage) -> ReplyRecorder:
         """Where the streamer of ``msg``'s answer notes its messages."""
-        return ReplyRecorder(self._owner(msg), msg)
+        return ReplyRecorder(self._owner(msg), msg, self.deferred)
 
     def reply_messages(self, msg: InboundMessage) -> list[Posted]:
         """The platform messages ``msg``'s answer was shown in before a restart, by part and piece."""

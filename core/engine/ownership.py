@@ -14,6 +14,14 @@ more in it (the new owner answers what is left, continuing in the messages an an
 Every write of the owner about the conversation is fenced by its token (``Store.fenced``), so a
 relay that missed its deadline cannot complete, or record a reply to, a message twice.
 
+The database lost mid-run: a relay journals nothing (the surfaces leave the platform's updates
+unconfirmed, so they come again), a running turn goes on until its lease's deadline, and what the
+owner could not write meanwhile is kept (``deferred``) and written, fenced by the lease it was made
+under, on the first heartbeat the database answers, before the leases are renewed and before this
+relay takes any conversation again. A restarted database server let every lease expire: for
+``2 * ttl_s`` after it started, no relay takes over another's conversation, so the owners write
+what they kept first (else a message answered during the outage would be answered again).
+
 A SQLite store has one relay: the engine runs without ``Ownership`` there.
 """
 
@@ -26,6 +34,7 @@ import socket
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from core.engine.deferred import DeferredWrites
 from core.store import Lease, LeaseLost, Note, Notifier, Store, StoreError
 
 __all__ = ["CHANNEL", "LEASE_PREFIX", "Ownership", "default_relay_name"]
@@ -59,6 +68,8 @@ class Ownership:
         self.relay = relay
         self.ttl_s = ttl_s
         self.leases: dict[str, Lease] = {}
+        #: The owner's writes kept while the database does not answer (``core.engine.deferred``).
+        self.deferred = DeferredWrites()
         self._notifier = Notifier(store)
         self._pickup = pickup
         self._on_lost = on_lost
@@ -84,7 +95,9 @@ class Ownership:
         """Hold ``key`` (already held, or free/expired and taken now); False while another relay owns it."""
         if self.lease(key) is not None:
             return True
-        lease = self.store.leases.acquire(LEASE_PREFIX + key, self.relay, self.ttl_s)
+        if self.deferred.pending(key) and not self.deferred.flush(key):
+            return False  # the database does not answer: nothing can be taken now
+        lease = self.store.leases.acquire(LEASE_PREFIX + key, self.relay, self.ttl_s, restart_grace_s=2 * self.ttl_s)
         if lease is None:
             return False
         self.leases[key] = lease
@@ -142,7 +155,7 @@ class Ownership:
         returns when ``work`` returns, and a cancelled call cancels ``work``, with the lease released."""
         beat = self.ttl_s / 3
         while True:
-            lease = self.store.leases.acquire(name, self.relay, self.ttl_s)
+            lease = self.store.leases.acquire(name, self.relay, self.ttl_s, restart_grace_s=2 * self.ttl_s)
             if lease is None:
                 await self._sleep(beat)
                 continue
@@ -226,6 +239,7 @@ class Ownership:
     async def _beat(self) -> None:
         while True:
             await self._sleep(self.ttl_s / 3)
+            self.deferred.flush()
             self.renew()
             await self.sweep()
             self.on_beat()

@@ -12,6 +12,8 @@ The words:
 - ``{float}``: a double (PostgreSQL's ``REAL`` is single precision: seconds since 1970 would lose minutes).
 - ``{bigint}``: a 64-bit integer (SQLite's ``INTEGER`` already is).
 - ``{now}``: the database's clock in seconds since 1970 (for leases: one clock for every relay).
+- ``{started}``: when the database server started, on that clock (PostgreSQL; 0 for SQLite, which has
+  no server): leases are not taken over in the first moments after a restart (``core.store.leases``).
 - ``{json_append(column)}``: ``column`` (a JSON array in a text column) with the parameter's JSON appended.
 - ``{for_share}``, ``{skip_locked}``: PostgreSQL's row locks (nothing in SQLite, whose write
   transactions already exclude each other).
@@ -75,6 +77,7 @@ SQLITE = Dialect("sqlite", {
     "bigint": "INTEGER",
     # julianday() has sub-second precision on every SQLite version (unixepoch('subsec') needs 3.42).
     "now": "((julianday('now') - 2440587.5) * 86400.0)",
+    "started": "0",
     "json_append": lambda column: f"json_insert({column}, '$[#]', json(?))",
     "for_share": "",
     "skip_locked": "",
@@ -85,6 +88,7 @@ POSTGRESQL = Dialect("postgresql", {
     "float": "DOUBLE PRECISION",
     "bigint": "BIGINT",
     "now": "CAST(EXTRACT(EPOCH FROM now()) AS DOUBLE PRECISION)",
+    "started": "CAST(EXTRACT(EPOCH FROM pg_postmaster_start_time()) AS DOUBLE PRECISION)",
     "json_append": lambda column: f"CAST(CAST({column} AS jsonb) || jsonb_build_array(CAST(? AS jsonb)) AS TEXT)",
     "for_share": " FOR SHARE",
     "skip_locked": " FOR UPDATE SKIP LOCKED",

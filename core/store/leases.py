@@ -6,7 +6,10 @@ PostgreSQL), never a relay's. The rules:
 
 - ``acquire`` takes a lease that is free, released or expired, and the token grows by one (a new
   tenure); the owner that already holds it, unexpired, gets it back unchanged. Held by another
-  owner: None.
+  owner: None. With ``restart_grace_s``, an expired lease of another owner is not taken in the
+  first ``restart_grace_s`` after the database server started: a server that was down let every
+  lease run out, and their owners, which could not renew meanwhile, get the first word (they write
+  what they could not while it was down, fenced by their token, before anyone takes over).
 - ``renew`` (the owner's heartbeat) extends it while the token is still the owner's, even past the
   expiry if nobody took it over meanwhile; taken over: :class:`LeaseLost`. ``renew_all`` does the
   same for every lease a relay holds, in one statement (a few hundred leases per statement).
@@ -84,17 +87,19 @@ class Leases:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
 
-    def acquire(self, name: str, owner: str, ttl_s: float) -> Lease | None:
+    def acquire(self, name: str, owner: str, ttl_s: float, *, restart_grace_s: float = 0.0) -> Lease | None:
         """Take ``name`` for ``owner`` for ``ttl_s`` seconds if it is free, released or expired (or
-        already ``owner``'s); None while another owner holds it."""
+        already ``owner``'s); None while another owner holds it (or, expired, in the first
+        ``restart_grace_s`` after the database server started)."""
         start = time.monotonic()
         rows = self._backend.execute(
             "INSERT INTO leases (name, owner, token, expires_at) VALUES (?, ?, 1, {now} + ?)"
             " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,"
             " token = CASE WHEN leases.owner = excluded.owner AND leases.expires_at > {now}"
             " THEN leases.token ELSE leases.token + 1 END"
-            " WHERE leases.expires_at <= {now} OR leases.owner = excluded.owner RETURNING token",
-            (name, owner, ttl_s)).rows
+            " WHERE (leases.expires_at <= {now} AND {started} <= {now} - ?) OR leases.owner = excluded.owner"
+            " RETURNING token",
+            (name, owner, ttl_s, restart_grace_s)).rows
         return Lease(name, owner, int(rows[0][0]), ttl_s, start + ttl_s - CLOCK_SLACK_S) if rows else None
 
     def renew(self, lease: Lease) -> Lease:

@@ -31,7 +31,7 @@ from tests.chaos.harness import CLI, FOOTER, ROOT
 from tests.chaos.platforms import SlackChaos, TelegramChaos
 from tests.conftest import FAKE_AGENT_PATH
 
-__all__ = ["Cluster", "RoundRobin", "Turn", "free_port", "owners", "shown_counts", "telegram_pushing"]
+__all__ = ["Cluster", "RoundRobin", "Turn", "free_port", "overlaps", "owners", "shown_counts", "telegram_pushing"]
 
 WEBHOOK_SECRET = "relay-webhook-secret"
 DATABASE_ENV = "ACP_RELAY_DATABASE_URL"
@@ -193,6 +193,20 @@ class Cluster:
             out.extend(Turn(i, int(text.split("answer-")[1].split()[0]), at, None)
                        for (_, text), at in started.items())
         return out
+
+
+def overlaps(turns: list[Turn], killed: dict[int, float], conversations: int) -> list[str]:
+    """Turns of one conversation run by two relays at once (a killed relay's unfinished turn ends at
+    the kill); answer ``n`` is in conversation ``n % conversations``."""
+    found = []
+    for c in range(conversations):
+        mine = sorted((t for t in turns if t.n % conversations == c), key=lambda t: t.start)
+        for before, after in itertools.pairwise(mine):
+            end = before.end if before.end is not None else killed.get(before.relay, float("inf"))
+            if before.relay != after.relay and after.start < end:
+                found.append(f"conversation {c}: relay {before.relay} answer-{before.n} until {end:.3f}, "
+                             f"relay {after.relay} answer-{after.n} from {after.start:.3f}")
+    return found
 
 
 def shown_counts(shown: list[str], n: int) -> tuple[int, int]:

@@ -7,7 +7,6 @@ dead relay's conversations go on at another relay once its leases expired."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import psycopg
 
 from tests.chaos.platforms import SlackChaos, TelegramChaos
-from tests.chaos.several import Cluster, RoundRobin, Turn, owners, shown_counts, telegram_pushing
+from tests.chaos.several import Cluster, RoundRobin, overlaps, owners, shown_counts, telegram_pushing
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import FakeBotApi
 from tests.postgres import PostgresServer
@@ -27,20 +26,6 @@ MESSAGES, CONVERSATIONS = 100, 10
 def script(n: int, rng: random.Random) -> str:
     chunks = rng.choice([10, 60, 300])
     return f"text answer-{n} begins\nchunks {chunks}\nsleep {rng.uniform(0.1, 0.6):.2f}\ntext  answer-{n} ends"
-
-
-def overlaps(turns: list[Turn], killed: dict[int, float]) -> list[str]:
-    """Turns of one conversation run by two relays at once (a killed relay's unfinished turn ends at
-    the kill)."""
-    found = []
-    for c in range(CONVERSATIONS):
-        mine = sorted((t for t in turns if t.n % CONVERSATIONS == c), key=lambda t: t.start)
-        for before, after in itertools.pairwise(mine):
-            end = before.end if before.end is not None else killed.get(before.relay, float("inf"))
-            if before.relay != after.relay and after.start < end:
-                found.append(f"conversation {c}: relay {before.relay} answer-{before.n} until {end:.3f}, "
-                             f"relay {after.relay} answer-{after.n} from {after.start:.3f}")
-    return found
 
 
 async def test_three_relays_on_one_postgresql_answer_everything_once_when_one_is_killed(
@@ -101,7 +86,7 @@ async def test_three_relays_on_one_postgresql_answer_everything_once_when_one_is
     assert not duplicated, f"(copies beginning, complete) per message: {duplicated}"
     assert [c for i, c in enumerate(codes) if i != victim] == [0] * (cluster.count - 1)
     turns = cluster.turns()
-    assert not overlaps(turns, cluster.killed), overlaps(turns, cluster.killed)
+    assert not overlaps(turns, cluster.killed, CONVERSATIONS), overlaps(turns, cluster.killed, CONVERSATIONS)
     assert {t.n for t in turns} == set(range(MESSAGES))
     # The dead relay's conversations went on elsewhere, each message of theirs waiting about the lease
     # time (3 s) at most: a figure, printed, not an assertion.

@@ -229,3 +229,18 @@ def test_renewing_many_leases_at_once_reports_the_ones_taken_over(relays: tuple[
     assert [lease.name for lease in taken] == [held[400].name]
     assert sorted(lease.name for lease in renewed) == sorted(lease.name for lease in held if lease is not held[400])
     assert a.leases.renew_all([]) == ([], [])
+
+
+def test_after_the_database_server_starts_an_expired_lease_waits_for_its_owner_a_while(
+        place: Place, relays: tuple[Store, Store]) -> None:
+    a, b = relays
+    old = a.leases.acquire(NAME, "relay-a", 30)
+    assert old is not None
+    expire(a, NAME)  # (as if the server had been down longer than the lease)
+    if place.kind == "postgresql":
+        uptime = float(str(place.sql("SELECT EXTRACT(EPOCH FROM now() - pg_postmaster_start_time())")[0][0]))
+        assert b.leases.acquire(NAME, "relay-b", 30, restart_grace_s=uptime + 60) is None
+        assert a.leases.renew(old).token == old.token  # its owner gets the first word
+        expire(a, NAME)
+    new = b.leases.acquire(NAME, "relay-b", 30, restart_grace_s=0.5)  # (SQLite: no server, no restart)
+    assert new is not None and new.token == old.token + 1
