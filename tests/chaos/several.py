@@ -102,35 +102,48 @@ class Turn:
 
 @dataclass
 class Cluster:
-    """``count`` relays with one config each (the same but for the webhook port and the name)."""
+    """``count`` relays with one config each (the same but for the ports and the name). Telegram in
+    webhook mode (``telegram_mode``: or polling), Slack in Socket Mode (``slack_mode``: or HTTP mode on
+    ``slack_ports``); a platform given as None is not enabled."""
 
     tmp: Path
     url: str
-    slack: SlackChaos
-    telegram: TelegramChaos
+    slack: SlackChaos | None
+    telegram: TelegramChaos | None
     count: int = 3
     lease_s: float = 3.0
+    telegram_mode: str = "webhook"
+    slack_mode: str = "socket"
     procs: list[asyncio.subprocess.Process | None] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)
+    slack_ports: list[int] = field(default_factory=list)
     killed: dict[int, float] = field(default_factory=dict)  # relay -> when
 
     def __post_init__(self) -> None:
         self.ports = [free_port() for _ in range(self.count)]
+        self.slack_ports = [free_port() for _ in range(self.count)]
         self.procs = [None] * self.count
         (self.tmp / "work").mkdir(exist_ok=True)
 
     def config(self, i: int, webhook_url: str) -> Path:
         args = [str(FAKE_AGENT_PATH), "--state-dir", str(self.tmp / "agent-state"),
                 "--turn-log", str(self.turn_log(i))]
-        telegram = {**self.telegram.settings(), "mode": "webhook", "webhook_url": webhook_url,
-                    "webhook_host": "127.0.0.1", "webhook_port": self.ports[i]}
+        telegram: dict[str, Any] = {"enabled": False}
+        if self.telegram is not None:
+            telegram = {**self.telegram.settings(), "mode": self.telegram_mode}
+            if self.telegram_mode == "webhook":
+                telegram.update(webhook_url=webhook_url, webhook_host="127.0.0.1", webhook_port=self.ports[i])
+        slack: dict[str, Any] = {"enabled": False}
+        if self.slack is not None:
+            slack = {**self.slack.settings(), "mode": self.slack_mode}
+            if self.slack_mode == "http":
+                slack["http_port"] = self.slack_ports[i]
         config = {"agents": {"fake": {"command": sys.executable, "args": args, "cwd": str(self.tmp / "work")}},
                   "store": {"path": str(self.tmp / f"relay-{i}" / "relay.db"), "url_env": DATABASE_ENV,
                             "lease_s": self.lease_s, "relay_name": f"relay-{i}"},
                   "engine": {"edit_interval_s": 0.2, "queue_limit": 50},
                   "retry": {"attempts": 2, "budget_s": 1, "base_delay_s": 0.1},
-                  "surfaces": {"dashboard": {"enabled": False}, "slack": self.slack.settings(),
-                               "telegram": telegram}}
+                  "surfaces": {"dashboard": {"enabled": False}, "slack": slack, "telegram": telegram}}
         path = self.tmp / f"config-{i}.json"
         path.write_text(json.dumps(config))
         return path
@@ -138,12 +151,13 @@ class Cluster:
     def turn_log(self, i: int) -> Path:
         return self.tmp / f"turns-{i}.jsonl"
 
-    async def start(self, i: int, webhook_url: str) -> None:
+    async def start(self, i: int, webhook_url: str = "") -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ACP_", "XDG_", "TELEGRAM_", "SLACK_",
                                                                          "DISCORD_"))}
         env.update(HOME=str(self.tmp), XDG_STATE_HOME=str(self.tmp / "state"), PYTHONPATH=str(ROOT),
                    PYTHONUNBUFFERED="1", TELEGRAM_WEBHOOK_SECRET=WEBHOOK_SECRET, **{DATABASE_ENV: self.url},
-                   **self.slack.env(), **self.telegram.env())
+                   **(self.slack.env() if self.slack is not None else {}),
+                   **(self.telegram.env() if self.telegram is not None else {}))
         (self.tmp / f"relay-{i}").mkdir(exist_ok=True)
         with open(self.tmp / f"relay-{i}.log", "wb") as log:
             self.procs[i] = await asyncio.create_subprocess_exec(
