@@ -69,6 +69,7 @@ def form_outcome(outcome: str) -> str:
     """The last line of a settled form (or link) card."""
     return {
         "accept": "✅ Answered.",
+        "completed": "✅ Done: the agent says the link was followed through.",
         "decline": "🚫 Declined.",
         "cancel": "✖️ Cancelled.",
         "timed_out": "⌛ No answer in time, so the agent was told no.",
