@@ -1,6 +1,7 @@
 """The database lost mid-run (issue 23, "Bad input and faults"): two relays on one PostgreSQL, whose
 server is stopped at once (``pg_ctl stop -m immediate``, as a crash) while turns run and people go
-on writing, then started again on the same data folder.
+on writing, then started again on the same data folder: once for longer than a lease (the leases
+run out meanwhile), once for less.
 
 What the issue expects, as people see it: a relay takes no new turn while it cannot journal (the
 platform's update stays unconfirmed: Slack redelivers the event, Telegram posts the update again),
@@ -26,6 +27,7 @@ from tests.postgres import INSTALL_HINT, PostgresServer, server_binaries
 from tests.waiting import until
 
 CONVERSATIONS = 6  # 3 Slack threads, 3 Telegram chats
+ANSWERS = 6 * CONVERSATIONS
 
 
 @pytest.fixture
@@ -71,6 +73,14 @@ async def test_relays_answer_everything_once_across_a_database_outage(
                         now = slack.shown() + telegram.shown()
                         return all(shown_counts(now, n)[1] for n in ns)
 
+                    async def until_answered(ns: range) -> None:
+                        try:
+                            await until(lambda: complete(ns), "every answer", timeout=180)
+                        except AssertionError:
+                            now = slack.shown() + telegram.shown()
+                            missing = [n for n in ns if not shown_counts(now, n)[1]]
+                            raise AssertionError(f"never answered: {missing}") from None
+
                     for n in range(CONVERSATIONS):  # each conversation's first answer, before the outage
                         await write(n, 0.1)
                     await until(lambda: complete(range(CONVERSATIONS)), "the first answers", timeout=120)
@@ -90,12 +100,19 @@ async def test_relays_answer_everything_once_across_a_database_outage(
                     own_postgres.resume()
                     for n in range(3 * CONVERSATIONS, 4 * CONVERSATIONS):  # and after it is back
                         await write(n, 0.2)
-                    try:
-                        await until(lambda: complete(range(4 * CONVERSATIONS)), "every answer", timeout=180)
-                    except AssertionError:
-                        now = slack.shown() + telegram.shown()
-                        missing = [n for n in range(4 * CONVERSATIONS) if not shown_counts(now, n)[1]]
-                        raise AssertionError(f"never answered: {missing}") from None
+                    await until_answered(range(4 * CONVERSATIONS))
+
+                    # Again, shorter than a lease: turns running across it, people writing during it.
+                    for n in range(4 * CONVERSATIONS, 5 * CONVERSATIONS):
+                        await write(n, 1.0)
+                    await until(lambda: sum(t.end is None for t in cluster.turns()) >= CONVERSATIONS // 2,
+                                "turns running again", timeout=60)
+                    own_postgres.halt()
+                    for n in range(5 * CONVERSATIONS, 6 * CONVERSATIONS):
+                        await write(n, 0.2)
+                    await asyncio.sleep(cluster.lease_s / 3)
+                    own_postgres.resume()
+                    await until_answered(range(ANSWERS))
                     await asyncio.sleep(2.0)  # a duplicate would be on its way by now
                 finally:
                     codes = await cluster.stop_all()
@@ -103,7 +120,7 @@ async def test_relays_answer_everything_once_across_a_database_outage(
         await api.close()
 
     now = slack.shown() + telegram.shown()
-    answers = range(4 * CONVERSATIONS)
+    answers = range(ANSWERS)
     duplicated = {n: shown_counts(now, n) for n in answers if shown_counts(now, n) != (1, 1)}
     assert not duplicated, f"(copies beginning, complete) per message: {duplicated}"
     assert codes == [0] * cluster.count, codes
