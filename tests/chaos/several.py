@@ -19,7 +19,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,10 @@ from aiohttp import web
 from tests.chaos.harness import CLI, FOOTER, ROOT
 from tests.chaos.platforms import SlackChaos, TelegramChaos
 from tests.conftest import FAKE_AGENT_PATH
+from tests.waiting import until
 
-__all__ = ["Cluster", "RoundRobin", "Turn", "free_port", "overlaps", "owners", "shown_counts", "telegram_pushing"]
+__all__ = ["Cluster", "RoundRobin", "Turn", "background", "free_port", "overlaps", "owners", "shown_counts",
+           "telegram_pushing"]
 
 WEBHOOK_SECRET = "relay-webhook-secret"
 DATABASE_ENV = "ACP_RELAY_DATABASE_URL"
@@ -148,6 +150,16 @@ class Cluster:
         path.write_text(json.dumps(config))
         return path
 
+    async def start_all(self, webhook_url: str = "") -> None:
+        """Start every relay, and wait until the platforms hear them (Slack's sockets, the webhook set)."""
+        for i in range(self.count):
+            await self.start(i, webhook_url)
+        if self.slack is not None and self.slack_mode == "socket":
+            await self.slack.fake.wait_connected(self.count, timeout=60)
+        telegram = self.telegram
+        if telegram is not None and self.telegram_mode == "webhook":
+            await until(lambda: bool(telegram.api.webhook), "the webhook set", timeout=60)
+
     def turn_log(self, i: int) -> Path:
         return self.tmp / f"turns-{i}.jsonl"
 
@@ -231,7 +243,17 @@ def shown_counts(shown: list[str], n: int) -> tuple[int, int]:
 
 
 @contextlib.asynccontextmanager
-async def telegram_pushing(telegram: TelegramChaos) -> AsyncIterator[None]:
+async def background(work: Coroutine[Any, Any, None], name: str) -> AsyncIterator[None]:
+    """``work`` in a task of its own while the block runs (a platform's side of the test)."""
+    task = asyncio.create_task(work, name=name)
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def telegram_pushing(telegram: TelegramChaos) -> contextlib.AbstractAsyncContextManager[None]:
     """Telegram's side of webhook mode: post what is pending to the webhook, again until taken."""
 
     async def push() -> None:
@@ -241,12 +263,7 @@ async def telegram_pushing(telegram: TelegramChaos) -> AsyncIterator[None]:
                     await telegram.api.deliver()
             await asyncio.sleep(0.05)
 
-    task = asyncio.create_task(push(), name="telegram-webhook-pushing")
-    try:
-        yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    return background(push(), "telegram-webhook-pushing")
 
 
 def owners(rows: list[tuple[Any, ...]]) -> dict[str, str]:

@@ -59,10 +59,7 @@ async def test_relays_answer_everything_once_across_a_database_outage(
             backends = [f"http://127.0.0.1:{port}" for port in cluster.ports]
             async with RoundRobin(backends) as proxy, telegram_pushing(telegram):
                 try:
-                    for i in range(cluster.count):
-                        await cluster.start(i, f"{proxy.url}/telegram")
-                    await slack_fake.wait_connected(cluster.count, timeout=60)
-                    await until(lambda: bool(api.webhook), "the webhook set", timeout=60)
+                    await cluster.start_all(f"{proxy.url}/telegram")
 
                     async def write(n: int, seconds: float) -> None:
                         c = n % CONVERSATIONS

@@ -21,7 +21,7 @@ import aiohttp
 import psycopg
 
 from tests.chaos.platforms import SlackChaos, TelegramChaos
-from tests.chaos.several import Cluster, RoundRobin, overlaps, shown_counts
+from tests.chaos.several import Cluster, RoundRobin, background, overlaps, shown_counts
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import FakeBotApi
 from tests.postgres import PostgresServer
@@ -67,12 +67,8 @@ async def slack_posting(slack: SlackChaos, target: str, forged: list[int]) -> As
                 slack.pending[0] = (envelope, attempt + 1)
                 await asyncio.sleep(0.2)
 
-    task = asyncio.create_task(post(), name="slack-http-posting")
-    try:
+    async with background(post(), "slack-http-posting"):
         yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_slack_http_mode_behind_a_load_balancer_answers_every_event_once(
@@ -85,8 +81,7 @@ async def test_slack_http_mode_behind_a_load_balancer_answers_every_event_once(
         backends = [f"http://127.0.0.1:{port}" for port in cluster.slack_ports]
         async with RoundRobin(backends) as proxy:
             try:
-                for i in range(cluster.count):
-                    await cluster.start(i)
+                await cluster.start_all()
                 for port in cluster.slack_ports:  # both relays serve /slack/events
                     await until(lambda p=port: port_open(p), f"relay on {port} listening", timeout=60)
                 async with slack_posting(slack, f"{proxy.url}/slack/events", forged):
@@ -127,8 +122,7 @@ async def test_one_relay_polls_telegram_and_another_takes_over_when_it_is_killed
         telegram = TelegramChaos(api)
         cluster = Cluster(tmp_path, url, None, telegram, count=3, telegram_mode="polling")
         try:
-            for i in range(cluster.count):
-                await cluster.start(i)
+            await cluster.start_all()
             await until(lambda: bool(api.calls("getUpdates")), "somebody polling", timeout=60)
 
             def poller() -> str | None:

@@ -30,18 +30,19 @@ def cut(server: PostgresServer, store: Store) -> None:
     server.psql(f"SELECT pg_terminate_backend({int(pid)})")
 
 
-def journaled(store: Store, n: int) -> None:
-    store.record_inbound("telegram", f"m{n}", KEY, {"text": f"message {n}"})
+def owning(store: Store, messages: int) -> Store:
+    """Relay a owns ``KEY``, with ``messages`` journaled in it (m1, m2...): its fenced store."""
+    lease = store.leases.acquire("conversation:" + KEY, "relay-a", 30)
+    assert lease is not None
+    for n in range(1, messages + 1):
+        store.record_inbound("telegram", f"m{n}", KEY, {"text": f"message {n}"})
+    return store.fenced(lease)
 
 
 def test_writes_that_meet_a_lost_connection_are_kept_in_order_and_written_when_it_answers(
         stores: tuple[Store, Store, PostgresServer]) -> None:
     a, _, server = stores
-    lease = a.leases.acquire("conversation:" + KEY, "relay-a", 30)
-    assert lease is not None
-    owner = a.fenced(lease)
-    for n in (1, 2):
-        journaled(a, n)
+    owner = owning(a, 2)
     deferred = DeferredWrites()
     cut(server, a)
     deferred.write(KEY, lambda: owner.complete_inbound("telegram", "m1"))  # the connection was lost: kept
@@ -55,10 +56,7 @@ def test_writes_that_meet_a_lost_connection_are_kept_in_order_and_written_when_i
 def test_kept_writes_of_a_conversation_taken_over_meanwhile_are_dropped(
         stores: tuple[Store, Store, PostgresServer]) -> None:
     a, b, server = stores
-    lease = a.leases.acquire("conversation:" + KEY, "relay-a", 30)
-    assert lease is not None
-    owner = a.fenced(lease)
-    journaled(a, 1)
+    owner = owning(a, 1)
     deferred = DeferredWrites()
     cut(server, a)
     deferred.write(KEY, lambda: owner.complete_inbound("telegram", "m1"))
