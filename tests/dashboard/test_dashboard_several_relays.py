@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -55,27 +57,34 @@ class PgDemoRelay(DemoRelay):
         return self
 
 
-@pytest.fixture
-async def two(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[tuple[PgDemoRelay, PgDemoRelay]]:
+@asynccontextmanager
+async def relays(tmp_path: Path, postgres: PostgresServer, **dashboard: Any) -> AsyncIterator[list[PgDemoRelay]]:
+    """Relays a and b on one database, each with ``dashboard`` settings."""
     url = postgres.schema_url("dash")
-    relays = []
+    started = []
     for name in ("a", "b"):
         folder = tmp_path / name
         folder.mkdir()
-        config = demo_config(folder)
+        config = demo_config(folder, **dashboard)
         demo = config.agents["demo"]
         counted = demo.model_copy(update={"args": ["-c", COUNTED_DEMO],
                                           "env": {**demo.env, "PID_LOG": str(tmp_path / "agents.pid")}})
         config = config.model_copy(update={"agents": {"demo": counted}, "store": config.store.model_copy(
             update={"relay_name": f"relay-{name}", "lease_s": 5.0})})
-        relays.append(PgDemoRelay(folder, config, url=url))
+        started.append(PgDemoRelay(folder, config, url=url))
     try:
-        for relay in relays:
+        for relay in started:
             await relay.start()
-        yield relays[0], relays[1]
+        yield started
     finally:
-        for relay in relays:
+        for relay in started:
             await relay.close()
+
+
+@pytest.fixture
+async def two(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[tuple[PgDemoRelay, PgDemoRelay]]:
+    async with relays(tmp_path, postgres) as (a, b):
+        yield a, b
 
 
 def shown(stream: EventStream) -> list[tuple[str, str, str]]:
@@ -221,3 +230,16 @@ async def test_a_new_tab_whose_panel_started_the_agent_is_answered_there_whichev
     await watching.until(answered("demo agent"), "the answer")
     assert agents_started(tmp_path) == 1, "relay b started a second agent for the conversation"
     assert b.engine is not None and KEY not in b.engine.conversations
+
+
+async def test_the_configured_max_tabs_bounds_the_transcripts_every_relay_shows(
+        tmp_path: Path, postgres: PostgresServer) -> None:
+    async with relays(tmp_path, postgres, max_tabs=1) as (a, b):
+        for relay, tab in ((a, "first"), (b, "second")):
+            stream = await relay.events(tab)
+            assert (await relay.post(tab, "messages", {"text": "/help", "id": f"h-{tab}"})).status == 202
+            await stream.until(lambda s: s.has("Commands:"), "the help text")
+            stream.response.close()
+        for relay in (a, b):
+            assert (await relay.events("first")).view == {}
+            assert len((await relay.events("second")).view) == 2
