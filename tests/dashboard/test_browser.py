@@ -57,9 +57,13 @@ class Tab:
         await self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
 
 
-async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> Tab:
-    """A browser that opened a login link the relay printed: it is on the page, logged in."""
+async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path, *,
+                   tab_id: str | None = None) -> Tab:
+    """A browser that opened a login link the relay printed: it is on the page, logged in (the page's
+    conversation is ``tab_id``'s when given, as a reload of that tab would be)."""
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
+    if tab_id is not None:
+        await context.add_init_script(f"sessionStorage.setItem('acp-relay-tab', {tab_id!r})")
     page = await context.new_page()
     tab = Tab(page, tmp_path)
     assert relay.dashboard is not None

@@ -35,14 +35,14 @@ KEY = conversation_key(TAB)
 
 @dataclass
 class PgDemoRelay(DemoRelay):
-    """A ``DemoRelay`` whose store is the shared PostgreSQL database at ``url``."""
+    """A ``DemoRelay`` whose store is the shared PostgreSQL database at ``database_url``."""
 
-    url: str = ""
+    database_url: str = ""
 
     async def start(self) -> PgDemoRelay:
         from core.store.postgres import PostgresBackend  # psycopg: only where the server runs
 
-        self.relay = Lifecycle(self.config, Store.on(PostgresBackend.connect(self.url)), cancel_wait_s=5.0)
+        self.relay = Lifecycle(self.config, Store.on(PostgresBackend.connect(self.database_url)), cancel_wait_s=5.0)
         self.engine = self.relay.engine
         launched = await self.relay.launch("dashboard", lambda host, s: launch(host, s, announce=False))
         assert isinstance(launched, Dashboard)
@@ -71,7 +71,7 @@ async def relays(tmp_path: Path, postgres: PostgresServer, **dashboard: Any) -> 
                                           "env": {**demo.env, "PID_LOG": str(tmp_path / "agents.pid")}})
         config = config.model_copy(update={"agents": {"demo": counted}, "store": config.store.model_copy(
             update={"relay_name": f"relay-{name}", "lease_s": 5.0})})
-        started.append(PgDemoRelay(folder, config, url=url))
+        started.append(PgDemoRelay(folder, config, database_url=url))
     try:
         for relay in started:
             await relay.start()
