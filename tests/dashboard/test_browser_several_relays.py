@@ -14,8 +14,8 @@ from tests.postgres import PostgresServer
 from .conftest import CHROMIUM
 from .test_browser import open_tab
 from .test_browser_controls import _shot
-from .test_dashboard_several_relays import KEY, TAB, agents_started, relays
 from .test_dashboard_relay import say
+from .test_dashboard_several_relays import KEY, TAB, agents_started, relays
 
 pytestmark = [
     pytest.mark.browser,

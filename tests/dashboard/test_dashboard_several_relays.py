@@ -87,6 +87,14 @@ async def two(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[tuple[P
         yield a, b
 
 
+async def owned_by_b_watched_on_a(a: PgDemoRelay, b: PgDemoRelay) -> EventStream:
+    """Relay b answers the tab's first message (it owns the conversation); the tab, open on relay a, shows it."""
+    await say(b, "hello", tab=TAB)
+    watching = await a.events(TAB)
+    await watching.until(answered("demo agent"), "the first answer")
+    return watching
+
+
 def shown(stream: EventStream) -> list[tuple[str, str, str]]:
     """What the tab shows, in its order: (id, role, text)."""
     return [(m["id"], m["role"], m["text"]) for m in stream.view.values()]
@@ -118,9 +126,7 @@ async def test_a_tab_on_the_other_relay_shows_the_owners_whole_answer_and_a_relo
 async def test_an_approval_pressed_in_a_tab_on_the_other_relay_reaches_the_owner(
         two: tuple[PgDemoRelay, PgDemoRelay]) -> None:
     a, b = two
-    await say(b, "hello", tab=TAB)  # relay b owns the conversation
-    watching = await a.events(TAB)
-    await watching.until(answered("demo agent"), "the first answer")
+    watching = await owned_by_b_watched_on_a(a, b)
     await say(a, "run the tool please", tab=TAB)  # journaled by relay a, answered by its owner
     await watching.until(lambda s: any(m["buttons"] for m in s.view.values()), "approval buttons")
     (ask,) = [m for m in watching.view.values() if m["buttons"]]
@@ -162,9 +168,7 @@ def agents_started(tmp_path: Path) -> int:
 async def test_the_stop_button_in_a_tab_on_the_other_relay_stops_the_owners_turn(
         two: tuple[PgDemoRelay, PgDemoRelay]) -> None:
     a, b = two
-    await say(b, "hello", tab=TAB)  # relay b owns the conversation
-    watching = await a.events(TAB)
-    await watching.until(answered("demo agent"), "the first answer")
+    watching = await owned_by_b_watched_on_a(a, b)
     await say(a, "slow", tab=TAB)
     await watching.until(lambda s: s.has("one word"), "the slow answer streaming")
     panel = await a.status(TAB)
