@@ -3,6 +3,7 @@ the demo agent. Each state is screenshotted into the test's ``tmp_path``."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -55,6 +56,10 @@ class Tab:
 
     async def shot(self, name: str) -> None:
         await self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+        keep = os.environ.get("ACP_RELAY_SHOTS")  # a folder to keep the screenshots in, to look at them
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / f"{name}.png").write_bytes((self.shots / f"{name}.png").read_bytes())
 
 
 async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path, *,

@@ -13,7 +13,6 @@ from tests.postgres import PostgresServer
 
 from .conftest import CHROMIUM
 from .test_browser import open_tab
-from .test_browser_controls import _shot
 from .test_dashboard_relay import say
 from .test_dashboard_several_relays import KEY, TAB, agents_started, relays
 
@@ -38,7 +37,7 @@ async def test_a_tab_on_the_other_relay_streams_the_owners_answer_and_its_stop_b
         await page.locator(".status-state", has_text="answering").wait_for()
         options = await page.locator("#model option").all_inner_texts()
         assert options == ["demo-fast", "demo-careful"]  # the owner's agent's models
-        await _shot(context_tab, "non-owner-tab-answering")
+        await context_tab.shot("non-owner-tab-answering")
         await page.click("#stop")
         await context_tab.answer("Stopped.")
         await page.locator(".status-state", has_text="idle").wait_for()
