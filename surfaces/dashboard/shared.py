@@ -110,10 +110,10 @@ class SharedTranscript:
         entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks)
         if message_id is not None and self._state.get(_message_key(tab, message_id)) is not None:
             return None
-        new = self._state.get(_tab_key(tab)) is None
+        known = self._state.get(_tab_key(tab))
         self._write(tab, entry, self._posted_at())
-        self._used(tab)
-        if new:
+        self._used(tab, known)
+        if known is None:
             self._evict()
         return entry
 
@@ -132,7 +132,7 @@ class SharedTranscript:
         entry = Entry(message_id, role, text, buttons, plain, blocks)
         self._write(tab, entry, at)
         if tab not in self._answering:  # a streamed edit is no use of its own: the answer's end is
-            self._used(tab)
+            self._used(tab, self._state.get(_tab_key(tab)))
         return entry
 
     def get(self, tab: str, message_id: str) -> Entry | None:
@@ -173,9 +173,12 @@ class SharedTranscript:
         if not active:
             self._evict()
 
-    def _used(self, tab: str) -> None:
+    def _used(self, tab: str, known: str | None = None) -> None:
+        """Note the tab's use now; ``known``: its key as read before, whose mark of an answer running on
+        another relay (the owner's, when the person writes through this one) is kept."""
         now = self._clock()
-        self._state.set(_tab_key(tab), json.dumps({"used": now, "answering": now if tab in self._answering else 0}))
+        answering = now if tab in self._answering else int(json.loads(known)["answering"]) if known else 0
+        self._state.set(_tab_key(tab), json.dumps({"used": now, "answering": answering}))
 
     def _evict(self) -> None:
         """Drop the transcripts of the tabs beyond ``max_tabs`` not answering, least recently used first."""

@@ -105,16 +105,18 @@ async def test_past_max_tabs_the_least_recently_used_idle_tab_loses_its_transcri
         await a.edit(conversation_key("tab1"), old, md("edited later, so the first tab is the more recent"))
         await b.typing(conversation_key("busy"), True)  # its answer runs: it does not count, nor is it evicted
         await b.send(conversation_key("busy"), md("answering"))
+        a.post_user("busy", "sent to another relay while it answers", "m-busy")  # its mark stays
         assert a.snapshot("tab1")["messages"] and a.snapshot("tab2")["messages"]
         b.post_user("tab3", "a third tab", "m3")
         assert a.snapshot("tab2")["messages"] == []
         assert [m["text"] for m in b.snapshot("tab1")["messages"]] == [
             "first tab", "edited later, so the first tab is the more recent"]
-        assert [m["text"] for m in a.snapshot("busy")["messages"]] == ["answering"]
+        assert [m["text"] for m in a.snapshot("busy")["messages"]] == [
+            "answering", "sent to another relay while it answers"]
         await b.typing(conversation_key("busy"), False)  # its answer ended: now the least recent idle tab goes
         assert a.snapshot("tab1")["messages"] == []
         assert [m["text"] for m in a.snapshot("tab3")["messages"]] == ["a third tab"]
-        assert [m["text"] for m in a.snapshot("busy")["messages"]] == ["answering"]
+        assert len(a.snapshot("busy")["messages"]) == 2
         assert {key.split(":")[1] for key in StoreState(a_store, "dashboard").items()} == {"tab3", "busy"}
 
 
