@@ -95,11 +95,13 @@ class Controls(Protocol):
     """What a panel does besides writing messages (the dashboard's Stop button, status and picker)."""
 
     async def stop(self, conversation_key: str) -> None:
-        """End the conversation's running turn, as the stop command does; returns once it has ended."""
+        """End the conversation's running turn, as the stop command does; returns once it has ended.
+        ``ControlFailed`` when the relay running the conversation (relays sharing a store) did not answer."""
         ...
 
-    def status(self, conversation_key: str) -> ConversationStatus:
-        """Agent, model, folder, session, context and queue (never starts an agent)."""
+    async def status(self, conversation_key: str) -> ConversationStatus:
+        """Agent, model, folder, session, context and queue (never starts an agent); relays sharing a
+        store: the owner's live view, else the stored one. ``ControlFailed`` when neither can be read."""
         ...
 
     async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:

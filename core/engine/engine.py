@@ -19,8 +19,8 @@ from typing import Literal
 
 from core.acp.pool import RuntimePool
 from core.config import RelayConfig, secret_values
+from core.engine import presses, wording
 from core.engine import twoway_wording as tw
-from core.engine import wording
 from core.engine.access import AccessControl
 from core.engine.approval_prompt import ApprovalPrompts
 from core.engine.approvals import Approvals
@@ -40,10 +40,10 @@ from core.engine.messages import (
     PressResult,
     QueueItem,
 )
+from core.engine.owner_calls import CALL, DONE, OwnerCalls
 from core.engine.ownership import Ownership, default_relay_name
 from core.engine.picks import Picks
 from core.engine.pickups import Pickups
-from core.engine.presses import PRESS, PRESS_DONE, PressForwarding
 from core.engine.receipts import Receipts
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
@@ -93,12 +93,13 @@ class Engine(Pickups):
                                        pickup=self._spawn_pickup, on_lost=self._disown, serves=self._serves)
         self.journal = Journal(store, self.ownership.fenced if self.ownership is not None else None,
                                self.ownership.deferred if self.ownership is not None else None)
-        self.presses: PressForwarding | None = None
+        #: Relays sharing a store: what another relay asks of the owner here, and this relay of owners.
+        self.calls: OwnerCalls | None = None
         if self.ownership is not None:
             ownership = self.ownership
-            self.presses = PressForwarding(store, ownership.relay, owns=lambda key: ownership.lease(key) is not None,
-                                           handle=self._press_here)
-            ownership.handlers = {PRESS: self.presses.on_note, PRESS_DONE: self.presses.on_note}
+            self.calls = OwnerCalls(store, ownership.relay, owns=lambda key: ownership.lease(key) is not None)
+            self.calls.handlers[presses.KIND] = presses.handler(self._press_here)
+            ownership.handlers = {CALL: self.calls.on_note, DONE: self.calls.on_note}
             ownership.on_beat = lambda: self.outbox.schedule_redelivery()  # a dead relay's kept answers too
         self._pickups: dict[str, asyncio.Lock] = {}
         #: Messages of an owned conversation already handed to it in this tenure (a pickup skips them).
@@ -383,9 +384,9 @@ class Engine(Pickups):
             log.warning("button press refused: %s user %s", press.surface, press.user_id)
             return PressResult("refused", wording.unauthorised_text(press.user_id))
         key, ownership = press.conversation_key, self.ownership
-        if ownership is not None and self.presses is not None and ownership.lease(key) is None \
+        if ownership is not None and self.calls is not None and ownership.lease(key) is None \
                 and ownership.holder(key) is not None:
-            return await self.presses.forward(press)  # another relay owns the conversation: its approvals
+            return await presses.forward(self.calls, press)  # another relay owns the conversation: its approvals
         return await self._press_here(press)
 
     async def _press_here(self, press: ButtonPress) -> PressResult:

@@ -14,20 +14,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
-from core.acp.client import AcpError
-from core.acp.session_handle import AcpRuntimeError
 from core.engine.delivery import Outbox
 from core.engine.engine import Engine
 from core.engine.lanes import Lanes
-from core.engine.messages import ButtonPress, ChoiceList, ConversationStatus, InboundMessage, PressResult
+from core.engine.messages import ButtonPress, InboundMessage, PressResult
+from core.engine.panel import PanelControls
 from core.engine.receiving import Receiver
 from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
-from core.failures import classify
-from core.plugin import ControlFailed, Controls, SurfaceState
+from core.plugin import Controls, SurfaceState
 from core.store import Note, Notifier, Store
 
-__all__ = ["EngineControls", "Hosting", "StoreState", "SurfaceHost"]
+__all__ = ["Hosting", "StoreState", "SurfaceHost"]
 
 log = logging.getLogger("acp_relay.engine.host")
 
@@ -56,64 +54,13 @@ class StoreState:
         return self._store.prune_offsets(self._surface, older_than_s, prefix)
 
 
-class EngineControls:
-    """The engine's controls for a panel; a failure becomes ``ControlFailed`` with the core's sentence."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    async def stop(self, conversation_key: str) -> None:
-        """End the running turn; returns once it has ended."""
-        await self._engine.stop(conversation_key)
-
-    def status(self, conversation_key: str) -> ConversationStatus:
-        """Where the conversation stands."""
-        return self._engine.status(conversation_key)
-
-    async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:
-        """The current model and the agent's models (the agent starts if it had not)."""
-        try:
-            return await self._engine.models(conversation_key)
-        except Exception as exc:
-            raise _failed("listing the models", conversation_key, exc) from exc
-
-    async def set_model(self, conversation_key: str, model: str) -> None:
-        """Switch the model."""
-        try:
-            await self._engine.set_model(conversation_key, model)
-        except Exception as exc:
-            raise _failed("switching the model", conversation_key, exc) from exc
-
-
-    async def choices(self, conversation_key: str, kind: str, page: str = "") -> ChoiceList:
-        """What the project, agent, sessions or mode control offers."""
-        try:
-            return await self._engine.choice_list(conversation_key, kind, page)
-        except Exception as exc:
-            raise _failed(f"listing the {kind} choices", conversation_key, exc) from exc
-
-    async def choose(self, conversation_key: str, kind: str, value: str) -> str:
-        """Switch the project, agent, session or mode."""
-        try:
-            return await self._engine.choose(conversation_key, kind, value)
-        except Exception as exc:
-            raise _failed(f"choosing a {kind}", conversation_key, exc) from exc
-
-
-def _failed(doing: str, key: str, exc: Exception) -> ControlFailed:
-    """The agent's failure in the sentence a turn would use; anything else is logged (once, here)."""
-    if not isinstance(exc, AcpError | AcpRuntimeError):
-        log.warning("%s of %s failed", doing, key, exc_info=True)
-    return ControlFailed(classify(exc).prose)
-
-
 class Hosting:
     """Every surface's host in one relay, sharing the per-conversation lanes of the handling."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.lanes = Lanes("handling")
-        self.controls = EngineControls(engine)
+        self.controls = PanelControls(engine)
         self.hosts: dict[str, SurfaceHost] = {}
         self._lines: dict[str, asyncio.Lock] = {}
 

@@ -30,6 +30,8 @@ __all__ = [
     "MERGED_ABOVE",
     "NEW_CONVERSATION",
     "NOTHING_TO_STOP",
+    "OWNER_FAILED",
+    "OWNER_SILENT",
     "PARTIAL_NOTE",
     "PRESS_EXPIRED",
     "REFUSAL_LEAD",
@@ -107,6 +109,9 @@ LABEL_MAX = 64
 APPROVAL_EXPIRED = "This approval request has expired; the tap was not applied."
 #: Answers a press on a button that no longer does anything (used, replaced, or from before a restart).
 PRESS_EXPIRED = "This button has expired, so the tap changed nothing."
+#: Relays sharing a store: the relay running the conversation did not take a control, or failed in it.
+OWNER_SILENT = "The relay running this conversation did not answer in time; try again in a moment."
+OWNER_FAILED = "The relay running this conversation could not do that; try again in a moment."
 
 
 def allow_session_label(scope: str) -> str:

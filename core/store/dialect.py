@@ -17,6 +17,10 @@ The words:
 - ``{json_append(column)}``: ``column`` (a JSON array in a text column) with the parameter's JSON appended.
 - ``{for_share}``, ``{skip_locked}``: PostgreSQL's row locks (nothing in SQLite, whose write
   transactions already exclude each other).
+- ``{bytewise(table)}``: a statement making ``table``'s ``name`` column compare byte by byte (PostgreSQL:
+  collation "C", its primary key's index rebuilt so), so that the names starting with a prefix are one
+  range of that index whatever the database's collation (under ICU's, ``;`` sorts before ``:``); SQLite's
+  text already compares so (a statement that changes nothing).
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ SQLITE = Dialect("sqlite", {
     "json_append": lambda column: f"json_insert({column}, '$[#]', json(?))",
     "for_share": "",
     "skip_locked": "",
+    "bytewise": lambda table: "SELECT 1",
 })
 
 POSTGRESQL = Dialect("postgresql", {
@@ -92,4 +97,5 @@ POSTGRESQL = Dialect("postgresql", {
     "json_append": lambda column: f"CAST(CAST({column} AS jsonb) || jsonb_build_array(CAST(? AS jsonb)) AS TEXT)",
     "for_share": " FOR SHARE",
     "skip_locked": " FOR UPDATE SKIP LOCKED",
+    "bytewise": lambda table: f'ALTER TABLE {table} ALTER COLUMN name TYPE TEXT COLLATE "C"',
 }, percent_placeholders=True)

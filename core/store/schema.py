@@ -73,6 +73,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             name TEXT PRIMARY KEY, owner TEXT NOT NULL, token {bigint} NOT NULL, expires_at {float} NOT NULL)""",
         "CREATE INDEX leases_expiry ON leases (expires_at)",
     ),
+    # 9: a surface's state rows whose names start with a prefix (a dashboard tab's messages) are one range
+    # of the primary key on both backends, whatever PostgreSQL's collation (``Store.offsets``).
+    ("{bytewise(offsets)}",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

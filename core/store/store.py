@@ -259,8 +259,8 @@ class Store:
     def offsets(self, surface: str, prefix: str = "") -> dict[str, str]:
         """Every position ``surface`` saved (those whose name starts with ``prefix``), by name (a surface
         keeping one per channel lists them at start)."""
-        rows = self._read("SELECT name, value FROM offsets WHERE surface = ? AND substr(name, 1, ?) = ?"
-                          " ORDER BY name", (surface, len(prefix), prefix))
+        where, params = _prefixed(prefix)
+        rows = self._read(f"SELECT name, value FROM offsets WHERE surface = ?{where} ORDER BY name", (surface, *params))
         return {str(name): str(value) for name, value in rows}
 
     def set_offset(self, surface: str, name: str, value: str) -> None:
@@ -274,8 +274,9 @@ class Store:
     def prune_offsets(self, surface: str, older_than_s: float, prefix: str = "") -> int:
         """Delete ``surface``'s positions whose name starts with ``prefix`` and that were not written
         for ``older_than_s``; returns how many."""
-        return self._write("DELETE FROM offsets WHERE surface = ? AND substr(name, 1, ?) = ? AND updated_at < ?",
-                           (surface, len(prefix), prefix, time.time() - older_than_s)).rowcount
+        where, params = _prefixed(prefix)
+        return self._write(f"DELETE FROM offsets WHERE surface = ?{where} AND updated_at < ?",
+                           (surface, *params, time.time() - older_than_s)).rowcount
 
     def add_outbound(self, conversation_key: str, payload: dict[str, Any]) -> int:
         """Record a message owed to a conversation; returns its ledger id."""
@@ -301,6 +302,29 @@ class Store:
             return self._backend.execute(sql, params)
         with self.transaction():
             return self._backend.execute(sql, params)
+
+
+def _prefixed(prefix: str) -> tuple[str, tuple[str, ...]]:
+    """The condition on ``name`` (and its parameters) for the names starting with ``prefix``: a range of
+    the primary key (names compare byte by byte on both backends: schema 9), read through its index."""
+    if not prefix:
+        return "", ()
+    after = _after(prefix)
+    if after is None:  # nothing sorts after it: every name from the prefix on
+        return " AND name >= ?", (prefix,)
+    return " AND name >= ? AND name < ?", (prefix, after)
+
+
+def _after(prefix: str) -> str | None:
+    """The first string after every string starting with ``prefix`` (code point order, as UTF-8 bytes
+    compare), or None when there is none."""
+    kept = prefix.rstrip(chr(0x10FFFF))
+    if not kept:
+        return None
+    following = ord(kept[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates are never in a name
+        following = 0xE000
+    return kept[:-1] + chr(following)
 
 
 def _tools(column: str) -> tuple[tuple[str, str], ...]:

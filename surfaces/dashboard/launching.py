@@ -75,7 +75,7 @@ async def launch(host: Host, settings: DashboardConfig, *, announce: bool = True
     """
     token = check_bind(settings.host, secret(settings.access_token_env), token_env=settings.access_token_env)
     if host.shared:  # every relay's tabs show every conversation: the transcripts are in the shared store
-        surface = DashboardSurface(SharedTranscript(host.state), host.broadcast)
+        surface = DashboardSurface(SharedTranscript(host.state, settings.max_tabs), host.broadcast)
         host.on_broadcast(surface.on_shared, surface.resync)
     else:  # the transcripts sit beside the relay's store: relay.db -> relay-dashboard.db
         surface = DashboardSurface(Transcript.open(host.data_path(), max_tabs=settings.max_tabs))

@@ -233,13 +233,19 @@ async def press_button(request: web.Request) -> web.StreamResponse:
 
 async def stop(request: web.Request) -> web.StreamResponse:
     """The Stop button: returns once the turn has really ended."""
-    await request.app[HOST].controls.stop(conversation_key(_tab(request)))
+    try:
+        await request.app[HOST].controls.stop(conversation_key(_tab(request)))
+    except ControlFailed as exc:  # relays sharing a store: the conversation's owner did not answer
+        return _error(400, str(exc))
     return web.json_response({"ok": True})
 
 
 async def status(request: web.Request) -> web.StreamResponse:
     """The status panel: agent, model(s), cwd, session, context %, queue, busy."""
-    value = request.app[HOST].controls.status(conversation_key(_tab(request)))
+    try:
+        value = await request.app[HOST].controls.status(conversation_key(_tab(request)))
+    except ControlFailed as exc:
+        return _error(400, str(exc))
     return web.json_response(dataclasses.asdict(value))
 
 

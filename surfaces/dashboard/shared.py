@@ -9,7 +9,15 @@ first posted (nanoseconds: a tab's messages are read in that order), and one key
 The messages of one tab come from the relay that owns its conversation (the answers) and from the
 relays its browser tabs post to (the person's messages, posted before they are handed over): their
 order relies on the relays' clocks agreeing to within the time an answer takes to start (keep them
-synchronised, NTP). No tab's transcript is evicted here (``max_tabs`` is the SQLite file's).
+synchronised, NTP).
+
+Past ``max_tabs``, the tab used least recently loses its whole transcript, as in the SQLite file: each
+tab has a key ``t:<tab>:`` saying when it was last used (a message added, or edited outside an answer,
+or its answer ended) and since when its answer runs, if it does. A tab answering is never evicted and
+does not count; a mark older than ``ANSWERING_HELD_S`` is a dead relay's (killed mid-answer) and no
+longer counts as answering. Any relay evicts, when one of its tabs gets its first message or an answer
+ends: it reads the tabs' keys (a range of the index, not their messages) and removes what the tabs it
+evicts held when it looked (a message written since stays).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from core.surface_api import Button, SurfaceState
@@ -30,17 +39,28 @@ __all__ = ["SharedTranscript"]
 #: ``SurfaceState.prune`` with this age forgets a key whatever its time (there is no single delete).
 _ANY_AGE_S = -10 * 365 * 86400.0
 _POSTED_HELD = 1024
+#: An answer marked running longer than this belongs to a relay that died mid-answer (no turn runs so long).
+ANSWERING_HELD_S = 86400.0
 
 
 def _message_key(tab: str, message_id: str) -> str:
     return f"m:{tab}:{message_id}"
 
 
+def _tab_key(tab: str) -> str:
+    return f"t:{tab}:"
+
+
 class SharedTranscript:
     """The messages of every tab as keys of the surface's shared state. Safe to share between threads."""
 
-    def __init__(self, state: SurfaceState) -> None:
+    def __init__(self, state: SurfaceState, max_tabs: int | None = None, *,
+                 clock: Callable[[], int] = time.time_ns) -> None:
+        """``max_tabs``: the tabs kept (None: all); ``clock``: now, in nanoseconds since 1970."""
         self._state = state
+        self.max_tabs = max_tabs
+        self._clock = clock
+        self._answering: set[str] = set()  # tabs whose answer runs on this relay
         self._lock = threading.Lock()
         self._last = 0
         #: When each message this relay wrote lately was posted, and by whom: a streamed edit (several a
@@ -48,6 +68,21 @@ class SharedTranscript:
         self._posted: OrderedDict[str, tuple[int, Role]] = OrderedDict()
         #: Where the transcript is (the ``Transcript`` attribute of the same name).
         self.path = "the shared store"
+        self._adopt()
+
+    def _adopt(self) -> None:
+        """A store from before tabs were counted: each tab's key, from its messages (once); then the tabs
+        beyond ``max_tabs`` go, as a lower bound than last time makes them go."""
+        if self.max_tabs is None:
+            return
+        if not self._state.items("t:"):
+            last: dict[str, int] = {}
+            for key, raw in self._state.items("m:").items():
+                tab = key.split(":")[1]
+                last[tab] = max(last.get(tab, 0), int(json.loads(raw)["at"]))
+            for tab, at in last.items():
+                self._state.set(_tab_key(tab), json.dumps({"used": at, "answering": 0}))
+        self._evict()
 
     def close(self) -> None:
         """Nothing to close: the store is the relay's."""
@@ -55,7 +90,7 @@ class SharedTranscript:
     def _posted_at(self) -> int:
         """Now, in nanoseconds, after every message this relay posted before."""
         with self._lock:
-            self._last = max(time.time_ns(), self._last + 1)
+            self._last = max(self._clock(), self._last + 1)
             return self._last
 
     def _write(self, tab: str, entry: Entry, at: int) -> None:
@@ -75,7 +110,11 @@ class SharedTranscript:
         entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks)
         if message_id is not None and self._state.get(_message_key(tab, message_id)) is not None:
             return None
+        known = self._state.get(_tab_key(tab))
         self._write(tab, entry, self._posted_at())
+        self._used(tab, known)
+        if known is None:
+            self._evict()
         return entry
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
@@ -92,6 +131,8 @@ class SharedTranscript:
         at, role = posted
         entry = Entry(message_id, role, text, buttons, plain, blocks)
         self._write(tab, entry, at)
+        if tab not in self._answering:  # a streamed edit is no use of its own: the answer's end is
+            self._used(tab, self._state.get(_tab_key(tab)))
         return entry
 
     def get(self, tab: str, message_id: str) -> Entry | None:
@@ -125,7 +166,37 @@ class SharedTranscript:
         return str(data["name"]), base64.b64decode(data["data"])
 
     def answering(self, tab: str, active: bool) -> None:
-        """Nothing: this transcript evicts no tab (see the module's docstring)."""
+        """The tab's answer runs (``active``) or ended: while it runs the tab is never evicted and does not
+        count toward ``max_tabs``; once it ended, the tabs beyond ``max_tabs`` go."""
+        (self._answering.add if active else self._answering.discard)(tab)
+        self._used(tab)
+        if not active:
+            self._evict()
+
+    def _used(self, tab: str, known: str | None = None) -> None:
+        """Note the tab's use now; ``known``: its key as read before, whose mark of an answer running on
+        another relay (the owner's, when the person writes through this one) is kept."""
+        now = self._clock()
+        answering = now if tab in self._answering else int(json.loads(known)["answering"]) if known else 0
+        self._state.set(_tab_key(tab), json.dumps({"used": now, "answering": answering}))
+
+    def _evict(self) -> None:
+        """Drop the transcripts of the tabs beyond ``max_tabs`` not answering, least recently used first."""
+        if self.max_tabs is None:
+            return
+        looked, now = time.time(), self._clock()
+        idle = []
+        for key, raw in self._state.items("t:").items():
+            data = json.loads(raw)
+            if not data["answering"] or now - int(data["answering"]) > ANSWERING_HELD_S * 1e9:
+                idle.append((int(data["used"]), key.removeprefix("t:").removesuffix(":")))
+        for _, tab in sorted(idle)[:max(0, len(idle) - self.max_tabs)]:
+            with self._lock:
+                for key in [k for k in self._posted if k.startswith(f"m:{tab}:")]:
+                    del self._posted[key]
+            age = time.time() - looked  # what was written since the look stays
+            for prefix in (f"m:{tab}:", f"f:{tab}:", _tab_key(tab)):
+                self._state.prune(age, prefix)
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""

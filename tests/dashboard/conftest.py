@@ -115,7 +115,7 @@ class StandInHost:
     async def stop(self, conversation_key: str) -> None:
         self.stopped.append(conversation_key)
 
-    def status(self, conversation_key: str) -> Any:
+    async def status(self, conversation_key: str) -> Any:
         return ConversationStatus("demo", "demo-fast", ("demo-fast", "demo-careful"), "/tmp", None, 12.5, 0, False)
 
     async def models(self, conversation_key: str) -> tuple[str | None, tuple[str, ...]]:

@@ -3,6 +3,7 @@ the demo agent. Each state is screenshotted into the test's ``tmp_path``."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -55,11 +56,19 @@ class Tab:
 
     async def shot(self, name: str) -> None:
         await self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+        keep = os.environ.get("ACP_RELAY_SHOTS")  # a folder to keep the screenshots in, to look at them
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / f"{name}.png").write_bytes((self.shots / f"{name}.png").read_bytes())
 
 
-async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> Tab:
-    """A browser that opened a login link the relay printed: it is on the page, logged in."""
+async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path, *,
+                   tab_id: str | None = None) -> Tab:
+    """A browser that opened a login link the relay printed: it is on the page, logged in (the page's
+    conversation is ``tab_id``'s when given, as a reload of that tab would be)."""
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
+    if tab_id is not None:
+        await context.add_init_script(f"sessionStorage.setItem('acp-relay-tab', {tab_id!r})")
     page = await context.new_page()
     tab = Tab(page, tmp_path)
     assert relay.dashboard is not None

@@ -5,7 +5,6 @@ agent; and the same controls over HTTP, bad input included. Each state is screen
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from core.config import RelayConfig
 from tests.conftest import FAKE_AGENT_PATH
 
 from .conftest import CHROMIUM, DemoRelay
-from .test_browser import Tab, open_tab
+from .test_browser import open_tab
 
 pytestmark = [
     pytest.mark.browser,
@@ -54,14 +53,6 @@ def _frames(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-async def _shot(tab: Tab, name: str) -> None:
-    await tab.shot(name)
-    keep = os.environ.get("ACP_RELAY_SHOTS")  # a folder to keep the screenshots in, to look at them
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        (Path(keep) / f"{name}.png").write_bytes((tab.shots / f"{name}.png").read_bytes())
-
-
 async def test_project_and_agent_pickers_and_the_sessions_list(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
     # A session started elsewhere (another tab: a desk) in the project web.
@@ -87,14 +78,14 @@ async def test_project_and_agent_pickers_and_the_sessions_list(
     await page.click("#sessions-show")
     first = page.locator("#sessions .session-list button").first
     await expect(first).to_contain_text("Desk work")
-    await _shot(tab, "controls-1-sessions")
+    await tab.shot("controls-1-sessions")
     await first.click()
     await expect(page.locator("#sessions .control-note")).to_contain_text("Continuing the session")
     await expect(page.locator("#sessions .session-list button.current")).to_contain_text("Desk work")
     await expect(page.locator(".status-title")).to_have_text("Desk work")
     await tab.send("text continued at the phone")
     await tab.answer("continued at the phone")
-    await _shot(tab, "controls-2-attached")
+    await tab.shot("controls-2-attached")
     frames = _frames(tmp_path / "record.jsonl")
     prompts = [f["params"]["sessionId"] for f in frames if f.get("method") == "session/prompt"]
     assert len(prompts) == 2 and prompts[0] == prompts[1]  # the phone continued the desk's session
@@ -105,14 +96,14 @@ async def test_project_and_agent_pickers_and_the_sessions_list(
     await tab.send("text hello other")
     await tab.answer("hello other")
     assert any(f.get("method") == "session/prompt" for f in _frames(tmp_path / "other.jsonl"))
-    await _shot(tab, "controls-3-other-agent")
+    await tab.shot("controls-3-other-agent")
 
     await tab.send("/agent")  # the chat's own picker: the list as buttons under the message
     listed = page.locator("#messages .msg", has_text="Choose an agent")
     await listed.locator("button", has_text="fake").click()
     await page.locator("#messages .msg", has_text="Switched to the agent fake").wait_for()
     await expect(page.locator("#agent")).to_have_value("fake")
-    await _shot(tab, "controls-4-chat-picker")
+    await tab.shot("controls-4-chat-picker")
     assert not tab.errors
 
 

@@ -1,14 +1,17 @@
 """Two relays on one PostgreSQL store, each serving the dashboard (real engines, real demo agent
 subprocesses, real dashboard servers): a tab served by the relay that does not own its conversation
 shows the owner's answer as it streams, a reload on either relay shows the same transcript, and an
-approval pressed there reaches the owner."""
+approval pressed there reaches the owner, as do its Stop button and its side panel (which never start
+an agent of their own there: every agent process started writes its pid to one log)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -22,20 +25,24 @@ from tests.postgres import PostgresServer
 from .conftest import HANG_GUARD_S, DemoRelay, EventStream, demo_config
 from .test_dashboard_relay import answered, say
 
+#: The demo agent, noting its pid in ``$PID_LOG`` first: one line per agent process started.
+COUNTED_DEMO = ("import os; open(os.environ['PID_LOG'], 'a').write(f'{os.getpid()}\\n');"
+                " from core.demo_agent import main; raise SystemExit(main())")
+
 TAB = "shared-tab"
 KEY = conversation_key(TAB)
 
 
 @dataclass
 class PgDemoRelay(DemoRelay):
-    """A ``DemoRelay`` whose store is the shared PostgreSQL database at ``url``."""
+    """A ``DemoRelay`` whose store is the shared PostgreSQL database at ``database_url``."""
 
-    url: str = ""
+    database_url: str = ""
 
     async def start(self) -> PgDemoRelay:
         from core.store.postgres import PostgresBackend  # psycopg: only where the server runs
 
-        self.relay = Lifecycle(self.config, Store.on(PostgresBackend.connect(self.url)), cancel_wait_s=5.0)
+        self.relay = Lifecycle(self.config, Store.on(PostgresBackend.connect(self.database_url)), cancel_wait_s=5.0)
         self.engine = self.relay.engine
         launched = await self.relay.launch("dashboard", lambda host, s: launch(host, s, announce=False))
         assert isinstance(launched, Dashboard)
@@ -50,24 +57,42 @@ class PgDemoRelay(DemoRelay):
         return self
 
 
-@pytest.fixture
-async def two(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[tuple[PgDemoRelay, PgDemoRelay]]:
+@asynccontextmanager
+async def relays(tmp_path: Path, postgres: PostgresServer, **dashboard: Any) -> AsyncIterator[list[PgDemoRelay]]:
+    """Relays a and b on one database, each with ``dashboard`` settings."""
     url = postgres.schema_url("dash")
-    relays = []
+    started = []
     for name in ("a", "b"):
         folder = tmp_path / name
         folder.mkdir()
-        config = demo_config(folder)
-        config = config.model_copy(update={"store": config.store.model_copy(
+        config = demo_config(folder, **dashboard)
+        demo = config.agents["demo"]
+        counted = demo.model_copy(update={"args": ["-c", COUNTED_DEMO],
+                                          "env": {**demo.env, "PID_LOG": str(tmp_path / "agents.pid")}})
+        config = config.model_copy(update={"agents": {"demo": counted}, "store": config.store.model_copy(
             update={"relay_name": f"relay-{name}", "lease_s": 5.0})})
-        relays.append(PgDemoRelay(folder, config, url=url))
+        started.append(PgDemoRelay(folder, config, database_url=url))
     try:
-        for relay in relays:
+        for relay in started:
             await relay.start()
-        yield relays[0], relays[1]
+        yield started
     finally:
-        for relay in relays:
+        for relay in started:
             await relay.close()
+
+
+@pytest.fixture
+async def two(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[tuple[PgDemoRelay, PgDemoRelay]]:
+    async with relays(tmp_path, postgres) as (a, b):
+        yield a, b
+
+
+async def owned_by_b_watched_on_a(a: PgDemoRelay, b: PgDemoRelay) -> EventStream:
+    """Relay b answers the tab's first message (it owns the conversation); the tab, open on relay a, shows it."""
+    await say(b, "hello", tab=TAB)
+    watching = await a.events(TAB)
+    await watching.until(answered("demo agent"), "the first answer")
+    return watching
 
 
 def shown(stream: EventStream) -> list[tuple[str, str, str]]:
@@ -101,9 +126,7 @@ async def test_a_tab_on_the_other_relay_shows_the_owners_whole_answer_and_a_relo
 async def test_an_approval_pressed_in_a_tab_on_the_other_relay_reaches_the_owner(
         two: tuple[PgDemoRelay, PgDemoRelay]) -> None:
     a, b = two
-    await say(b, "hello", tab=TAB)  # relay b owns the conversation
-    watching = await a.events(TAB)
-    await watching.until(answered("demo agent"), "the first answer")
+    watching = await owned_by_b_watched_on_a(a, b)
     await say(a, "run the tool please", tab=TAB)  # journaled by relay a, answered by its owner
     await watching.until(lambda s: any(m["buttons"] for m in s.view.values()), "approval buttons")
     (ask,) = [m for m in watching.view.values() if m["buttons"]]
@@ -134,3 +157,93 @@ async def test_a_relay_cut_off_from_the_database_sends_its_tabs_the_whole_transc
     reloaded = await b.events(TAB)
     await reloaded.until(lambda s: not s.typing and s.has("⏱"), "the answer on the owner")
     await watching.until(lambda s: shown(s) == shown(reloaded), "the same transcript on both relays")
+
+
+def agents_started(tmp_path: Path) -> int:
+    """Agent processes started by either relay so far."""
+    log = tmp_path / "agents.pid"
+    return len(log.read_text().split()) if log.exists() else 0
+
+
+async def test_the_stop_button_in_a_tab_on_the_other_relay_stops_the_owners_turn(
+        two: tuple[PgDemoRelay, PgDemoRelay]) -> None:
+    a, b = two
+    watching = await owned_by_b_watched_on_a(a, b)
+    await say(a, "slow", tab=TAB)
+    await watching.until(lambda s: s.has("one word"), "the slow answer streaming")
+    panel = await a.status(TAB)
+    assert panel["busy"] and panel["relay"] == "relay-b"  # the owner's live state, not relay a's (idle)
+    response = await a.post(TAB, "stop", {})
+    assert response.status == 200
+    await watching.until(answered("Stopped."), "the owner's turn stopped")
+    assert not (await a.status(TAB))["busy"] and not (await b.status(TAB))["busy"]
+    assert b.engine is not None and b.engine.ownership is not None and b.engine.ownership.lease(KEY) is not None
+    assert a.engine is not None and KEY not in a.engine.conversations
+
+
+async def test_the_side_panel_in_a_tab_on_the_other_relay_shows_and_changes_the_owners_conversation(
+        two: tuple[PgDemoRelay, PgDemoRelay], tmp_path: Path) -> None:
+    a, b = two
+    await say(b, "hello", tab=TAB)  # relay b owns the conversation; its agent is the only one
+    at_owner = await b.events(TAB)
+    await at_owner.until(lambda s: not s.typing and s.has("⏱"), "the answer on the owner")
+    assert agents_started(tmp_path) == 1
+    async with a.client().post(f"/api/conversations/{TAB}/models", json={}) as response:  # as the tab opens
+        listed = await response.json()
+    assert response.status == 200 and listed == {"model": "demo-fast", "models": ["demo-fast", "demo-careful"]}
+    async with a.client().post(f"/api/conversations/{TAB}/choices", json={"kind": "mode"}) as response:
+        modes = await response.json()
+    assert response.status == 200 and [o["value"] for o in modes["options"]] == ["default"]
+    owner_view = await b.status(TAB)
+    panel = await a.status(TAB)
+    assert panel == owner_view and panel["models"] == ["demo-fast", "demo-careful"] and panel["session_id"]
+    assert (await a.post(TAB, "model", {"model": "demo-careful"})).status == 200
+    assert (await b.status(TAB))["model"] == "demo-careful"  # switched in the owner's session
+    assert (await a.status(TAB))["model"] == "demo-careful"
+    assert agents_started(tmp_path) == 1, "the panel on relay a started an agent of its own"
+    assert a.engine is not None and KEY not in a.engine.conversations
+    await say(a, "hello again", tab=TAB)  # the next answer uses the model chosen on relay a
+    await at_owner.until(answered("demo-careful"), "the answer with the model chosen on relay a")
+    assert agents_started(tmp_path) == 1
+
+
+async def test_a_control_whose_owner_does_not_answer_says_so_and_the_panel_shows_the_stored_view(
+        two: tuple[PgDemoRelay, PgDemoRelay]) -> None:
+    a, _ = two
+    assert a.store is not None
+    from core.engine.ownership import LEASE_PREFIX
+
+    ghost = a.store.leases.acquire(LEASE_PREFIX + KEY, "relay-gone", 60.0)  # a relay that died holding it
+    assert ghost is not None
+    async with a.client().post(f"/api/conversations/{TAB}/stop", json={}) as response:
+        assert response.status == 400 and "did not answer" in (await response.json())["error"]
+    panel = await a.status(TAB)
+    assert panel["relay"] == "relay-gone" and not panel["busy"]  # the stored view, with the owner named
+    assert a.engine is not None and KEY not in a.engine.conversations
+
+
+async def test_a_new_tab_whose_panel_started_the_agent_is_answered_there_whichever_relay_gets_its_messages(
+        two: tuple[PgDemoRelay, PgDemoRelay], tmp_path: Path) -> None:
+    a, b = two
+    async with a.client().post(f"/api/conversations/{TAB}/models", json={}) as response:  # a fresh tab opens
+        assert response.status == 200 and (await response.json())["models"] == ["demo-fast", "demo-careful"]
+    assert agents_started(tmp_path) == 1
+    assert a.engine is not None and a.engine.ownership is not None and a.engine.ownership.lease(KEY) is not None
+    watching = await b.events(TAB)
+    await say(b, "hello", tab=TAB)  # its first message reaches relay b: relay a, which owns it, answers
+    await watching.until(answered("demo agent"), "the answer")
+    assert agents_started(tmp_path) == 1, "relay b started a second agent for the conversation"
+    assert b.engine is not None and KEY not in b.engine.conversations
+
+
+async def test_the_configured_max_tabs_bounds_the_transcripts_every_relay_shows(
+        tmp_path: Path, postgres: PostgresServer) -> None:
+    async with relays(tmp_path, postgres, max_tabs=1) as (a, b):
+        for relay, tab in ((a, "first"), (b, "second")):
+            stream = await relay.events(tab)
+            assert (await relay.post(tab, "messages", {"text": "/help", "id": f"h-{tab}"})).status == 202
+            await stream.until(lambda s: s.has("Commands:"), "the help text")
+            stream.response.close()
+        for relay in (a, b):
+            assert (await relay.events("first")).view == {}
+            assert len((await relay.events("second")).view) == 2

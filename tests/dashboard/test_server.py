@@ -286,7 +286,7 @@ class BrokenHost(StandInHost):
     async def stop(self, conversation_key: str) -> None:
         raise RuntimeError("secret detail from /home/someone/.config")
 
-    def status(self, conversation_key: str) -> Any:
+    async def status(self, conversation_key: str) -> Any:
         raise KeyError("secret detail from the store")
 
 

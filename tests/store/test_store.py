@@ -192,6 +192,23 @@ def test_prune_offsets_forgets_only_the_old_rows_under_the_prefix(store: Store) 
     assert store.offsets("slack") == {"cursor": "c"}
 
 
+def test_a_prefix_lists_exactly_the_names_starting_with_it_whatever_their_characters(store: Store) -> None:
+    # Names compare byte by byte on both backends (a prefix is a range of the primary key): the ones just
+    # after a prefix's range (";" after ":", the first character past the surrogates, one more letter)
+    # are not in it, and a prefix ending in the last code point has no range end.
+    names = ["m:t:", "m:t:1", "m:t;", "m:T:1", "m:t-:1", "m:t", "a\ud7ff", "a\ud7ffb", "a\ue000",
+             "z\U0010ffff", "z\U0010ffffa", "z"]
+    for name in names:
+        store.set_offset("dashboard", name, "v")
+    assert list(store.offsets("dashboard", "m:t:")) == ["m:t:", "m:t:1"]
+    assert list(store.offsets("dashboard", "a\ud7ff")) == ["a\ud7ff", "a\ud7ffb"]
+    assert list(store.offsets("dashboard", "z\U0010ffff")) == ["z\U0010ffff", "z\U0010ffffa"]
+    assert list(store.offsets("dashboard", "\U0010ffff")) == []
+    assert list(store.offsets("dashboard")) == sorted(names, key=lambda n: n.encode())
+    assert store.prune_offsets("dashboard", -1, "m:t:") == 2
+    assert "m:t;" in store.offsets("dashboard", "m:")
+
+
 def test_outbound_ledger_keeps_unacked_in_order_across_reopen(place: Place) -> None:
     with place.open() as s:
         a = s.add_outbound("telegram:1", {"text": "a"})

@@ -428,6 +428,9 @@
     meter.value = pct || 0;
     $(".status-queue").textContent = String(s.queue_length);
     $(".status-state").textContent = s.busy ? "answering" : "idle";
+    // Relays sharing a database: the one running the conversation (the controls act there).
+    for (const cell of document.querySelectorAll(".status-relay")) cell.hidden = !s.relay;
+    $("dd.status-relay").textContent = s.relay || "–";
     stopButton.classList.toggle("active", s.busy || !$("#typing").hidden);
     // A status without a live session lists no models (e.g. the idle agent was stopped): keep the list.
     if (document.activeElement !== modelSelect) fillModels(s.model, s.models && s.models.length ? s.models : knownModels);
