@@ -313,8 +313,12 @@ async def test_an_owner_whose_lease_was_taken_over_cannot_write_the_outbound_led
     await a.send(script(1))
     await until(answered(a, 1), "the first answer")
     assert a.engine.ownership is not None and b.engine.ownership is not None
+    # A database server started moments ago lets no lease be taken over for two lease times (1 s here).
+    uptime = "SELECT extract(epoch FROM now() - pg_postmaster_start_time())"
+    await until(lambda: float(a.store.backend.execute(uptime).rows[0][0]) > 2.5, "the restart grace is over")
     lease = a.engine.ownership.leases[KEY]
-    # Relay b takes the conversation over (a's lease ran out under it) before a's heartbeat noticed.
+    # Relay b takes the conversation over (a's lease ran out under it) before a's heartbeat noticed
+    # (both relays share this event loop: no heartbeat runs between these two lines).
     a.store.backend.execute("UPDATE leases SET expires_at = {now} - 1 WHERE name = ?", (LEASE_PREFIX + KEY,))
     assert b.engine.ownership.take(KEY)
     assert a.engine.ownership.leases.get(KEY) == lease  # a still believes it owns the conversation
