@@ -75,7 +75,8 @@ class AcpSession(SessionOffers):
         self.runtime = runtime
         self.session_id = session_id
         super().__init__()
-        self._asked: set[str] = set()  # tool calls a permission request came for
+        #: Tool calls a permission request came for (made by the first: most sessions never have one).
+        self._asked: set[str] | None = None
         self.replayed = 0
         self.loading = loading
         self.unresponsive = False  # the agent ignored a session/cancel: this session may never be free
@@ -170,6 +171,10 @@ class AcpSession(SessionOffers):
 
         self._restoring = asyncio.create_task(restore(), name="acp-gate-restore-between")
 
+    def _note_asked(self, call_id: str) -> None:
+        self._asked = self._asked or set()
+        self._asked.add(call_id)
+
     @property
     def busy(self) -> bool:
         """A turn is in flight: ``prompt()`` has not returned yet."""
@@ -225,7 +230,7 @@ class AcpSession(SessionOffers):
         elif isinstance(event, ToolCall) and (event.ran or event.status == TOOL_STATUS_DENIED):
             stats.tool_ran = True  # a denied call reached the tool gate: never retried past it
             if event.ran and turn.error is None and self.runtime.spec.tool_gate != "allow":
-                asked = event.tool_call_id in self._asked
+                asked = event.tool_call_id in (self._asked or ())
                 if ran_unasked(event, asked):
                     self._emit(turn, event)  # the tool line shows what ran; then the turn stops
                     self._fail(turn, self._ran_unasked(event))
@@ -247,7 +252,8 @@ class AcpSession(SessionOffers):
     def _still_unasked(self, turn: _Turn, call_id: str) -> None:
         """A call marked in_progress was never asked for: it runs without the person's say."""
         turn.unasked.pop(call_id, None)
-        if self._turn is turn and turn.error is None and not turn.cancel_requested and call_id not in self._asked:
+        asked = call_id in (self._asked or ())
+        if self._turn is turn and turn.error is None and not turn.cancel_requested and not asked:
             self._fail(turn, self._ran_unasked(turn.tools.get(call_id) or ToolCall(call_id)))
 
     def _ran_unasked(self, call: ToolCall) -> AcpToolGateUnroutable:
@@ -274,7 +280,7 @@ class AcpSession(SessionOffers):
         raw_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         assert isinstance(raw_call, dict)
         call_id = str(raw_call.get("toolCallId", ""))
-        self._asked.add(call_id)
+        self._note_asked(call_id)
         if (waiting := turn.unasked.pop(call_id, None)) is not None:
             waiting.cancel()
         call = (turn.tools.get(call_id) or ToolCall(call_id)).merged(raw_call)
@@ -311,7 +317,8 @@ class AcpSession(SessionOffers):
         request = ElicitationRequest.of(params)
         if (call_id := asked_about(params, turn.tools)) and (waiting := turn.unasked.pop(call_id, None)):
             waiting.cancel()  # the form is that call's question (claude's AskUserQuestion): it was asked
-        self._asked.update({call_id} if call_id else ())
+        if call_id:
+            self._note_asked(call_id)
         task = asyncio.create_task(ask_person(request, turn.elicitor, timeout_s=turn.approval_timeout_s),
                                    name="acp-elicitation")
         turn.permission_tasks.add(task)  # a stop or the agent's death cancels it with the approvals
