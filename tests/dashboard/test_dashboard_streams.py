@@ -17,19 +17,11 @@ from surfaces.dashboard import server
 from surfaces.dashboard.server import AUTH, create_app
 from surfaces.dashboard.surface import DashboardSurface
 from surfaces.dashboard.transcript import Transcript
+from tests.waiting import until
 
 from .conftest import HANG_GUARD_S, DemoRelayFactory, EventStream, StandInHost
 
 TAB = "tab1"
-
-
-async def _until(condition, what: str) -> None:
-    try:
-        async with asyncio.timeout(HANG_GUARD_S):
-            while not condition():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"never happened: {what}") from None
 
 
 async def test_a_closed_tabs_event_stream_ends_at_once(demo_relay: DemoRelayFactory, monkeypatch) -> None:
@@ -42,7 +34,7 @@ async def test_a_closed_tabs_event_stream_ends_at_once(demo_relay: DemoRelayFact
     assert (await EventStream(response).next())["type"] == "snapshot"
     assert TAB in subscribers
     response.close()  # the browser closes the tab
-    await _until(lambda: TAB not in subscribers, "the stream of a closed tab ended")
+    await until(lambda: TAB not in subscribers, "the stream of a closed tab ended")
 
 
 class _SlowHost(StandInHost):
@@ -76,6 +68,6 @@ async def test_a_message_whose_browser_went_away_is_still_taken(tmp_path: Path) 
             pass
         await asyncio.sleep(0.1)  # the server sees the connection close (and cancels its handler)
         host.go.set()
-        await _until(lambda: [m.message_id for m in host.messages] == ["m1"], "the message was taken")
+        await until(lambda: [m.message_id for m in host.messages] == ["m1"], "the message was taken")
     finally:
         await client.close()
