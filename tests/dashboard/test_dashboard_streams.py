@@ -66,7 +66,9 @@ async def test_a_message_whose_browser_went_away_is_still_taken(tmp_path: Path) 
             await posting
         except (asyncio.CancelledError, aiohttp.ClientError):
             pass
-        await asyncio.sleep(0.1)  # the server sees the connection close (and cancels its handler)
+        served = client.server.runner.server
+        assert served is not None
+        await until(lambda: not served.connections, "the server saw the browser go (and cancelled its request)")
         host.go.set()
         await until(lambda: [m.message_id for m in host.messages] == ["m1"], "the message was taken")
     finally:
