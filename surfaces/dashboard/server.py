@@ -118,7 +118,7 @@ def _retrieved(task: asyncio.Future[web.StreamResponse]) -> None:
 
 @web.middleware
 async def handle_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The outermost middleware: an unexpected exception becomes a JSON 500 with a plain sentence
+    """Inside ``finish_when_gone``: an unexpected exception becomes a JSON 500 with a plain sentence
     (logged once, with its traceback); nothing of the exception reaches the browser."""
     try:
         return await handler(request)
