@@ -21,12 +21,15 @@ skew everything: compare ratios measured in one run, and repeat (``--repeat``) w
 3. RSS of the relay after the most known conversations against the idle relay (connected, no
    conversation yet). The relay lets a session go once idle for ``timeouts.idle_s`` (1,800 s by
    default, longer than any part here): ``--idle-s`` sets it for the known part, to see the memory of
-   a relay whose earlier conversations went idle.
+   a relay whose earlier conversations went idle. ``--new 0`` measures no new conversations (RSS
+   only); ``--heap DIR`` runs that relay under tracemalloc and prints what grew, by holder (its RSS
+   then includes tracemalloc's own: take the RSS figure from a run without it).
 
 Printed, not asserted; the targets of issue 24 are printed beside the ratios.
 
     python -m bench.bench_burst [--surface telegram,discord,slack,dashboard] [--sizes 100,1000]
                                 [--known 500,10000] [--new 500] [--repeat 1] [--idle-s S] [--profile DIR]
+                                [--heap DIR]
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.burst.heap import diff_lines
 from bench.burst.phases import SIDES, Known, Options, Run, Unfinished, burst, known
 from bench.burst.procs import Profiler
 
@@ -147,6 +152,11 @@ def report_known(surface: str, got: Known, new: int, say: Callable[[str], None],
     idle = f"; idle sessions let go after {idle_s:g} s" if idle_s is not None else ""
     say(f"rss {surface}: idle {got.idle_rss / MIB:.1f} MiB; {rss}: growth {growth:.1f} MiB over idle "
         f"after {top:,} conversations that each spoke once (target < 50 MiB{idle})")
+    if 0 in got.snapshots and top in got.snapshots:
+        before, after = (tracemalloc.Snapshot.load(str(got.snapshots[k])) for k in (0, top))
+        say(f"heap {surface}: idle -> after {top:,} known (tracemalloc; {got.snapshots[top]})")
+        for line in diff_lines(before, after):
+            say(f"  {line}")
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -165,7 +175,8 @@ async def run(args: argparse.Namespace) -> int:
         work = Path(args.keep).resolve() if args.keep else Path(tmp)
         profiler = Profiler(Path(args.profile).resolve() if args.profile else None)
         opts = Options(work, chunks=args.chunks, seconds=args.seconds, deadline_s=args.deadline_s,
-                       batch=args.batch, idle_s=args.idle_s, profiler=profiler)
+                       batch=args.batch, idle_s=args.idle_s, profiler=profiler,
+                       heap=Path(args.heap).resolve() if args.heap else None)
         for surface in surfaces:
             started = time.monotonic()
             try:
@@ -190,7 +201,8 @@ def main() -> None:
                         help="comma-separated, of " + ", ".join(SIDES))
     parser.add_argument("--sizes", type=_ints, default=[100, 1000], help="burst sizes ('' for none)")
     parser.add_argument("--known", type=_ints, default=[500, 10_000], help="known levels ('' for none)")
-    parser.add_argument("--new", type=int, default=500, help="new conversations at each known level")
+    parser.add_argument("--new", type=int, default=500,
+                        help="new conversations at each known level (0: none, RSS only)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each burst (relay, then naive, again)")
     parser.add_argument("--no-naive", action="store_true", help="no naive bot")
     parser.add_argument("--chunks", type=int, default=10, help="chunks of each measured answer")
@@ -202,6 +214,8 @@ def main() -> None:
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="per group written at once (default 120 s + 0.25 s per conversation)")
     parser.add_argument("--profile", default="", help="record the relay with py-spy into this directory")
+    parser.add_argument("--heap", default="",
+                        help="run the known part's relay under tracemalloc, snapshots in this directory")
     parser.add_argument("--keep", default="", help="keep stores, configs and logs in this directory")
     args = parser.parse_args()
     sys.exit(asyncio.run(run(args)))

@@ -45,6 +45,7 @@ class Options:
     deadline_s: float | None = None
     batch: int = 250
     idle_s: float | None = None  # the relay's timeouts.idle_s (None: its default)
+    heap: Path | None = None  # run the relay of the known part under tracemalloc, snapshots here
     profiler: Profiler = field(default_factory=lambda: Profiler(None))
 
     def deadline(self, size: int) -> float:
@@ -93,6 +94,7 @@ class Known:
 
     idle_rss: int
     rss: dict[int, int] = field(default_factory=dict)  # known conversations -> RSS after them
+    snapshots: dict[int, Path] = field(default_factory=dict)  # with --heap: 0 (idle) or known -> snapshot
     new: dict[int, Run] = field(default_factory=dict)  # known conversations -> the new ones after them
     fill_s: float = 0.0
 
@@ -151,15 +153,15 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
 
 
 @contextlib.asynccontextmanager
-async def _running(surface: str, kind: str, people: int, tmp: Path,
-                   idle_s: float | None = None) -> AsyncIterator[tuple[Platform, Bot]]:
+async def _running(surface: str, kind: str, people: int, tmp: Path, idle_s: float | None = None,
+                   heap: Path | None = None) -> AsyncIterator[tuple[Platform, Bot]]:
     """A fresh fake with ``people`` on it and a bot (``relay`` or ``naive``) connected to it."""
     side = SIDES[surface](Timeline(BEGIN, (END, FOOTER) if kind == "relay" else (END,)))
     await side.start()
     try:
         side.people(people)
         if kind == "relay":
-            bot = await relay(tmp, surface, side.relay_settings(), side.env(), idle_s)
+            bot = await relay(tmp, surface, side.relay_settings(), side.env(), idle_s, heap)
         else:
             bot = await naive_bot(tmp, surface, side.naive_args(), side.env())
         try:
@@ -199,14 +201,18 @@ async def burst(surface: str, kind: str, size: int, opts: Options, tag: str = ""
 
 async def known(surface: str, levels: list[int], new: int, opts: Options) -> Known:
     """The relay learns conversations (each speaks once, ``opts.batch`` at a time, a short answer); at each
-    level of known conversations ``new`` more write at once. RSS when idle and at each level."""
+    level of known conversations ``new`` more write at once (none with ``new`` 0: RSS only). RSS when
+    idle and at each level (and tracemalloc snapshots with ``opts.heap``)."""
     top = max(levels)
     people = top + new * len(levels) + 1
     name = f"{surface}-known-{top}"
-    async with _running(surface, "relay", people, opts.work / name, opts.idle_s) as (side, bot):
+    heap = opts.heap / surface if opts.heap else None
+    async with _running(surface, "relay", people, opts.work / name, opts.idle_s, heap) as (side, bot):
         await asyncio.sleep(1.0)
         await bot.cpu.settle(limit_s=15.0)
         found = Known(idle_rss=bot.cpu.rss())
+        if (snap := await bot.snapshot()) is not None:
+            found.snapshots[0] = snap
         await _warm_up(side, bot, people - 1)
         spoke, person = 1, 0
         started = time.monotonic()
@@ -222,6 +228,10 @@ async def known(surface: str, levels: list[int], new: int, opts: Options) -> Kno
                     _progress(f"{surface}: {spoke} conversations known ({time.monotonic() - started:.0f} s)")
             await bot.cpu.settle()
             found.rss[spoke] = bot.cpu.rss()
+            if (snap := await bot.snapshot()) is not None:
+                found.snapshots[spoke] = snap
+            if not new:
+                continue
             ids = range(person, person + new)
             found.new[spoke] = await _measure(side, bot, ids, script(opts.chunks, opts.seconds),
                                               opts.deadline(new), f"{surface}-new-after-{spoke}", opts.profiler)

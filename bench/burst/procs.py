@@ -85,11 +85,25 @@ class Cpu:
 class Bot:
     """A bot process (the relay or the naive one); its output goes to ``log``."""
 
-    def __init__(self, name: str, proc: asyncio.subprocess.Process, log: Path) -> None:
+    def __init__(self, name: str, proc: asyncio.subprocess.Process, log: Path, heap: Path | None = None) -> None:
         self.name = name
         self.proc = proc
         self.log = log
+        self.heap = heap
         self.cpu = Cpu(proc.pid)
+        self._snapshots = 0
+
+    async def snapshot(self) -> Path | None:
+        """A tracemalloc snapshot of a relay run with ``heap`` (None otherwise): its file, once written."""
+        if self.heap is None:
+            return None
+        self._snapshots += 1
+        path = self.heap / f"{self._snapshots}.snap"
+        self.proc.send_signal(signal.SIGUSR2)
+        async with asyncio.timeout(300):
+            while not path.exists():
+                await asyncio.sleep(0.2)
+        return path
 
     @property
     def pid(self) -> int:
@@ -131,9 +145,10 @@ def agent_args() -> list[str]:
 
 
 async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str, str],
-                idle_s: float | None = None) -> Bot:
+                idle_s: float | None = None, heap: Path | None = None) -> Bot:
     """``acp-relay run`` with the scripted agent and one surface; production defaults otherwise (but
-    ``timeouts.idle_s`` when given)."""
+    ``timeouts.idle_s`` when given). With ``heap``, under tracemalloc (``bench.burst.heap``), its
+    snapshots written there."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "work").mkdir(exist_ok=True)
     command, *args = agent_args()
@@ -145,10 +160,11 @@ async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str
     path = tmp / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     log = tmp / "relay.out"
+    command = [str(CLI)] if heap is None else [sys.executable, "-m", "bench.burst.heap", str(heap)]
     with open(log, "wb") as out:
-        proc = await asyncio.create_subprocess_exec(str(CLI), "run", "--config", str(path), cwd=tmp,
+        proc = await asyncio.create_subprocess_exec(*command, "run", "--config", str(path), cwd=tmp,
                                                     env=_environ(tmp, env), stdout=out, stderr=out)
-    return Bot("relay", proc, log)
+    return Bot("relay", proc, log, heap)
 
 
 async def naive_bot(tmp: Path, surface: str, args: list[str], env: dict[str, str]) -> Bot:

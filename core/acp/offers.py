@@ -4,6 +4,8 @@ what it says of the session between turns too: its commands, its title, its cost
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 from core.acp._dispatch import dicts
@@ -17,6 +19,27 @@ __all__ = ["SessionOffers"]
 
 #: ``_meta`` keys of a session/new answer that a later session/load needs back.
 _LOAD_META_KEYS = frozenset({"_kiro.dev/session_file"})
+#: The mode tables kept to share (an agent offers one set of modes, a few agents a few): past this
+#: many, the table starts again (a session keeps the table it has).
+_SHARED_MAX = 64
+_shared_modes: dict[tuple[tuple[str, str], ...], tuple[tuple[str, ...], Mapping[str, str]]] = {}
+
+
+def _modes_of(entries: list[dict[str, Any]]) -> tuple[tuple[str, ...], Mapping[str, str]]:
+    """The mode ids and id -> name, one table for every session whose agent offers the same modes: a
+    relay holds a session per conversation for ``idle_s``, and every session of an agent says the same."""
+    pairs = tuple((sys.intern(str(m.get("id"))), sys.intern(str(m.get("name") or m.get("id")))) for m in entries)
+    found = _shared_modes.get(pairs)
+    if found is None:
+        if len(_shared_modes) >= _SHARED_MAX:
+            _shared_modes.clear()
+        found = _shared_modes[pairs] = (tuple(mid for mid, _ in pairs), dict(pairs))
+    return found
+
+
+def _interned(value: Any) -> str | None:
+    """A non-empty string, one object however many sessions name it (a mode or model id)."""
+    return sys.intern(value) if isinstance(value, str) and value else None
 
 
 def _str(value: Any) -> str | None:
@@ -45,7 +68,8 @@ class SessionOffers:
         self.current_mode: str | None = None
         self.config_options: dict[str, dict[str, Any]] = {}  # by id, as the agent last reported them
         self.meta: dict[str, Any] = {}
-        self.mode_names: dict[str, str] = {}  # mode id -> the name the agent gives it
+        #: Mode id -> the name the agent gives it (shared between sessions: never written to).
+        self.mode_names: Mapping[str, str] = {}
         #: The agent's own slash commands (name, description), as it last listed them.
         self.commands: tuple[tuple[str, str], ...] = ()
         self.title = ""
@@ -75,14 +99,12 @@ class SessionOffers:
         if isinstance(models, dict):
             self.models = tuple(str(m.get("modelId")) for m in dicts(models.get("availableModels")))
             self.model_names = _names(dicts(models.get("availableModels")), "modelId")
-            self.current_model = _str(models.get("currentModelId")) or self.current_model
+            self.current_model = _interned(models.get("currentModelId")) or self.current_model
         self._read_config_options(result.get("configOptions"))
         modes = result.get("modes")
         if isinstance(modes, dict):
-            self.modes = tuple(str(m.get("id")) for m in dicts(modes.get("availableModes")))
-            self.mode_names = {str(m.get("id")): str(m.get("name") or m.get("id"))
-                               for m in dicts(modes.get("availableModes"))}
-            self.current_mode = _str(modes.get("currentModeId")) or self.current_mode
+            self.modes, self.mode_names = _modes_of(dicts(modes.get("availableModes")))
+            self.current_mode = _interned(modes.get("currentModeId")) or self.current_mode
 
     def _read_config_options(self, options: Any) -> None:
         for opt in dicts(list(options) if isinstance(options, tuple) else options):

@@ -70,7 +70,8 @@ class AcpSession(GateKeeping):
     def __init__(self, runtime: SessionRuntime, session_id: str, result: dict[str, Any], *,
                  loading: bool = False) -> None:
         super().__init__(runtime, session_id)
-        self._asked: set[str] = set()  # tool calls a permission request came for
+        #: Tool calls a permission request came for (made by the first: most sessions never have one).
+        self._asked: set[str] | None = None
         self.replayed = 0
         self.loading = loading
         self.unresponsive = False  # the agent ignored a session/cancel: this session may never be free
@@ -104,6 +105,10 @@ class AcpSession(GateKeeping):
                 self._watch(turn)  # it switched again while we were switching back
 
         turn.restoring = asyncio.create_task(restore(), name="acp-gate-restore")
+
+    def _note_asked(self, call_id: str) -> None:
+        self._asked = self._asked or set()
+        self._asked.add(call_id)
 
     @property
     def busy(self) -> bool:
@@ -160,7 +165,7 @@ class AcpSession(GateKeeping):
         elif isinstance(event, ToolCall) and (event.ran or event.status == TOOL_STATUS_DENIED):
             stats.tool_ran = True  # a denied call reached the tool gate: never retried past it
             if event.ran and turn.error is None and self.runtime.spec.tool_gate != "allow":
-                asked = event.tool_call_id in self._asked
+                asked = event.tool_call_id in (self._asked or ())
                 if ran_unasked(event, asked):
                     self._emit(turn, event)  # the tool line shows what ran; then the turn stops
                     self._fail(turn, self._ran_unasked(event))
@@ -182,7 +187,8 @@ class AcpSession(GateKeeping):
     def _still_unasked(self, turn: _Turn, call_id: str) -> None:
         """A call marked in_progress was never asked for: it runs without the person's say."""
         turn.unasked.pop(call_id, None)
-        if self._turn is turn and turn.error is None and not turn.cancel_requested and call_id not in self._asked:
+        asked = call_id in (self._asked or ())
+        if self._turn is turn and turn.error is None and not turn.cancel_requested and not asked:
             self._fail(turn, self._ran_unasked(turn.tools.get(call_id) or ToolCall(call_id)))
 
     def _ran_unasked(self, call: ToolCall) -> AcpToolGateUnroutable:
@@ -209,7 +215,7 @@ class AcpSession(GateKeeping):
         raw_call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         assert isinstance(raw_call, dict)
         call_id = str(raw_call.get("toolCallId", ""))
-        self._asked.add(call_id)
+        self._note_asked(call_id)
         if (waiting := turn.unasked.pop(call_id, None)) is not None:
             waiting.cancel()
         call = (turn.tools.get(call_id) or ToolCall(call_id)).merged(raw_call)
@@ -246,7 +252,8 @@ class AcpSession(GateKeeping):
         request = ElicitationRequest.of(params)
         if (call_id := asked_about(params, turn.tools)) and (waiting := turn.unasked.pop(call_id, None)):
             waiting.cancel()  # the form is that call's question (claude's AskUserQuestion): it was asked
-        self._asked.update({call_id} if call_id else ())
+        if call_id:
+            self._note_asked(call_id)
         if request.mode == "url" and request.elicitation_id:
             turn.links[request.elicitation_id] = request
         task = asyncio.create_task(ask_person(request, turn.elicitor, timeout_s=turn.approval_timeout_s),

@@ -89,7 +89,9 @@ async def launch(host: Host, settings: DashboardConfig, *, announce: bool = True
 
     app = create_app(surface, host, access_token=token, trust_forwarded_proto=settings.trust_forwarded_proto,
                      announce=print_link)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
+    # A browser that went away cancels its request: its event stream ends at once, not at the next
+    # keep-alive (``server.finish_when_gone`` lets every other request finish).
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0, handler_cancellation=True)
     await runner.setup()
     try:
         await web.TCPSite(runner, settings.host or None, settings.port).start()

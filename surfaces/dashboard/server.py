@@ -99,8 +99,26 @@ def _loopback_host(request: web.Request) -> bool:
 
 
 @web.middleware
+async def finish_when_gone(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The outermost middleware. The server cancels a request whose browser went away (so that the event
+    stream of a closed tab ends at once, with its subscription: a relay that served thousands of tabs
+    keeps none of theirs); every other request finishes what it began (a message handed to the
+    relay, a switch) although nobody reads its answer."""
+    if request.match_info.handler is events:
+        return await handler(request)
+    task = asyncio.ensure_future(handler(request))
+    task.add_done_callback(_retrieved)  # an error after the browser went away has nobody to go to
+    return await asyncio.shield(task)
+
+
+def _retrieved(task: asyncio.Future[web.StreamResponse]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+@web.middleware
 async def handle_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The outermost middleware: an unexpected exception becomes a JSON 500 with a plain sentence
+    """Inside ``finish_when_gone``: an unexpected exception becomes a JSON 500 with a plain sentence
     (logged once, with its traceback); nothing of the exception reaches the browser."""
     try:
         return await handler(request)
@@ -315,7 +333,7 @@ def create_app(surface: DashboardSurface, host: Host, *, access_token: str | Non
                clock: Callable[[], float] = time.monotonic) -> web.Application:
     """The dashboard application. Without ``access_token`` one is made (``app[AUTH]``, see ``auth``);
     ``announce`` prints the path of a login link the login page asked for where the relay runs."""
-    app = web.Application(middlewares=[handle_errors, check_request], client_max_size=4 * MAX_TEXT)
+    app = web.Application(middlewares=[finish_when_gone, handle_errors, check_request], client_max_size=4 * MAX_TEXT)
     app[SURFACE], app[HOST] = surface, host
     app[AUTH] = Auth(access_token, trust_forwarded_proto=trust_forwarded_proto, clock=clock, announce=announce)
     app[REFUSALS] = RefusalLog(log, "a dashboard request without a login", level=logging.INFO, clock=clock)
