@@ -234,6 +234,7 @@ class Streamer(Resuming):
         while True:
             await self._wake.wait()
             self._wake.clear()
+            began = self._clock()
             async with self._lock:
                 latest = self._latest() if callable(self._latest) else self._latest
                 try:
@@ -244,7 +245,9 @@ class Streamer(Resuming):
                 except DeliveryError as exc:
                     log.warning("streaming update to %s not delivered: %r", self.conversation_key, exc)
                     self._wake.set()
-            await self._sleep(self.interval_s)
+            # Flushes start one interval apart: the time a call took (or waited for its slot) is part of
+            # the interval, so the text shown is never more than one interval behind the answer.
+            await self._sleep(max(0.0, self.interval_s - (self._clock() - began)))
 
     async def _stop(self) -> None:
         task, self._task = self._task, None
