@@ -123,6 +123,11 @@ class Streamer(Resuming):
         return self._caller.count
 
     @property
+    def shown(self) -> bool:
+        """This run has put some of the reply on the platform (a message, or a native stream)."""
+        return any(t.stream is not None or any(not s.resumed for s in t.sent) for t in self._threads)
+
+    @property
     def message_ids(self) -> list[str]:
         """Ids of the messages the reply occupies so far, in order (those whose id is unknown left out)."""
         return [s.message_id for t in self._threads for s in t.sent if s.message_id]

@@ -169,7 +169,7 @@ async def test_the_typing_indicator_is_refreshed_while_a_turn_runs_and_cleared_o
     assert "True" not in [c[2] for c in surface.calls[final:] if c[0] == "typing"], "not refreshed after it"
 
     surface.calls.clear()
-    await r.ask("error -32603 Internal error: something broke")
+    await r.ask("sleep 0.2\nerror -32603 Internal error: something broke")
     assert typing()[0] == "True" and typing()[-1] == "False", "cleared when the turn fails"
 
     surface.calls.clear()
