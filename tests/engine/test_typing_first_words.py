@@ -39,13 +39,14 @@ async def turn(first_words_after_s: float, lasts_s: float, *, refresh_s: float |
     surface.clock = clock
 
     async def scenario() -> None:
-        async with Streamer(surface, KEY, interval_s=1.0, sleep=clock.sleep, clock=clock.monotonic) as streamer:
-            async with TypingIndicator(surface, KEY, sleep=clock.sleep, answered=lambda: streamer.shown) as typing:
-                await clock.sleep(first_words_after_s)
-                streamer.update("first words")
-                await clock.sleep(lasts_s - first_words_after_s)
-                await typing.pause()
-                await streamer.finish("first words, and the rest")
+        streamer = Streamer(surface, KEY, interval_s=1.0, sleep=clock.sleep, clock=clock.monotonic)
+        typing = TypingIndicator(surface, KEY, sleep=clock.sleep, answered=lambda: streamer.shown)
+        async with streamer, typing:
+            await clock.sleep(first_words_after_s)
+            streamer.update("first words")
+            await clock.sleep(lasts_s - first_words_after_s)
+            await typing.pause()
+            await streamer.finish("first words, and the rest")
 
     await clock.run(scenario())
     return surface
