@@ -250,9 +250,17 @@ class Streamer(Resuming):
                 except DeliveryError as exc:
                     log.warning("streaming update to %s not delivered: %r", self.conversation_key, exc)
                     self._wake.set()
-            # Flushes start one interval apart: the time a call took (or waited for its slot) is part of
-            # the interval, so the text shown is never more than one interval behind the answer.
-            await self._sleep(max(0.0, self.interval_s - (self._clock() - began)))
+            await self._sleep(self._pause_after(self._clock() - began))
+
+    def _pause_after(self, took: float) -> float:
+        """How long the flusher waits after a flush that took ``took`` (its calls, their slots).
+
+        Flushes start one interval apart: a quick call's time is part of the interval, so the text shown
+        is never more than one interval behind the answer. A call slower than half the interval says
+        the platform (or this relay, in a burst) is loaded: the next flush then waits as long as it took,
+        at most one interval, so a struggling chat is not edited back to back."""
+        interval = self.interval_s
+        return max(interval - took, min(took, interval))
 
     async def _stop(self) -> None:
         task, self._task = self._task, None
