@@ -222,6 +222,14 @@ class RelayConfig(_Model):
 
     @field_validator("projects")
     @classmethod
+    def _none_is_reserved(cls, value: dict[str, ProjectConfig]) -> dict[str, ProjectConfig]:
+        if "none" in value:
+            raise ValueError("a project cannot be called 'none': choosing 'none' leaves a project for the "
+                             "agent's own folder")
+        return value
+
+    @field_validator("projects")
+    @classmethod
     def _project_agents_are_known(cls, value: dict[str, ProjectConfig],
                                   info: ValidationInfo) -> dict[str, ProjectConfig]:
         agents = info.data.get("agents")

@@ -319,3 +319,9 @@ def test_more_credential_spellings_are_masked(tmp_path: Path) -> None:
     dumped = json.dumps(load_config_strict(write(tmp_path, data)).effective_dump())
     assert "s3cr3t" not in dumped
     assert '"BYPASS_CACHE": "1"' in dumped and '"m"' in dumped  # not everything is a secret
+
+
+def test_a_project_cannot_be_called_none(tmp_path: Path) -> None:
+    # "none" is how the chat leaves a project (/project none, the picker's way back).
+    [(path, msg)] = problems_of(tmp_path, {"projects": {"none": "~/src/x", "app": "~/src/app"}})
+    assert path == "projects" and "cannot be called 'none'" in msg

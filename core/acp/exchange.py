@@ -114,7 +114,8 @@ def tool_exchange(content: Any) -> tuple[tuple[FileDiff, ...], tuple[SharedFile,
 @dataclass(frozen=True, slots=True)
 class ElicitationRequest:
     """An agent's ``elicitation/create``: a form (``schema``, a restricted JSON Schema) or a link to
-    open (``url``). ``answered`` is set once our answer is written."""
+    open (``url``). ``answered`` is set once our answer is written; ``completed`` when the agent says
+    the link's interaction is done (the person need not press Done then)."""
 
     session_id: str
     mode: str
@@ -123,6 +124,8 @@ class ElicitationRequest:
     url: str = ""
     elicitation_id: str = ""
     answered: asyncio.Event = field(default_factory=asyncio.Event, compare=False, repr=False)
+    #: Set when the agent says a link's interaction finished out of band (``elicitation/complete``).
+    completed: asyncio.Event = field(default_factory=asyncio.Event, compare=False, repr=False)
 
     @classmethod
     def of(cls, params: dict[str, Any]) -> ElicitationRequest:

@@ -341,6 +341,11 @@ class AcpRuntime:
             log.debug("ignoring the agent's %s %s: a method this relay does not know", what, method)
 
     def _on_notification(self, method: str, params: Any) -> None:
+        if method == "elicitation/complete":  # it names the question, not the session
+            eid = params.get("elicitationId") if isinstance(params, dict) else None
+            if not (isinstance(eid, str) and any(s.elicitation_completed(eid) for s in self.sessions.values())):
+                log.debug("elicitation/complete for a question no one is being asked: ignored")
+            return
         if method != "session/update" and not method.startswith("_"):
             self._unknown_method(method, "notification")
             return

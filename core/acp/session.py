@@ -22,16 +22,13 @@ from core.acp.client import (
 from core.acp.connection import Reply
 from core.acp.elicit import CANCEL, Elicitor, ask_person, asked_about
 from core.acp.exchange import ElicitationRequest
+from core.acp.gate_keeping import GateKeeping
 from core.acp.gate_modes import (
     UNASKED_GRACE_S,
-    asking_mode,
-    asking_value,
     may_run_unasked,
     mode_bypasses,
-    option_bypasses,
     ran_unasked,
 )
-from core.acp.offers import SessionOffers
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.session_runtime import SessionRuntime
 from core.acp.tool_gate import Approver, decide
@@ -67,14 +64,12 @@ def prompt_blocks(prompt: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]
     return [dict(block) for block in prompt]
 
 
-class AcpSession(SessionOffers):
+class AcpSession(GateKeeping):
     """A session handle. One prompt in flight at a time; ``cancel()`` really ends the turn."""
 
     def __init__(self, runtime: SessionRuntime, session_id: str, result: dict[str, Any], *,
                  loading: bool = False) -> None:
-        self.runtime = runtime
-        self.session_id = session_id
-        super().__init__()
+        super().__init__(runtime, session_id)
         self._asked: set[str] = set()  # tool calls a permission request came for
         self.replayed = 0
         self.loading = loading
@@ -85,9 +80,6 @@ class AcpSession(SessionOffers):
         #: metadata or ACP's usage_update); None until it says. Computed here only.
         self.context_pct: float | None = None
         self._turn: _Turn | None = None
-        #: Switching back to asking after the agent switched between turns (Copilot's ``/allow-all on``
-        #: reports the option after its turn ended); the next turn waits for it.
-        self._restoring: asyncio.Task[None] | None = None
         self._read_result(result)
 
     def loaded(self, result: dict[str, Any]) -> None:
@@ -95,46 +87,6 @@ class AcpSession(SessionOffers):
         self.loading = False
         self.last_used = time.monotonic()
         self._read_result(result)
-
-    async def prepare(self, *, reason: str = "stuck") -> None:
-        """Leave a mode, and turn off an option, that would let tools run without asking, when the gate
-        must see them; AcpToolGateUnroutable when the agent offers no way back (or refuses it).
-
-        ``reason`` says how the agent got there, for the sentence: "switched" (by itself, mid-turn).
-        """
-        gate, backend = self.runtime.spec.tool_gate, self.runtime.backend
-        if gate == "allow":
-            return
-        if mode_bypasses(self.current_mode, backend):
-            target = asking_mode(self.modes, backend)
-            await self._restore("session/set_mode", {"modeId": target}, target, reason, mode=self.current_mode)
-            self.current_mode = target
-        for option in list(self.config_options.values()):
-            if self.modes and option.get("category") == "mode":
-                continue  # the mode itself, switched above: one switch back, not two
-            if option_bypasses(option, backend):
-                value = asking_value(option, backend)
-                params = {"configId": option.get("id"), "value": value}
-                result = await self._restore("session/set_config_option", params, value, reason,
-                                             option=str(option.get("id")))
-                self.config_options[str(option.get("id"))] = {**option, "currentValue": value}
-                self._read_config_options(result.get("configOptions") if isinstance(result, dict) else None)
-
-    async def _restore(self, method: str, params: dict[str, Any], target: Any, reason: str, **what: Any) -> Any:
-        """One request back to asking; the turn's refusal when there is no such value or the agent says no."""
-        data = {"agent": self.runtime.spec.name, "tool_gate": self.runtime.spec.tool_gate, "reason": reason, **what}
-        if target is None:
-            raise AcpToolGateUnroutable(f"no way back to asking from {what}", data=data)
-        try:
-            return await self.runtime.request(method, {"sessionId": self.session_id, **params})
-        except AcpError as exc:
-            raise AcpToolGateUnroutable(f"the agent refused {method} back to asking: {exc.message}",
-                                        data=data) from exc
-
-    def _bypassed(self) -> bool:
-        backend = self.runtime.backend
-        return mode_bypasses(self.current_mode, backend) or any(
-            option_bypasses(o, backend) for o in self.config_options.values())
 
     def _watch(self, turn: _Turn) -> None:
         """The agent switched its mode or options mid-turn: switch back at once, or refuse the turn."""
@@ -152,23 +104,6 @@ class AcpSession(SessionOffers):
                 self._watch(turn)  # it switched again while we were switching back
 
         turn.restoring = asyncio.create_task(restore(), name="acp-gate-restore")
-
-    def _watch_between(self) -> None:
-        """The agent switched to not asking with no turn in flight: switch back now, not at the next turn."""
-        if (self.runtime.spec.tool_gate == "allow" or self.loading or self._restoring is not None
-                or not self._bypassed()):  # a loading session's replay is switched back once it is loaded
-            return
-
-        async def restore() -> None:
-            try:
-                await self.prepare(reason="switched")
-            except AcpError as exc:  # the next turn's prepare() refuses it with the sentence
-                log.warning("agent %s switched to not asking and did not switch back: %s",
-                            self.runtime.spec.name, exc.message)
-            finally:
-                self._restoring = None
-
-        self._restoring = asyncio.create_task(restore(), name="acp-gate-restore-between")
 
     @property
     def busy(self) -> bool:
@@ -312,6 +247,8 @@ class AcpSession(SessionOffers):
         if (call_id := asked_about(params, turn.tools)) and (waiting := turn.unasked.pop(call_id, None)):
             waiting.cancel()  # the form is that call's question (claude's AskUserQuestion): it was asked
         self._asked.update({call_id} if call_id else ())
+        if request.mode == "url" and request.elicitation_id:
+            turn.links[request.elicitation_id] = request
         task = asyncio.create_task(ask_person(request, turn.elicitor, timeout_s=turn.approval_timeout_s),
                                    name="acp-elicitation")
         turn.permission_tasks.add(task)  # a stop or the agent's death cancels it with the approvals
@@ -322,6 +259,18 @@ class AcpSession(SessionOffers):
             if not task.cancelled():
                 raise
             return Reply(dict(CANCEL), request.answered)
+        finally:
+            turn.links.pop(request.elicitation_id, None)
+
+    def elicitation_completed(self, elicitation_id: str) -> bool:
+        """``elicitation/complete``: the link with that id was followed through; False when this session
+        is not asking it (answered already, or another session's)."""
+        turn = self._turn
+        request = turn.links.get(elicitation_id) if turn is not None else None
+        if request is None:
+            return False
+        request.completed.set()
+        return True
 
     async def steer(self, prompt: str | Sequence[dict[str, Any]]) -> str:
         """``_session/steering``: add ``prompt`` to the running turn; the outcome (``injected``...)."""

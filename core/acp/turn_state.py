@@ -9,6 +9,7 @@ from typing import Any
 
 from core.acp.elicit import Elicitor
 from core.acp.error_text import ThreadFailure
+from core.acp.exchange import ElicitationRequest
 from core.acp.tool_gate import Approver
 from core.acp.types import STOP_REASON_END_TURN, AcpEvent, AcpPromptStats, ToolCall
 
@@ -37,6 +38,7 @@ class TurnState:
     permission_tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     restoring: asyncio.Task[None] | None = None  # switching the agent back to asking, mid-turn
     thread: ThreadFailure = field(default_factory=ThreadFailure)  # codex-acp 2.x's failed turns
+    links: dict[str, ElicitationRequest] = field(default_factory=dict)  # URL-mode questions, by elicitationId
     denied: set[str] = field(default_factory=set)  # tool call ids the relay answered with a rejection
     #: Calls marked in_progress without a permission request yet: each must be asked for in time.
     unasked: dict[str, asyncio.TimerHandle] = field(default_factory=dict)

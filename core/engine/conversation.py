@@ -16,6 +16,7 @@ from core.engine.choices import ModelChoices
 from core.engine.journal import Journal
 from core.engine.messages import QueueItem
 from core.engine.picks import Picks
+from core.engine.receipts import Receipts
 from core.engine.reply import TurnScope
 from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
@@ -42,6 +43,8 @@ class ConversationDeps:
     approvals: Approvals
     choices: ModelChoices
     cancel_wait_s: float
+    #: The receipts of queued messages: settled as their messages leave the queue.
+    receipts: Receipts
     #: The open pickers (projects, agents, sessions, modes); a reset expires them.
     picks: Picks = field(default_factory=Picks)
 
@@ -113,11 +116,13 @@ class Conversation:
         self.queue.clear()
         for item in dropped:
             self.deps.journal.complete(item.message)
+            self.deps.receipts.settle(self.surface, self.key, item.message, "dropped")
         return len(dropped)
 
     async def _work(self) -> None:
         while self.queue and not self.disowned:
             item = self.queue.popleft()
+            self.deps.receipts.settle(self.surface, self.key, item.message, "answering")
             scope = self.running = TurnScope(self.key, self.surface, self.binding)
             turn = asyncio.create_task(self.deps.turns.run(scope, item), name=f"turn-{self.key}")
             self.turn_task = turn

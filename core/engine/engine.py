@@ -44,6 +44,7 @@ from core.engine.ownership import Ownership, default_relay_name
 from core.engine.picks import Picks
 from core.engine.pickups import Pickups
 from core.engine.presses import PRESS, PRESS_DONE, PressForwarding
+from core.engine.receipts import Receipts
 from core.engine.reply import Replies
 from core.engine.resend import ResendQuestions, parse_resend_reply
 from core.engine.router import IGNORED, Command, agent_command, parse_approval_reply, route
@@ -114,7 +115,8 @@ class Engine(Pickups):
         self.picks = Picks()
         self.control = Control(config, store, self.outbox, self.choices, self.picks,
                                owner_of=self.ownership.holder if self.ownership is not None else None)
-        self.steering = Steering(self.outbox, self.journal)
+        self.receipts = Receipts(self.outbox, self.tasks)
+        self.steering = Steering(self.outbox, self.journal, self.receipts)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
@@ -122,7 +124,7 @@ class Engine(Pickups):
         runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.journal, self.approvals,
                                      replies))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
-                                      self.choices, cancel_wait_s, self.picks)
+                                      self.choices, cancel_wait_s, self.receipts, self.picks)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.conversations_in_memory = conversations_in_memory
         self.state: State = "new"

@@ -59,6 +59,7 @@ class FormPrompts:
         form = OpenForm(conv.key, request, fields, can_buttons=streamer.capabilities.can_buttons)
         self.forms.open(form)
         outcome = "cancel"
+        followed = asyncio.create_task(self._followed(form), name=f"form-link-{conv.key}")
         try:
             form.message_id = await streamer.post((form.card(),), form.buttons())
             while not form.result.done():
@@ -67,7 +68,7 @@ class FormPrompts:
                 if not form.result.done():  # a field was answered, or a toggle changed: the card follows
                     form.message_id = await streamer.edit_message(form.message_id, (form.card(),), form.buttons())
             answer = form.result.result()
-            outcome = str(answer.get("action"))
+            outcome = "completed" if form.request.completed.is_set() else str(answer.get("action"))
             return answer
         except asyncio.CancelledError:  # no answer within approval_s, a stop, or the agent died
             session = conv.binding.session
@@ -75,9 +76,16 @@ class FormPrompts:
             outcome = "stopped" if ended else "timed_out"
             raise
         finally:
+            followed.cancel()
             self.forms.close(form)
             if form.message_id and not self._closing():
                 self.tasks.spawn(self._settle(conv, form, outcome), name=f"form-settle-{conv.key}")
+
+    @staticmethod
+    async def _followed(form: OpenForm) -> None:
+        """The agent said the link was followed through: the card settles as if Done was pressed."""
+        await form.request.completed.wait()
+        form.finish({"action": "accept"})
 
     async def _settle(self, conv: TurnScope, form: OpenForm, outcome: str) -> None:
         """The answer reaches the agent first; then the card shows it, without buttons."""

@@ -174,6 +174,10 @@ class OpenForm:
         self._mint()
         self.changed.set()
 
+    def finish(self, answer: dict[str, Any]) -> None:
+        """Settle the form with ``answer`` from outside a press (the agent said it is done)."""
+        self._finish(answer)
+
     def _finish(self, answer: dict[str, Any]) -> None:
         if not self.result.done():
             self.result.set_result(answer)

@@ -12,8 +12,6 @@ receipt then says so (the transcript shows it was steered).
 from __future__ import annotations
 
 import logging
-import secrets
-from dataclasses import dataclass, field
 
 from core.acp.client import AcpError
 from core.acp.session_handle import AcpRuntimeError
@@ -22,30 +20,21 @@ from core.engine.conversation import Conversation
 from core.engine.delivery import Outbox
 from core.engine.journal import Journal
 from core.engine.messages import Button, InboundMessage, PressResult, QueueItem
+from core.engine.receipts import Receipt, Receipts
 from core.engine.turn import prompt_content
 
-__all__ = ["Receipt", "Steering"]
+__all__ = ["Steering"]
 
 log = logging.getLogger("acp_relay.engine.steering")
-
-
-@dataclass(eq=False, slots=True)
-class Receipt:
-    """The receipt of one queued message: its buttons' tokens and the message that shows it."""
-
-    key: str
-    message: InboundMessage
-    tokens: dict[str, str] = field(default_factory=dict)  # token -> steer, send_now, remove
-    message_id: str = ""
 
 
 class Steering:
     """Receipts by token; steering a conversation's running turn."""
 
-    def __init__(self, outbox: Outbox, journal: Journal) -> None:
+    def __init__(self, outbox: Outbox, journal: Journal, receipts: Receipts) -> None:
         self.outbox = outbox
         self.journal = journal
-        self._by_token: dict[str, Receipt] = {}
+        self.receipts = receipts
 
     @staticmethod
     def can_steer(conv: Conversation) -> bool:
@@ -58,32 +47,21 @@ class Steering:
         """The receipt's buttons for a message that waits in ``conv``'s queue (none without buttons)."""
         if not conv.surface.capabilities_for(conv.key).can_buttons:
             return None, ()
-        receipt = Receipt(conv.key, item.message)
         first = ("steer", say.ADD_TO_TURN_LABEL) if self.can_steer(conv) else ("send_now", say.SEND_NOW_LABEL)
-        buttons = []
-        for action, label in (first, ("remove", say.REMOVE_LABEL)):
-            token = secrets.token_urlsafe(12)
-            receipt.tokens[token] = action
-            self._by_token[token] = receipt
-            buttons.append(Button(label, token, "danger" if action == "remove" else "primary"))
-        return receipt, tuple(buttons)
-
-    def _close(self, receipt: Receipt) -> None:
-        for token in receipt.tokens:
-            self._by_token.pop(token, None)
+        return self.receipts.open(conv.key, item.message, (first, ("remove", say.REMOVE_LABEL)))
 
     async def press(self, conv: Conversation | None, token: str) -> PressResult | None:
         """A press on a receipt's button; None for a token no receipt knows. A message no longer in
         the queue (its turn began, or it was dropped) answers "expired" and changes nothing."""
-        receipt = self._by_token.get(token)
+        receipt = self.receipts.by_token(token)
         if receipt is None or conv is None or receipt.key != conv.key:
             return None
         item = next((i for i in conv.queue if i.message.message_id == receipt.message.message_id), None)
         if item is None:
-            self._close(receipt)
+            self.receipts.close(receipt)
             return None
         action = receipt.tokens[token]
-        self._close(receipt)
+        self.receipts.close(receipt)
         if action == "remove":
             conv.queue.remove(item)
             self.journal.complete(item.message)

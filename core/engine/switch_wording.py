@@ -10,7 +10,9 @@ __all__ = [
     "MORE_LABEL",
     "NO_LIST",
     "NO_MODES",
+    "NO_PROJECT",
     "NO_PROJECTS",
+    "NO_PROJECT_IN_USE",
     "NUMBERED_HINT",
     "PICK_EXPIRED",
     "age_text",
@@ -26,6 +28,7 @@ __all__ = [
     "modes_text",
     "no_sessions_text",
     "project_folder_missing_text",
+    "project_left_text",
     "project_switched_text",
     "projects_text",
     "sessions_text",
@@ -36,6 +39,9 @@ __all__ = [
 BUSY_SWITCH = ("An answer is running, so nothing was switched. Choose again once it is done, "
                "or stop it first.")
 NO_PROJECTS = "No projects are configured, so this conversation works in its agent's folder."
+#: The project picker's way back to the agent's own folder (chosen as ``/project none`` too).
+NO_PROJECT = "None: the agent's own folder"
+NO_PROJECT_IN_USE = "This conversation uses no project, so nothing was changed."
 NO_LIST = "This agent cannot list its sessions, so there are none to choose from here."
 NO_MODES = "This agent offers no modes to choose from."
 NUMBERED_HINT = "Reply with a number to choose."
@@ -53,6 +59,11 @@ def projects_text(current: str, folder: str) -> str:
 def project_switched_text(name: str, folder: str) -> str:
     """A project was chosen."""
     return f"Switched to the project {name} (`{folder}`). {_NEXT}"
+
+
+def project_left_text(name: str, folder: str) -> str:
+    """The conversation left its project for the agent's own folder."""
+    return f"Left the project {name}: the agent works in its own folder (`{folder}`). {_NEXT}"
 
 
 def project_folder_missing_text(name: str, folder: str) -> str:

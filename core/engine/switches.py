@@ -31,12 +31,14 @@ from core.engine.streamer import Content
 from core.failures import is_session_lost
 from core.store import ConversationRecord
 
-__all__ = ["SWITCH_ACTIONS", "Answer", "Switches", "with_choice"]
+__all__ = ["LEAVE_PROJECT", "SWITCH_ACTIONS", "Answer", "Switches", "with_choice"]
 
 log = logging.getLogger("acp_relay.engine.switches")
 
 #: The actions this module carries out.
 SWITCH_ACTIONS = frozenset({"sessions", "project", "agent", "mode"})
+#: ``/project none``: leave the project (a configured project cannot take this name).
+LEAVE_PROJECT = "none"
 
 #: Answers a command's message (None: the dashboard's panel) with content and buttons; the message id.
 Answer = Callable[[Conversation, InboundMessage | None, Content, tuple[Button, ...]], Awaitable[str | None]]
@@ -132,8 +134,10 @@ class Switches:
             if not self.config.projects:
                 return ChoiceList(say.NO_PROJECTS)
             names = list(self.config.projects)
+            back = ((say.NO_PROJECT, LEAVE_PROJECT),) if rec.project else ()
             return ChoiceList(say.projects_text(rec.project, str(resolve_cwd(conv.binding.spec(rec).cwd))),
-                              tuple((n, n) for n in names), names.index(rec.project) if rec.project in names else -1)
+                              tuple((n, n) for n in names) + back,
+                              names.index(rec.project) if rec.project in names else -1)
         if kind == "agent":
             known = list(self.config.agents or BUILTIN_AGENTS)
             name = choose_agent(self.config, rec.agent if rec.agent in known else None)[0]
@@ -186,6 +190,8 @@ class Switches:
     # -- switching -------------------------------------------------------------------------
 
     async def _project(self, conv: Conversation, name: str) -> str:
+        if name == LEAVE_PROJECT:
+            return await self._leave_project(conv)
         project = self.config.projects.get(name)
         if project is None:
             return say.unknown_name_text("project", name, list(self.config.projects))
@@ -200,6 +206,15 @@ class Switches:
         await self._switch(conv, replace(rec, project=name, cwd=project.folder, agent=agent,
                                          model=None if changed else rec.model, mode=None if changed else rec.mode))
         return say.project_switched_text(name, str(folder))
+
+    async def _leave_project(self, conv: Conversation) -> str:
+        """Back to the agent's own folder; the agent the project chose stays."""
+        rec = conv.binding.record()
+        if not rec.project:
+            return say.NO_PROJECT_IN_USE
+        left = replace(rec, project="", cwd="")
+        await self._switch(conv, left)
+        return say.project_left_text(rec.project, str(resolve_cwd(conv.binding.spec(left).cwd)))
 
     async def _agent(self, conv: Conversation, name: str) -> str:
         known = self.config.agents or BUILTIN_AGENTS

@@ -69,6 +69,7 @@ def form_outcome(outcome: str) -> str:
     """The last line of a settled form (or link) card."""
     return {
         "accept": "✅ Answered.",
+        "completed": "✅ Done: the agent says the link was followed through.",
         "decline": "🚫 Declined.",
         "cancel": "✖️ Cancelled.",
         "timed_out": "⌛ No answer in time, so the agent was told no.",
@@ -90,7 +91,9 @@ def receipt_outcome(outcome: str) -> str:
     """A queued message's receipt once the person chose what to do with it."""
     return {"steered": "↪️ Added to the running turn.",
             "removed": "🗑 Removed from the queue: it will not be answered.",
-            "send_now": "⏭ Sent next: the running turn was stopped."}.get(outcome, "")
+            "send_now": "⏭ Sent next: the running turn was stopped.",
+            "answering": "▶️ Answering it now.",
+            "dropped": "🗑 Dropped: the turn was stopped, so it will not be answered."}.get(outcome, "")
 
 
 def steered_text(words: str) -> str:

@@ -194,6 +194,20 @@ async def test_a_link_to_open_is_shown_never_opened_and_done_accepts(relay: Rela
     assert answer_of(r, msg) == {"action": "accept"}
 
 
+async def test_a_link_the_agent_says_was_followed_through_settles_without_done(relay: RelayFactory) -> None:
+    # elicitation/complete: the person signed in elsewhere; the card must not wait for a Done press.
+    r = await relay()
+    msg = await r.send("text before\nelicit_url_completes https://example.com/sign-in Sign in\ntext after")
+    shown = await card(r, "example.com")
+    stale = button(shown, "Done")
+    await r.idle()
+    assert answer_of(r, msg) == {"action": "accept"}
+    assert "after" in r.answer(msg)
+    await until(lambda: "followed through" in cards(r)[-1].text, what="the card says the link was followed")
+    assert not cards(r)[-1].buttons
+    assert (await r.press(stale)).outcome == "expired"
+
+
 async def test_a_stop_while_a_form_waits_cancels_it(relay: RelayFactory) -> None:
     r = await relay()
     msg = await r.send(elicit_script(EVERY_KIND))

@@ -89,6 +89,20 @@ async def test_without_steering_send_now_stops_the_turn_and_answers_this_next(re
     assert r.prompts()[-1] == "not taken", "without a running turn the words are a prompt"
 
 
+async def test_a_queued_message_whose_turn_begins_loses_its_buttons(relay: RelayFactory) -> None:
+    r = await relay()
+    await r.send("text working\nsleep 0.5\ntext done")
+    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    second = await r.send("text second")
+    queued = await receipt(r)
+    assert queued.buttons
+    await r.idle()
+    assert "second" in r.answer(second)
+    await until(lambda: queued.text == tw.receipt_outcome("answering"), what="the receipt says it is answered")
+    assert not queued.buttons
+    assert not r.engine.receipts
+
+
 async def test_steer_on_an_agent_without_steering_waits_in_line(relay: RelayFactory) -> None:
     r = await relay()
     await r.send("text working\nsleep 0.5\ntext done")
@@ -105,10 +119,17 @@ async def test_stop_also_drops_the_queue_and_says_how_many(relay: RelayFactory) 
     await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
     await r.send("text two")
     await r.send("text three")
+    receipts = [await receipt(r, 1), await receipt(r, 2)]
+    stale = button(receipts[0], tw.SEND_NOW_LABEL)
     stop = await r.send("/stop")
     await r.idle()
     assert "Stopped." in r.answer(first)
     assert r.reply_to(stop).text == tw.queue_dropped_text(2)
     assert len(r.prompts()) == 1, "the dropped messages are never answered"
+    await until(lambda: all(m.text == tw.receipt_outcome("dropped") for m in receipts),
+                what="each receipt says its message was dropped")
+    assert not any(m.buttons for m in receipts), "no button is left that could only answer 'expired'"
+    assert (await r.press(stale)).outcome == "expired"
+    assert not r.engine.receipts, "nothing is kept for settled receipts"
     idle = await r.send("/stop")
     assert r.reply_to(idle).text == wording.NOTHING_TO_STOP

@@ -93,6 +93,24 @@ async def test_project_by_name_and_the_bad_names(relay: RelayFactory, tmp_path: 
     assert "already uses the project app" in await _command(r, "/project app")
 
 
+async def test_leaving_a_project_goes_back_to_the_agents_own_folder(relay: RelayFactory, tmp_path: Path) -> None:
+    r = await relay(projects=_projects(tmp_path))
+    assert await _command(r, "/project none") == "This conversation uses no project, so nothing was changed."
+    await _command(r, "/project web")
+    await r.ask("text in web")
+    await r.send("/project")
+    block, labels = _choices(r, "Project")
+    assert labels == ("app", "web", "None: the agent's own folder") and block.current == 1
+    result = await r.press(_token(r, "None: the agent's own folder"))
+    assert result.text.startswith(f"Left the project web: the agent works in its own folder (`{r.workdir}`)")
+    await r.ask("text home again")
+    assert _new_cwds(r)[-1] == str(r.workdir)
+    stored = r.store.get_conversation(KEY)
+    assert stored is not None and stored.project == ""
+    await r.send("/project")
+    assert _choices(r, "Project")[1] == ("app", "web"), "no way back is offered where there is nowhere to go"
+
+
 async def test_no_projects_configured_is_one_sentence(relay: RelayFactory) -> None:
     r = await relay()
     assert await _command(r, "/project") == ("No projects are configured, so this conversation works in its "

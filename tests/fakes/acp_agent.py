@@ -193,6 +193,9 @@ elicit <json>           elicitation/create {sessionId, mode: "form", message: js
                         "elicit:<compact json of the result>" and a newline (or "elicit:error:<code>").
 elicit_url <url> <message words>
                         elicitation/create in URL mode (elicitationId "e1"); streams "elicit:<json>".
+elicit_url_completes <url> <message words>
+                        the same, and 0.3 s later (the person signed in elsewhere) the notification
+                        elicitation/complete {elicitationId: "e1"}, while the request still waits.
 wait_steer              wait (cancellable) until a _session/steering message arrives for this turn,
                         then stream "steered:<its text>" (needs --steering).
 link <path> [name]      agent_message_chunk with a resource_link to file://<path> (a relative path is
@@ -288,6 +291,7 @@ VERBS = {
     "report_images",
     "elicit",
     "elicit_url",
+    "elicit_url_completes",
     "wait_steer",
     "link",
     "embed",
@@ -1106,7 +1110,7 @@ class Agent:
             return {"result": {"stopReason": rest.strip()}}
         elif verb == "report_images":
             self.chunk(turn, f"images:{images}")
-        elif verb in ("elicit", "elicit_url"):
+        elif verb in ("elicit", "elicit_url", "elicit_url_completes"):
             if verb == "elicit":
                 spec = json.loads(rest)
                 params = {"sessionId": sid, "mode": "form", "message": spec.get("message", ""),
@@ -1116,6 +1120,8 @@ class Agent:
             else:
                 url, _, words = rest.partition(" ")
                 params = {"sessionId": sid, "mode": "url", "elicitationId": "e1", "url": url, "message": words}
+            if verb == "elicit_url_completes":
+                threading.Timer(0.3, self.notify, ("elicitation/complete", {"elicitationId": "e1"})).start()
             msg = self.call_client("elicitation/create", params, turn)
             if "error" in msg:
                 err = msg["error"]
