@@ -29,7 +29,7 @@ Printed, not asserted; the targets of issue 24 are printed beside the ratios.
 
     python -m bench.bench_burst [--surface telegram,discord,slack,dashboard] [--sizes 100,1000]
                                 [--known 500,10000] [--new 500] [--repeat 1] [--idle-s S] [--profile DIR]
-                                [--heap DIR]
+                                [--profiler py-spy|cprofile] [--heap DIR]
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ async def run(args: argparse.Namespace) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="bench-burst-") as tmp:
         work = Path(args.keep).resolve() if args.keep else Path(tmp)
-        profiler = Profiler(Path(args.profile).resolve() if args.profile else None)
+        profiler = Profiler(Path(args.profile).resolve() if args.profile else None, args.profiler)
         opts = Options(work, chunks=args.chunks, seconds=args.seconds, deadline_s=args.deadline_s,
                        batch=args.batch, idle_s=args.idle_s, profiler=profiler,
                        heap=Path(args.heap).resolve() if args.heap else None)
@@ -190,7 +190,7 @@ async def run(args: argparse.Namespace) -> int:
                 say(f"{surface}: could not finish: {exc}")
             say(f"  [{surface}: {time.monotonic() - started:.0f} s in all]")
     if args.profile:
-        say(f"profiles (py-spy raw stacks): {args.profile}; top entries: python -m bench.burst.profile FILE")
+        say(f"profiles ({args.profiler}): {args.profile}; top entries: python -m bench.burst.profile FILE")
     return 1 if failed else 0
 
 
@@ -213,7 +213,11 @@ def main() -> None:
                              "default: the relay's own, 1,800 s, which no part of this run reaches)")
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="per group written at once (default 120 s + 0.25 s per conversation)")
-    parser.add_argument("--profile", default="", help="record the relay with py-spy into this directory")
+    parser.add_argument("--profile", default="", help="record the relay into this directory (see --profiler)")
+    parser.add_argument("--profiler", choices=("py-spy", "cprofile"), default="py-spy",
+                        help="py-spy samples (raw stacks; a loaded machine skews them); cprofile records the "
+                             "relay's CPU time by function (exact, but it slows the relay: its timings are not "
+                             "figures)")
     parser.add_argument("--heap", default="",
                         help="run the known part's relay under tracemalloc, snapshots in this directory")
     parser.add_argument("--keep", default="", help="keep stores, configs and logs in this directory")

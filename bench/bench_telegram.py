@@ -74,11 +74,11 @@ async def until(pred: Any, limit_s: float = 60.0) -> None:
         await asyncio.sleep(0.005)
 
 
-async def relay_turn(api: FakeBotApi, watch: Watch, chat: int, text: str) -> tuple[float, int]:
+async def relay_turn(api: FakeBotApi, watch: Watch, chat: int, text: str, limit_s: float = 60.0) -> tuple[float, int]:
     since = len(api.events)
     said = api.say(chat, text, user=USER)
     await until(lambda: any("⏱" in m["text"] for m in api.bot_messages(chat)
-                            if m["message_id"] > said["message_id"]))
+                            if m["message_id"] > said["message_id"]), limit_s)
     return watch.turn(chat, said["message_id"], since)
 
 
@@ -140,7 +140,7 @@ async def run(chunks: int, seconds: float, rounds: int) -> None:
                 # A person reads the answer before writing again. Back to back, a reply waits for its
                 # chat's flood-control pace (which the naive sender ignores, at the risk of a 429).
                 await asyncio.sleep(READING_S)
-                return await relay_turn(api, watch, chat, text)
+                return await relay_turn(api, watch, chat, text, 60.0 + 2 * seconds)
 
             private = [await after_a_pause(USER, body) for _ in range(rounds)]
             group = [await after_a_pause(GROUP, f"@relay_bot {body}") for _ in range(rounds)]

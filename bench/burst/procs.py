@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from bench.burst.cprofiled import OUTPUT
 from tests.conftest import FAKE_AGENT_PATH
 
 __all__ = ["Bot", "Cpu", "Profiler", "naive_bot", "relay"]
@@ -145,10 +146,10 @@ def agent_args() -> list[str]:
 
 
 async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str, str],
-                idle_s: float | None = None, heap: Path | None = None) -> Bot:
+                idle_s: float | None = None, profiler: Profiler | None = None, heap: Path | None = None) -> Bot:
     """``acp-relay run`` with the scripted agent and one surface; production defaults otherwise (but
-    ``timeouts.idle_s`` when given). With ``heap``, under tracemalloc (``bench.burst.heap``), its
-    snapshots written there."""
+    ``timeouts.idle_s`` when given). A cProfile ``profiler`` runs it under ``bench.burst.cprofiled``;
+    with ``heap``, under tracemalloc (``bench.burst.heap``), its snapshots written there."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "work").mkdir(exist_ok=True)
     command, *args = agent_args()
@@ -161,6 +162,10 @@ async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str
     path.write_text(json.dumps(config), encoding="utf-8")
     log = tmp / "relay.out"
     command = [str(CLI)] if heap is None else [sys.executable, "-m", "bench.burst.heap", str(heap)]
+    if heap is None and profiler is not None and profiler.kind == "cprofile" and profiler.out_dir is not None:
+        command = [sys.executable, "-m", "bench.burst.cprofiled"]
+        env = {**env, "BENCH_CPROFILE_DIR": str(profiler.out_dir)}
+        profiler.out_dir.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
         proc = await asyncio.create_subprocess_exec(*command, "run", "--config", str(path), cwd=tmp,
                                                     env=_environ(tmp, env), stdout=out, stderr=out)
@@ -180,20 +185,29 @@ async def naive_bot(tmp: Path, surface: str, args: list[str], env: dict[str, str
 
 
 class Profiler:
-    """py-spy sampling the relay while a phase runs (its raw stacks, by function: ``profile.summary`` reads
-    them). py-spy pauses the process for each sample, 100 a second: a little CPU, a little latency."""
+    """A profile of the relay while a phase runs. ``py-spy`` samples it (its raw stacks, by function:
+    ``profile`` reads them); py-spy pauses the process for each sample, 100 a second: a little CPU, a
+    little latency, and on a loaded machine a process waiting for a core counts as busy where it stands.
+    ``cprofile`` records the relay's CPU time by function (``bench.burst.cprofiled``, switched on for
+    the phase only): exact, but it slows every call several times, so the phase's timings are not
+    figures to keep."""
 
-    def __init__(self, out_dir: Path | None) -> None:
+    def __init__(self, out_dir: Path | None, kind: str = "py-spy") -> None:
         self.out_dir = out_dir
+        self.kind = kind
         self.exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
 
     @contextlib.asynccontextmanager
     async def sampling(self, pid: int, name: str) -> AsyncIterator[Path | None]:
-        """Record ``pid`` while the block runs; yields the stacks file (None without an output directory)."""
+        """Record ``pid`` while the block runs; yields the profile's file (None without an output directory)."""
         if self.out_dir is None:
             yield None
             return
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.kind == "cprofile":
+            async with self._cprofile(pid, name) as out:
+                yield out
+            return
         out = self.out_dir / f"{name}.txt"
         proc = await asyncio.create_subprocess_exec(
             self.exe, "record", "--pid", str(pid), "--format", "raw", "--function", "-o", str(out),
@@ -209,3 +223,20 @@ class Profiler:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+
+    @contextlib.asynccontextmanager
+    async def _cprofile(self, pid: int, name: str) -> AsyncIterator[Path]:
+        assert self.out_dir is not None
+        written = self.out_dir / OUTPUT
+        written.unlink(missing_ok=True)
+        out = self.out_dir / f"{name}.prof"
+        os.kill(pid, signal.SIGUSR1)
+        try:
+            yield out
+        finally:
+            os.kill(pid, signal.SIGUSR2)
+            deadline = time.monotonic() + 30.0
+            while not written.exists() and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            if written.exists():
+                written.replace(out)

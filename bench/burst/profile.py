@@ -1,8 +1,9 @@
-"""The top of a py-spy profile (``--format raw --function``: one stack per line, then its sample count).
+"""The top of a profile: py-spy's (``--format raw --function``: one stack per line, then its sample
+count) or cProfile's (a ``.prof`` file of ``bench.burst.cprofiled``: CPU time by function).
 
-Prints where the samples end (self time, by package and by function), the functions that hold the
-most samples on their stack (inclusive, the event loop's own frames left out), and the share of each
-suspect issue 24 names, so a profile confirms or refutes each one by number.
+Prints where the samples (or the CPU time) end (self time, by package and by function), the functions
+that hold the most on their stack (inclusive, the event loop's own frames left out), and the share of
+each suspect issue 24 names, so a profile confirms or refutes each one by number.
 
     python -m bench.burst.profile FILE [FILE ...] [--top 12]
 """
@@ -10,19 +11,22 @@ suspect issue 24 names, so a profile confirms or refutes each one by number.
 from __future__ import annotations
 
 import argparse
+import pstats
 import re
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["SUSPECTS", "Profile", "main"]
+__all__ = ["SUSPECTS", "CpuProfile", "Profile", "main"]
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 #: Frames every stack of an asyncio program goes through: left out of the inclusive list.
 _LOOP = ("asyncio/", "<module>", "core/cli.py", "acp-relay")
 #: Threads blocked in a wait that py-spy still counts as active (a child watcher in ``waitpid``, discord.py's
 #: heartbeat thread in ``Event.wait``): left out of the shares, counted apart.
+#: An executor's worker thread whose innermost frame is its own loop waits for work (a work item
+#: running would be on the stack): idle too.
 _BLOCKED = ("asyncio/unix_events.py:ThreadedChildWatcher._do_waitpid", "threading.py:Condition.wait",
-            "threading.py:Event.wait", "selectors.py:EpollSelector.select")
+            "threading.py:Event.wait", "selectors.py:EpollSelector.select", "concurrent/futures/thread.py:_worker")
 #: Issue 24's suspects, as frames to look for (a substring of ``file:function``).
 SUSPECTS = {
     "httpcore's pool re-scans": "httpcore/_async/connection_pool.py:AsyncConnectionPool._assign_requests",
@@ -97,6 +101,59 @@ class Profile:
         return out
 
 
+def _short(file: str) -> str:
+    """A code file as py-spy names it: from the package on (``core/...``, ``aiohttp/...``, ``asyncio/...``)."""
+    for cut in ("/site-packages/", "/lib/python3.11/", "/lib/python3.12/", "/lib/python3.13/"):
+        if cut in file:
+            return file.split(cut, 1)[1]
+    for top in ("/core/", "/surfaces/", "/bench/", "/tests/"):
+        if top in file:
+            return top[1:] + file.rsplit(top, 1)[1]
+    return file
+
+
+class CpuProfile:
+    """One ``.prof`` file of ``bench.burst.cprofiled``: CPU seconds of the event loop's thread by function."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        # (file, line, function) -> (primitive calls, calls, self seconds, inclusive seconds, callers)
+        raw = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+        self.rows = [(f"{_short(file)}:{func}", calls, own, inclusive)
+                     for (file, _line, func), (_cc, calls, own, inclusive, _callers) in raw.items()]
+        self.total = sum(own for _, _, own, _ in self.rows)
+
+    def share(self, fragment: str) -> float:
+        """The largest inclusive share of a function ``fragment`` names (``file:Class.function``: cProfile
+        knows the function's own name only; ``file:`` any function of that file)."""
+        file, _, func = fragment.partition(":")
+        name = func.rsplit(".", 1)[-1]
+        hits = [inclusive for label, _, _, inclusive in self.rows
+                if label.startswith(file + ":") and label.partition(":")[2].startswith(name)]
+        return max(hits, default=0.0) / self.total if self.total else 0.0
+
+    def lines(self, top: int) -> list[str]:
+        if not self.total:
+            return [f"{self.path.name}: nothing recorded"]
+        pc = 100.0 / self.total
+        out = [f"{self.path.name}: {self.total:.2f} s of CPU in the event loop's thread (under cProfile, which "
+               "slows calls: compare shares)"]
+        packages: Counter[str] = Counter()
+        for label, _, own, _ in self.rows:
+            packages[label.split("/", 1)[0].split(":", 1)[0]] += own
+        out.append("  self, by package: " + ", ".join(f"{name} {t * pc:.0f}%" for name, t in packages.most_common(8)))
+        out.append("  self, by function (calls):")
+        out += [f"    {own * pc:5.1f}%  {label} ({calls})"
+                for label, calls, own, _ in sorted(self.rows, key=lambda r: -r[2])[:top]]
+        out.append("  inclusive, the event loop's frames left out (calls; a coroutine counts each step):")
+        inner = [r for r in self.rows if not r[0].startswith(_LOOP)]
+        out += [f"    {inclusive * pc:5.1f}%  {label} ({calls})"
+                for label, calls, _, inclusive in sorted(inner, key=lambda r: -r[3])[:top]]
+        out.append("  issue 24's suspects (inclusive): " + ", ".join(
+            f"{name} {self.share(fragment) * 100:.1f}%" for name, fragment in SUSPECTS.items()))
+        return out
+
+
 def main() -> None:
     """Print the top of each profile given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -104,7 +161,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
     for path in args.files:
-        print("\n".join(Profile(path).lines(args.top)))
+        print("\n".join((CpuProfile(path) if path.suffix == ".prof" else Profile(path)).lines(args.top)))
 
 
 if __name__ == "__main__":

@@ -60,7 +60,8 @@ class ChatReplies:
             if item.replay:  # a restart: the answer goes on in the messages the person already sees
                 await streamer.resume(self.journal.reply_messages(item.message))
             origin = item.message.origin
-            async with TypingIndicator(scope.surface, scope.key, origin=origin, sleep=self.sleep) as typing:
+            async with TypingIndicator(scope.surface, scope.key, origin=origin, sleep=self.sleep,
+                                       answered=lambda: streamer.shown) as typing:
                 yield ChatReply(self, scope, item, Document(max_bytes=self.max_answer_bytes), streamer, typing)
 
 

@@ -1,4 +1,11 @@
-"""The "agent is working" indicator: shown while a turn runs, refreshed before it expires, always cleared."""
+"""The "agent is working" indicator: shown while a turn runs, refreshed before it expires, always cleared.
+
+Where the platform's indicator lapses by itself and the bot's next message clears it (Telegram,
+Discord, Slack: ``typing_refresh_s`` set), the first one waits ``TYPING_AFTER_S``: an answer that
+shows by then would clear it at once, so that call (and the one clearing it) is not made, and a
+burst of people writing at once does not hold their first words behind a call nobody sees. An
+answer still silent by then gets it as before, refreshed while the turn runs.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,11 @@ from types import TracebackType
 
 from core.engine.surface import DeliveryError, Surface
 
-__all__ = ["TypingIndicator"]
+__all__ = ["TYPING_AFTER_S", "TypingIndicator"]
+
+#: A platform indicator that lapses by itself is first shown this long after the turn began, unless the
+#: answer shows by then (its first words clear the indicator anyway).
+TYPING_AFTER_S = 1.0
 
 log = logging.getLogger("acp_relay.engine.indicator")
 
@@ -25,14 +36,20 @@ class TypingIndicator:
     """
 
     def __init__(self, surface: Surface, conversation_key: str, *, origin: object | None = None,
-                 sleep: Sleep = asyncio.sleep) -> None:
+                 sleep: Sleep = asyncio.sleep, answered: Callable[[], bool] | None = None,
+                 after_s: float = TYPING_AFTER_S) -> None:
+        """``answered`` says whether the answer shows yet (None: the indicator never waits for it)."""
         self.surface = surface
         self.conversation_key = conversation_key
         self._origin = origin  # of the message being answered (the surface's own handle)
         self._caps = surface.capabilities_for(conversation_key, origin)
         self._sleep = sleep
+        self._answered = answered
+        refresh = self._caps.typing_refresh_s
+        # Never longer than half the refresh: a lapsing indicator is shown well within its first lapse.
+        self._after_s = min(after_s, refresh / 2) if answered is not None and refresh else 0.0
         self._task: asyncio.Task[None] | None = None
-        self._paused = False
+        self._shown = False  # an "on" was asked for: the way out clears it
 
     async def __aenter__(self) -> TypingIndicator:
         # Nothing here awaits: a turn cancelled right at its start still reaches __aexit__ (and "off").
@@ -42,30 +59,34 @@ class TypingIndicator:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        shown = self._task is not None or self._paused
-        self._paused = False
         try:
             await self.pause()
         finally:  # even when this turn is being cancelled right now (a stop)
-            if shown:
+            if self._shown:
+                self._shown = False
                 await self._set(False)
 
     async def pause(self) -> None:
         """Stop refreshing but leave the indicator shown (while the final answer is delivered)."""
         task, self._task = self._task, None
-        if task is None:
-            return
-        self._paused = True
-        if not task.done():  # shown and not refreshing: nothing to wait for
+        if task is not None and not task.done():  # shown and not refreshing: nothing to wait for
             task.cancel()
             await asyncio.wait([task])  # an "on" still in flight lands before what comes next
 
     async def _show(self) -> None:
-        await self._set(True)
         refresh = self._caps.typing_refresh_s
+        if self._after_s:
+            await self._sleep(self._after_s)
+            if self._answered is not None and self._answered() and refresh:
+                await self._sleep(max(0.0, refresh - self._after_s))  # shown by now: its next refresh
+        await self._on()
         while refresh:
             await self._sleep(refresh)
-            await self._set(True)
+            await self._on()
+
+    async def _on(self) -> None:
+        self._shown = True
+        await self._set(True)
 
     async def _set(self, active: bool) -> None:
         try:

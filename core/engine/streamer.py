@@ -123,6 +123,11 @@ class Streamer(Resuming):
         return self._caller.count
 
     @property
+    def shown(self) -> bool:
+        """This run has put some of the reply on the platform (a message, or a native stream)."""
+        return any(t.stream is not None or any(not s.resumed for s in t.sent) for t in self._threads)
+
+    @property
     def message_ids(self) -> list[str]:
         """Ids of the messages the reply occupies so far, in order (those whose id is unknown left out)."""
         return [s.message_id for t in self._threads for s in t.sent if s.message_id]
@@ -234,6 +239,7 @@ class Streamer(Resuming):
         while True:
             await self._wake.wait()
             self._wake.clear()
+            began = self._clock()
             async with self._lock:
                 latest = self._latest() if callable(self._latest) else self._latest
                 try:
@@ -244,7 +250,17 @@ class Streamer(Resuming):
                 except DeliveryError as exc:
                     log.warning("streaming update to %s not delivered: %r", self.conversation_key, exc)
                     self._wake.set()
-            await self._sleep(self.interval_s)
+            await self._sleep(self._pause_after(self._clock() - began))
+
+    def _pause_after(self, took: float) -> float:
+        """How long the flusher waits after a flush that took ``took`` (its calls, their slots).
+
+        Flushes start one interval apart: a quick call's time is part of the interval, so the text shown
+        is never more than one interval behind the answer. A call slower than half the interval says
+        the platform (or this relay, in a burst) is loaded: the next flush then waits as long as it took,
+        at most one interval, so a struggling chat is not edited back to back."""
+        interval = self.interval_s
+        return max(interval - took, min(took, interval))
 
     async def _stop(self) -> None:
         task, self._task = self._task, None

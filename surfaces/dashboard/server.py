@@ -199,11 +199,15 @@ async def events(request: web.Request) -> web.StreamResponse:
         try:
             await response.write(b"retry: 2000\n" + _sse(surface.snapshot(tab)))
             while True:
-                try:
-                    event = await asyncio.wait_for(subscriber.queue.get(), KEEPALIVE_S)
-                except TimeoutError:
-                    await response.write(b": keep-alive\n\n")  # also notices a browser that went away
-                    continue
+                try:  # an event already queued is taken at once; no timer, no task (an answer has many)
+                    event = subscriber.queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    try:
+                        async with asyncio.timeout(KEEPALIVE_S):
+                            event = await subscriber.queue.get()
+                    except TimeoutError:
+                        await response.write(b": keep-alive\n\n")  # also notices a browser that went away
+                        continue
                 if event is None:
                     break
                 await response.write(_sse(surface.snapshot(tab) if event["type"] == "resync" else event))

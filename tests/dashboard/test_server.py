@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from core.config import RelayConfig
 from core.engine import wording
 from core.engine.surface import StartupError
+from surfaces.dashboard import server
 from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
 from surfaces.dashboard.launching import Dashboard
 from surfaces.dashboard.server import (
@@ -31,6 +32,7 @@ from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 from surfaces.dashboard.wording import INTERNAL_FAILURE
 from tests.rendering import md
+from tests.waiting import until
 
 from .conftest import EventStream, StandInHost, lifecycle
 
@@ -377,3 +379,20 @@ async def test_the_event_stream_sends_a_snapshot_then_live_changes(served: Serve
     with pytest.raises(EOFError):
         await asyncio.wait_for(stream.next(), 5)
     response.close()
+
+
+async def test_queued_events_arrive_in_order_and_a_quiet_stream_gets_keep_alives(
+        served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "KEEPALIVE_S", 0.05)
+    response = await served.client.get(f"{API}/events", timeout=ClientTimeout(total=None, sock_read=None))
+    stream = EventStream(response)
+    await stream.next()
+    for i in range(5):  # queued at once: taken from the queue without waiting
+        served.surface._publish("tab1", {"type": "typing", "active": i % 2 == 0})
+    got = [await asyncio.wait_for(stream.next(), 5) for _ in range(5)]
+    assert [e["active"] for e in got] == [True, False, True, False, True]
+    assert await asyncio.wait_for(response.content.readline(), 5) == b": keep-alive\n"  # nothing for a while
+    served.surface._publish("tab1", {"type": "typing", "active": False})
+    assert (await asyncio.wait_for(stream.next(), 5))["active"] is False  # and the stream goes on after it
+    response.close()
+    await until(lambda: "tab1" not in served.surface._subscribers, "a browser that went away is noticed")

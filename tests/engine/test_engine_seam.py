@@ -169,12 +169,12 @@ async def test_the_typing_indicator_is_refreshed_while_a_turn_runs_and_cleared_o
     assert "True" not in [c[2] for c in surface.calls[final:] if c[0] == "typing"], "not refreshed after it"
 
     surface.calls.clear()
-    await r.ask("error -32603 Internal error: something broke")
+    await r.ask("sleep 0.5\nerror -32603 Internal error: something broke")  # silent long enough to show it
     assert typing()[0] == "True" and typing()[-1] == "False", "cleared when the turn fails"
 
     surface.calls.clear()
-    await r.send("text going\nhang")
-    await until(lambda: r.conv().busy, what="a turn runs")
+    await r.send("sleep 0.5\ntext going\nhang")
+    await until(lambda: surface.typing_active.get(KEY), what="the indicator shows while the agent is silent")
     await r.send("/stop")
     await r.idle()
     assert typing()[-1] == "False", f"cleared when the turn is stopped: {surface.calls}"

@@ -114,7 +114,7 @@ async def test_a_stream_cut_by_a_kill_is_stopped_with_a_line_and_the_answer_fini
 async def test_killed_while_the_status_is_cleared_after_the_answer_it_is_not_answered_again(
         tmp_path: Path) -> None:
     async with SlackFake() as fake:
-        text = "text the one answer"
+        text = "sleep 1.5\ntext the one answer"  # the agent thinks first: the status is set, then cleared
         stopped: list[bool] = []
 
         def clearing(method: str, params: dict[str, Any]) -> bool:

@@ -68,7 +68,8 @@ def _confirms(call: Call, text: str) -> bool:
 MOMENTS: dict[str, tuple[str, Callable[[Call, str], bool]]] = {
     # Telegram hands the update over; the relay is killed before it reads it.
     "getUpdates returned it": ("answered", _returned),
-    # The relay has it (journaled) and starts answering: typing, before any offset is surely stored.
+    # The relay has it (journaled) and the agent has said nothing for a moment: typing (an answer whose
+    # first words come at once needs none), perhaps before the offset past it is stored.
     "its first typing action": ("arrives", lambda call, text: call.method == "sendChatAction"),
     # The next poll confirms it (the offset past it is stored).
     "the poll that confirms it": ("arrives", _confirms),
@@ -84,7 +85,7 @@ async def test_kill_9_at_any_moment_loses_nothing_and_answers_once(api: FakeBotA
     config = write_config(tmp_path, api)
     first = await relay_processes(config, TELEGRAM_BOT_TOKEN=TOKEN)
     await until(lambda: api.calls("getUpdates"), "relay 1 polls", timeout=HANG_GUARD_S)
-    text = "text the answer\nsleep 0.5\ntext  survives"
+    text = "sleep 1.5\ntext the answer\nsleep 0.5\ntext  survives"  # the agent thinks first: typing is shown
     killed = asyncio.Event()
 
     when, matches = MOMENTS[moment]
