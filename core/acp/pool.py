@@ -44,6 +44,12 @@ class RuntimePool:
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
         self._closing: set[AcpRuntime] = set()  # taken out by the reaper, not yet stopped
+        # (agent, cwd as configured) -> the live runtime it resolved to: a new conversation in a folder
+        # whose agent runs is handed that agent without resolving the folder on disk again (its
+        # symlinks, one system call per path component: a few percent of the CPU of a burst's first
+        # answers). Its conversations already keep their session there; once it is gone, the next
+        # acquire resolves the folder anew.
+        self._spelled: dict[tuple[str, str], tuple[tuple[str, str], AcpRuntime]] = {}
         self.spawned = 0
 
     @staticmethod
@@ -57,7 +63,20 @@ class RuntimePool:
             raise AcpRuntimeDead("the relay is shutting down")
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever(), name="acp-pool-reaper")
+        spelled = (spec.name, cwd or spec.cwd)
+        known = self._spelled.get(spelled)
+        if known is not None:
+            key, runtime = known
+            if runtime.alive and self._runtimes.get(key) is runtime:  # still the pool's, and running
+                runtime.last_used = time.monotonic()
+                return runtime
+            del self._spelled[spelled]
         key = self.key(spec, cwd)
+        runtime = await self._acquire(key, spec, cwd)
+        self._spelled[spelled] = key, runtime
+        return runtime
+
+    async def _acquire(self, key: tuple[str, str], spec: AgentSpec, cwd: str | None) -> AcpRuntime:
         async with self._locks.setdefault(key, asyncio.Lock()):
             runtime = self._runtimes.get(key)
             if runtime is not None and runtime.alive:
@@ -118,6 +137,7 @@ class RuntimePool:
             if not runtime.busy and now - runtime.last_used >= self.idle_s:
                 log.info("closing idle agent %s (%s)", key[0], key[1])
                 del self._runtimes[key]
+                self._spelled = {k: v for k, v in self._spelled.items() if v[1] is not runtime}
                 self._closing.add(runtime)  # if the pool closes meanwhile, it finishes this stop
                 try:
                     await runtime.close()
@@ -149,6 +169,7 @@ class RuntimePool:
                 await self._reaper
             self._reaper = None
         runtimes, self._runtimes = [*self._runtimes.values(), *self._closing], {}
+        self._spelled.clear()
         await asyncio.gather(*(rt.close() for rt in runtimes), return_exceptions=True)
 
     async def __aenter__(self) -> RuntimePool:

@@ -63,6 +63,28 @@ async def test_another_cwd_gets_another_runtime(pool: RuntimePool, agent, tmp_pa
     assert len(pool.runtimes()) == 2
 
 
+async def test_a_folder_is_resolved_once_while_its_agent_runs(agent, tmp_path: Path) -> None:
+    """A folder spelled through a symlink: a new conversation there is handed the agent already running
+    for that spelling (as its earlier conversations keep their sessions there), without resolving the
+    folder on disk again; once that agent is gone, the folder is resolved anew."""
+    first, second, link = tmp_path / "first", tmp_path / "second", tmp_path / "link"
+    first.mkdir()
+    second.mkdir()
+    link.symlink_to(first)
+    async with RuntimePool(idle_s=60.0) as pool:
+        spec = agent()
+        rt = await pool.acquire(spec, cwd=str(link))
+        assert rt.cwd == str(first.resolve())
+        link.unlink()
+        link.symlink_to(second)  # retargeted while the agent for "link" runs
+        assert await pool.acquire(spec, cwd=str(link)) is rt
+        assert pool.spawned == 1
+        assert await pool.reap(now=time.monotonic() + 3600) == 1
+        again = await pool.acquire(spec, cwd=str(link))
+        assert again is not rt and again.cwd == str(second.resolve())
+        assert pool.spawned == 2
+
+
 async def test_runtime_is_bound_to_its_cwd(pool: RuntimePool, agent, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
