@@ -25,7 +25,7 @@ from core.engine import wording
 from core.engine.messages import PressResult
 from core.engine.ownership import LEASE_PREFIX
 from core.store import LeaseLost, Store
-from tests.engine.conftest import KEY, USER, Relay, make_surface
+from tests.engine.conftest import KEY, USER, ObservingSurface, Relay, make_surface
 from tests.postgres import PostgresServer
 from tests.waiting import until
 
@@ -47,16 +47,18 @@ class PgRelay(Relay):
 Pair = tuple[PgRelay, PgRelay]
 
 
+def pg_relay(tmp_path: Path, name: str, surface: ObservingSurface, url: str, state: Path) -> PgRelay:
+    """Relay ``name`` on the database at ``url`` (1 s leases), its files in a folder of its own."""
+    (tmp_path / name).mkdir()
+    return PgRelay(tmp_path / name, surface, state_dir=state, url=url,
+                   overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}})
+
+
 @pytest.fixture
 async def pair(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[Pair]:
     url = postgres.schema_url("own")
     surface = make_surface()
-    relays = []
-    for name in ("a", "b"):
-        folder = tmp_path / name
-        folder.mkdir()
-        relays.append(PgRelay(folder, surface, state_dir=tmp_path / "agent-state", url=url,
-                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    relays = [pg_relay(tmp_path, name, surface, url, tmp_path / "agent-state") for name in ("a", "b")]
     try:
         for r in relays:
             await r.start()
@@ -253,12 +255,8 @@ async def test_the_new_owner_loads_the_session_where_it_can_reach_it_and_else_sa
         tmp_path: Path, postgres: PostgresServer, shared_sessions: bool) -> None:
     url = postgres.schema_url("moved")
     surface = make_surface()
-    relays = []
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-        state = tmp_path / ("agent-state" if shared_sessions else f"agent-state-{name}")
-        relays.append(PgRelay(tmp_path / name, surface, state_dir=state, url=url,
-                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    relays = [pg_relay(tmp_path, name, surface, url,
+                       tmp_path / ("agent-state" if shared_sessions else f"agent-state-{name}")) for name in ("a", "b")]
     a, b = relays
     try:
         for r in relays:
@@ -359,11 +357,8 @@ async def test_an_owner_past_its_leases_deadline_makes_no_platform_call_and_the_
     surface_b.observers = []
     from_a: list[str] = []
     shared.observers.append(lambda method, key, text: from_a.append(f"{method} {text}"))
-    relays = []
-    for name, surface in (("a", shared), ("b", surface_b)):
-        (tmp_path / name).mkdir()
-        relays.append(PgRelay(tmp_path / name, surface, state_dir=tmp_path / "agent-state", url=url,
-                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    relays = [pg_relay(tmp_path, name, surface, url, tmp_path / "agent-state")
+              for name, surface in (("a", shared), ("b", surface_b))]
     a, b = relays
     try:
         for r in relays:
