@@ -2,7 +2,11 @@
 chat for ``retry_after`` and the call is made again (while streaming, the next flush carries the
 newer state instead: ``Deferred``); a chat that refused for good is not asked again; and a state
 that must be shown is tried again with backoff (``attempts``). A call the platform took but whose answer
-could not be read (``AnswerUnreadable``) may be taken as done: ``unreadable`` is then what it returns."""
+could not be read (``AnswerUnreadable``) may be taken as done: ``unreadable`` is then what it returns.
+
+Relays sharing a store: an owner's call is checked against its lease (``fence``, from
+``Ownership.guard``) right before it is made, after any wait for the chat's pace: past the lease's
+deadline the call is not made (``LeaseLost``)."""
 
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ log = logging.getLogger("acp_relay.engine.streamer")
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
+#: Raises (``LeaseLost``) when the call may no longer be made.
+Fence = Callable[[], None]
 
 _RAISE: Any = object()  # ``unreadable`` not given: AnswerUnreadable is raised
 #: Consecutive 429s tolerated for one call before the delivery counts as failed.
@@ -37,7 +43,7 @@ class Caller:
     """Makes the calls into one chat; ``count`` counts them (failed ones included)."""
 
     def __init__(self, pacer: Pacer, rate_key: str, rate_limit: RateLimit | None, *, sleep: Sleep,
-                 max_attempts: int, conversation_key: str) -> None:
+                 max_attempts: int, conversation_key: str, fence: Fence | None = None) -> None:
         self.pacer = pacer
         self.rate_key = rate_key
         self.rate_limit = rate_limit
@@ -46,6 +52,7 @@ class Caller:
         self._max_attempts = max(1, max_attempts)
         self._key = conversation_key
         self._refused: DeliveryRefused | None = None
+        self._fence = fence
 
     async def call(self, op: Callable[[], Awaitable[T]], final: bool, *, unreadable: T = _RAISE) -> T:
         """Make ``op`` in the chat's pace; ``final``: wait out 429s (else ``Deferred``). With ``unreadable``,
@@ -65,6 +72,8 @@ class Caller:
         waits = 0
         while True:
             await self.pacer.wait(self.rate_key, self.rate_limit)
+            if self._fence is not None:
+                self._fence()
             self.count += 1
             try:
                 return await op()

@@ -8,7 +8,9 @@ with its traceback, and left in the ledger for the next start instead of being r
 
 Relays sharing a store: the ledger's rows of a conversation are its owner's to write, fenced by its
 lease like every other write of the owner (``fenced``): a relay whose lease was taken over can
-neither keep an answer nor record one as delivered (``LeaseLost``); the new owner answers.
+neither keep an answer nor record one as delivered (``LeaseLost``); the new owner answers. Each
+platform call of the owner is checked against its lease's deadline first (``fence``): past it, no
+call is made, and nothing is kept.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from core.engine import wording
 from core.engine.blocks import block_from_json
+from core.engine.calls import Fence
 from core.engine.messages import Button, InboundMessage
 from core.engine.pacing import Pacer
 from core.engine.streamed import ReplyLog
@@ -62,6 +65,9 @@ class Outbox:
         #: The store for the ledger's writes about a conversation (relays sharing a store: fenced by
         #: the owner's lease, ``Ownership.fenced``).
         self.fenced: Callable[[str], Store] = lambda key: store
+        #: The check before each platform call about a conversation (relays sharing a store: against
+        #: the owner's lease, ``Ownership.guard``; None: no check).
+        self.fence: Callable[[str], Fence | None] = lambda key: None
 
     def streamer(self, surface: Surface, key: str, *, reply_to: str | None = None, origin: object | None = None,
                  log: ReplyLog | None = None) -> Streamer:
@@ -71,7 +77,7 @@ class Outbox:
         own = surface.capabilities_for(key, origin).edit_interval_s
         return Streamer(surface, key, interval_s=self.default_interval_s if own is None else own,
                         reply_to=reply_to, origin=origin, sleep=self.sleep, clock=self.clock, pacer=self.pacer,
-                        log=log)
+                        log=log, fence=self.fence(key))
 
     async def say(self, surface: Surface, key: str, content: Content, *,
                   buttons: tuple[Button, ...] = ()) -> str | None:
@@ -80,6 +86,9 @@ class Outbox:
             return await self.streamer(surface, key).post(content, buttons)
         except DeliveryError as exc:
             log.warning("could not deliver a notice in %s: %s", key, exc)
+            return None
+        except LeaseLost as exc:
+            _not_ours(key, exc)
             return None
 
     async def reply(self, surface: Surface, message: InboundMessage, content: Content, *, private: bool = False,
@@ -92,6 +101,9 @@ class Outbox:
         except DeliveryError as exc:
             log.warning("could not answer a message in %s: %s", key, exc)
             return None
+        except LeaseLost as exc:
+            _not_ours(key, exc)
+            return None
 
     async def edit(self, surface: Surface, key: str, message_id: str, content: Content,
                    buttons: tuple[Button, ...] = ()) -> None:
@@ -100,6 +112,8 @@ class Outbox:
             await self.streamer(surface, key).edit_message(message_id, content, buttons)
         except DeliveryError as exc:
             log.warning("could not update a message in %s: %s", key, exc)
+        except LeaseLost as exc:
+            _not_ours(key, exc)
 
     async def deliver(self, streamer: Streamer, reply: Reply) -> None:
         """Flush an answer's final state. What the platform refuses is kept and resent; the person is
@@ -112,6 +126,8 @@ class Outbox:
             log.warning("%s will not take messages in %s any more (%s): the answer was dropped",
                         surface.name, key, exc)
             return
+        except LeaseLost:
+            raise  # another relay answers it now: nothing is kept from here
         except Exception as exc:  # DeliveryError, or a surface bug: either way the answer is kept
             if isinstance(exc, DeliveryError):
                 log.warning("could not deliver the answer in %s: %s", key, exc)
@@ -204,3 +220,8 @@ class Outbox:
             self._keep_rest(surface, row.conversation_key, streamer, text, row)
         else:
             self.fenced(row.conversation_key).ack_outbound(row.id)
+
+
+def _not_ours(key: str, exc: LeaseLost) -> None:
+    """A notice not made: another relay owns ``key`` now (the conversation is stopped here)."""
+    log.info("said nothing more in %s: %s", key, exc)

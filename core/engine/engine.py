@@ -110,6 +110,7 @@ class Engine(Pickups):
         if self.ownership is not None:
             self.outbox.owns = self.ownership.answers
             self.outbox.fenced = self.ownership.fenced
+            self.outbox.fence = self.ownership.guard
         self.prompts = ApprovalPrompts(self.approvals, self.outbox, self.tasks, cancel_wait_s=cancel_wait_s,
                                        closing=lambda: self.state in ("closing", "closed"))
         self.forms = Forms()
@@ -384,10 +385,18 @@ class Engine(Pickups):
             log.warning("button press refused: %s user %s", press.surface, press.user_id)
             return PressResult("refused", wording.unauthorised_text(press.user_id))
         key, ownership = press.conversation_key, self.ownership
-        if ownership is not None and self.calls is not None and ownership.lease(key) is None \
-                and ownership.holder(key) is not None:
-            return await presses.forward(self.calls, press)  # another relay owns the conversation: its approvals
-        return await self._press_here(press)
+        if ownership is None or self.calls is None:
+            return await self._press_here(press)
+        # Relays sharing a store: a press acts where the conversation's owner is (its approvals, its
+        # questions); one nobody owns is taken here first, as its next message would be (its writes
+        # are then fenced by this relay's lease).
+        held = ownership.lease(key) is not None
+        if not held and not ownership.answers(key):
+            return await presses.forward(self.calls, press)  # another relay owns the conversation
+        result = await self._press_here(press)
+        if not held and key not in self.conversations:
+            ownership.release(key)  # taken for a press that started nothing: the next message's relay takes it
+        return result
 
     async def _press_here(self, press: ButtonPress) -> PressResult:
         """Resolve a press of a conversation this relay answers (its approvals, resends and choices)."""

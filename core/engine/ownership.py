@@ -12,7 +12,11 @@ runs). A lease taken over, or one that could not be renewed before its deadline 
 unreachable), is lost: the relay stops that conversation's turn and queue at once and sends nothing
 more in it (the new owner answers what is left, continuing in the messages an answer had begun).
 Every write of the owner about the conversation is fenced by its token (``Store.fenced``), so a
-relay that missed its deadline cannot complete, or record a reply to, a message twice.
+relay that missed its deadline cannot complete, or record a reply to, a message twice; a late write
+about a conversation this relay held and let go (lost, or released) is refused too. Every platform
+call of the owner is checked against its lease's deadline first (``guard``): a relay whose event loop
+stalled past it makes no call (another relay may own the conversation by then) and stops the
+conversation as if the lease were lost.
 
 The database lost mid-run: a relay journals nothing (the surfaces leave the platform's updates
 unconfirmed, so they come again), a running turn goes on until its lease's deadline, and what the
@@ -46,6 +50,9 @@ LEASE_PREFIX = "conversation:"
 CHANNEL = "inbound"
 #: A listener that lost its connection tries again after this long.
 _RELISTEN_S = 1.0
+#: The conversations let go that a late write is still refused for (the oldest are forgotten first:
+#: what could write late about one, its cancelled turn, is long gone by then).
+_GONE_KEPT = 10_000
 
 
 def default_relay_name() -> str:
@@ -68,6 +75,9 @@ class Ownership:
         self.relay = relay
         self.ttl_s = ttl_s
         self.leases: dict[str, Lease] = {}
+        #: The last lease of each conversation this relay held and let go (lost or released), until
+        #: it takes it again: a late write about it is refused (``fenced``).
+        self._gone: dict[str, Lease] = {}
         #: The owner's writes kept while the database does not answer (``core.engine.deferred``).
         self.deferred = DeferredWrites()
         self._notifier = Notifier(store)
@@ -101,6 +111,7 @@ class Ownership:
         if lease is None:
             return False
         self.leases[key] = lease
+        self._gone.pop(key, None)
         return True
 
     def answers(self, key: str) -> bool:
@@ -122,7 +133,7 @@ class Ownership:
 
     def release(self, key: str) -> None:
         """Let ``key`` go (evicted from memory, or the relay stops): the next message's relay takes it."""
-        lease = self.leases.pop(key, None)
+        lease = self._drop(key)
         if lease is not None:
             self._let_go(lease)
 
@@ -139,14 +150,58 @@ class Ownership:
 
     def lost(self, key: str, why: str) -> None:
         """``key`` is no longer this relay's: stop it now."""
-        if self.leases.pop(key, None) is not None:
+        if self._drop(key) is not None:
             log.warning("%s is no longer owned here (%s): another relay answers it", key, why)
             self._on_lost(key)
 
+    def _drop(self, key: str) -> Lease | None:
+        """Forget the lease on ``key`` (remembered as gone: late writes about it are refused)."""
+        lease = self.leases.pop(key, None)
+        if lease is not None:
+            self._gone.pop(key, None)
+            self._gone[key] = lease
+            while len(self._gone) > _GONE_KEPT:
+                del self._gone[next(iter(self._gone))]
+        return lease
+
     def fenced(self, key: str) -> Store:
-        """The store for writes about ``key``: fenced by its lease while held (plain otherwise)."""
+        """The store for writes about ``key``: fenced by its lease while held. ``LeaseLost`` for a
+        conversation this relay held and let go (a late write: it may be another relay's now); plain
+        for one never taken here (the writes before it is first taken)."""
         lease = self.leases.get(key)
-        return self.store if lease is None else self.store.fenced(lease)
+        if lease is not None:
+            return self.store.fenced(lease)
+        gone = self._gone.get(key)
+        if gone is not None:
+            raise LeaseLost(self.store.path, gone, None, None,
+                            why="this relay let it go, so a late write about it was refused")
+        return self.store
+
+    def guard(self, key: str) -> Callable[[], None] | None:
+        """What checks each platform call about ``key`` while this relay owns it; None when it does
+        not hold ``key`` now (the call is not an owner's: nothing to check).
+
+        The check raises ``LeaseLost`` instead of the call when the lease is past its deadline (the
+        relay's loop stalled and its heartbeat did not renew it in time: another relay may own the
+        conversation by now), and stops the conversation here as a lost lease does (right after the
+        caller has unwound); also when the lease it was made under is no longer held (the call comes
+        late, from a turn being stopped)."""
+        lease = self.leases.get(key)
+        if lease is None:
+            return None
+
+        def check() -> None:
+            held = self.leases.get(key)
+            if held is None or held.token != lease.token:
+                raise LeaseLost(self.store.path, lease, None, None,
+                                why="this relay let it go, so it makes no call about it")
+            if held.remaining_s() <= 0:
+                # Stopped once the caller has unwound (it may be the conversation's own turn).
+                asyncio.get_running_loop().call_soon(self.lost, key, "its deadline passed before it was renewed")
+                raise LeaseLost(self.store.path, held, None, None,
+                                why="its deadline passed before it was renewed, so it makes no call about it")
+
+        return check
 
     async def exclusive(self, name: str, work: Callable[[], Awaitable[None]]) -> None:
         """Run ``work`` while this relay alone holds the lease ``name`` (a platform's poller, a

@@ -47,7 +47,7 @@ from typing import TypeVar
 
 from core.engine import wording
 from core.engine.blocks import Part, Text
-from core.engine.calls import Caller
+from core.engine.calls import Caller, Fence
 from core.engine.messages import InboundMessage
 from core.engine.pacing import Pacer
 from core.engine.pieces import Pieces
@@ -63,6 +63,7 @@ from core.engine.surface import (
     NotModified,
     Surface,
 )
+from core.store import LeaseLost
 
 __all__ = ["Content", "Reply", "Streamer", "as_part", "as_parts"]
 
@@ -93,7 +94,7 @@ class Streamer(Resuming):
     def __init__(self, surface: Surface, conversation_key: str, *, interval_s: float | None = None,
                  reply_to: str | None = None, origin: object | None = None, sleep: Sleep = asyncio.sleep,
                  max_attempts: int = 5, pacer: Pacer | None = None, clock: Callable[[], float] = time.monotonic,
-                 log: ReplyLog | None = None) -> None:
+                 log: ReplyLog | None = None, fence: Fence | None = None) -> None:
         caps = surface.capabilities_for(conversation_key, origin)
         self.surface = surface
         self.conversation_key = conversation_key
@@ -104,7 +105,7 @@ class Streamer(Resuming):
         self._clock = clock
         self._caller = Caller(pacer if pacer is not None else Pacer(sleep=sleep, clock=clock),
                               surface.rate_key(conversation_key), caps.rate_limit, sleep=sleep,
-                              max_attempts=max_attempts, conversation_key=conversation_key)
+                              max_attempts=max_attempts, conversation_key=conversation_key, fence=fence)
         self._pieces = Pieces(surface.formatter, caps.max_message_length)
         self._reply_to = reply_to
         self._origin = origin
@@ -250,6 +251,8 @@ class Streamer(Resuming):
                 except DeliveryError as exc:
                     log.warning("streaming update to %s not delivered: %r", self.conversation_key, exc)
                     self._wake.set()
+                except LeaseLost:
+                    return  # another relay owns the conversation now: nothing more is shown from here
             await self._sleep(self._pause_after(self._clock() - began))
 
     def _pause_after(self, took: float) -> float:

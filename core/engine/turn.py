@@ -44,6 +44,7 @@ from core.engine.reply import Replies, Reply, RetryEnded, Retrying, TurnOutcome,
 from core.errors import AcpError, AcpRuntimeError
 from core.failures import AGENTS_THAT_RETRY, is_session_lost
 from core.retry import Attempt, RetryPolicy, with_retries
+from core.store import LeaseLost
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
 
@@ -90,6 +91,9 @@ class TurnRunner:
             turn = _Turn(self.deps, scope, item, reply)
             try:
                 await turn.run()
+            except LeaseLost:  # past its lease's deadline: the conversation is being stopped here
+                scope.disowned = True
+                raise
             finally:
                 scope.cancellable = False
                 if not scope.disowned:  # else another relay answers it now: not a word more from here
@@ -155,6 +159,8 @@ class _Turn:
             self.reply.show(TurnEnded(STOP_REASON_CANCELLED))
         except (AcpError, AcpRuntimeError) as exc:
             self.failed(exc)
+        except LeaseLost:
+            raise  # another relay owns the conversation now: not this turn's failure to show
         except Exception as exc:  # the funnel: the traceback is logged here, once
             log.exception("turn in %s failed unexpectedly", self.scope.key)
             self.failure = exc

@@ -74,11 +74,12 @@ class LeaseLost(StoreError):
 
     code = "store.lease_lost"
 
-    def __init__(self, path: str, lease: Lease, holder: str | None, token: int | None) -> None:
+    def __init__(self, path: str, lease: Lease, holder: str | None, token: int | None, *,
+                 why: str = "another relay took it over, so this write was refused") -> None:
         self.lease = lease
         now = f"now held by {holder} (token {token})" if holder is not None else "it is gone"
         super().__init__(path, f"{lease.owner} no longer holds the lease on {lease.name} (its token "
-                               f"{lease.token}; {now}): another relay took it over, so this write was refused")
+                               f"{lease.token}; {now}): {why}")
 
 
 class Leases:

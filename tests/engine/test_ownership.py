@@ -9,7 +9,10 @@ conversation whose owner lost its lease goes to another relay, and the old owner
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +25,7 @@ from core.engine import wording
 from core.engine.messages import PressResult
 from core.engine.ownership import LEASE_PREFIX
 from core.store import LeaseLost, Store
-from tests.engine.conftest import KEY, USER, Relay, make_surface
+from tests.engine.conftest import KEY, USER, ObservingSurface, Relay, make_surface
 from tests.postgres import PostgresServer
 from tests.waiting import until
 
@@ -44,16 +47,18 @@ class PgRelay(Relay):
 Pair = tuple[PgRelay, PgRelay]
 
 
+def pg_relay(tmp_path: Path, name: str, surface: ObservingSurface, url: str, state: Path) -> PgRelay:
+    """Relay ``name`` on the database at ``url`` (1 s leases), its files in a folder of its own."""
+    (tmp_path / name).mkdir()
+    return PgRelay(tmp_path / name, surface, state_dir=state, url=url,
+                   overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}})
+
+
 @pytest.fixture
 async def pair(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[Pair]:
     url = postgres.schema_url("own")
     surface = make_surface()
-    relays = []
-    for name in ("a", "b"):
-        folder = tmp_path / name
-        folder.mkdir()
-        relays.append(PgRelay(folder, surface, state_dir=tmp_path / "agent-state", url=url,
-                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    relays = [pg_relay(tmp_path, name, surface, url, tmp_path / "agent-state") for name in ("a", "b")]
     try:
         for r in relays:
             await r.start()
@@ -65,6 +70,12 @@ async def pair(tmp_path: Path, postgres: PostgresServer) -> AsyncIterator[Pair]:
 
 def script(n: int, sleep_s: float = 0.0) -> str:
     return f"text answer-{n} begins\n" + (f"sleep {sleep_s}\n" if sleep_s else "") + f"text  answer-{n} ends"
+
+
+async def restart_grace_over(r: Relay) -> None:
+    """A database server started moments ago lets no lease be taken over for two lease times (1 s here)."""
+    uptime = "SELECT extract(epoch FROM now() - pg_postmaster_start_time())"
+    await until(lambda: float(r.store.backend.execute(uptime).rows[0][0]) > 2.5, "the restart grace is over")
 
 
 def complete(r: Relay, n: int) -> int:
@@ -109,6 +120,7 @@ async def test_an_owner_that_lost_its_lease_goes_silent_and_the_new_owner_answer
     a, b = pair
     await a.send(script(1))
     await until(answered(a, 1), "the first answer")
+    await restart_grace_over(a)
     slow = await a.send(script(2, sleep_s=3.0), message_id="slow")
     await until(lambda: any("answer-2 begins" in m.text for m in a.surface.messages.values()), "the slow answer begins")
     # Relay a's lease runs out under it (a clock jump, a stall): relay b takes the conversation over.
@@ -243,12 +255,8 @@ async def test_the_new_owner_loads_the_session_where_it_can_reach_it_and_else_sa
         tmp_path: Path, postgres: PostgresServer, shared_sessions: bool) -> None:
     url = postgres.schema_url("moved")
     surface = make_surface()
-    relays = []
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-        state = tmp_path / ("agent-state" if shared_sessions else f"agent-state-{name}")
-        relays.append(PgRelay(tmp_path / name, surface, state_dir=state, url=url,
-                              overrides={"store": {"lease_s": 1.0, "relay_name": f"relay-{name}"}}))
+    relays = [pg_relay(tmp_path, name, surface, url,
+                       tmp_path / ("agent-state" if shared_sessions else f"agent-state-{name}")) for name in ("a", "b")]
     a, b = relays
     try:
         for r in relays:
@@ -313,9 +321,7 @@ async def test_an_owner_whose_lease_was_taken_over_cannot_write_the_outbound_led
     await a.send(script(1))
     await until(answered(a, 1), "the first answer")
     assert a.engine.ownership is not None and b.engine.ownership is not None
-    # A database server started moments ago lets no lease be taken over for two lease times (1 s here).
-    uptime = "SELECT extract(epoch FROM now() - pg_postmaster_start_time())"
-    await until(lambda: float(a.store.backend.execute(uptime).rows[0][0]) > 2.5, "the restart grace is over")
+    await restart_grace_over(a)
     lease = a.engine.ownership.leases[KEY]
     # Relay b takes the conversation over (a's lease ran out under it) before a's heartbeat noticed
     # (both relays share this event loop: no heartbeat runs between these two lines).
@@ -332,3 +338,127 @@ async def test_an_owner_whose_lease_was_taken_over_cannot_write_the_outbound_led
     with pytest.raises(LeaseLost):
         a.engine.outbox.fenced(KEY).ack_outbound(row)
     assert [r.id for r in a.store.pending_outbound()] == [row]
+
+
+def heartbeat_stalled(r: Relay) -> None:
+    """``r``'s heartbeat stops (a stalled event loop runs none): nothing renews its leases, nothing
+    tells it that they ran out."""
+    (beat,) = [t for t in r.engine.tasks._tasks if t.get_name() == "ownership"]
+    beat.cancel()
+
+
+async def test_an_owner_past_its_leases_deadline_makes_no_platform_call_and_the_new_owner_answers(
+        tmp_path: Path, postgres: PostgresServer) -> None:
+    url = postgres.schema_url("deadline")
+    shared = make_surface()
+    # Each relay has a surface of its own over the same fake chat (the same messages, calls and ids),
+    # so what relay a sends is told from what relay b sends.
+    surface_b = copy.copy(shared)
+    surface_b.observers = []
+    from_a: list[str] = []
+    shared.observers.append(lambda method, key, text: from_a.append(f"{method} {text}"))
+    relays = [pg_relay(tmp_path, name, surface, url, tmp_path / "agent-state")
+              for name, surface in (("a", shared), ("b", surface_b))]
+    a, b = relays
+    try:
+        for r in relays:
+            await r.start()
+        await a.send(script(1))
+        await until(answered(a, 1), "the first answer")
+        await a.send(script(2, sleep_s=3.0), message_id="slow")
+        await until(lambda: any("answer-2 begins" in m.text for m in shared.messages.values()), "the answer begins")
+        assert a.engine.ownership is not None and b.engine.ownership is not None
+        # Relay a's loop stalls past its lease's deadline: its heartbeat has not run since, so a still
+        # holds the lease in memory when its turn goes on.
+        heartbeat_stalled(a)
+        lease = a.engine.ownership.leases[KEY]
+        a.engine.ownership.leases[KEY] = dataclasses.replace(lease, deadline=time.monotonic() - 1)
+        said = len(from_a)
+        # Its lease expires in the database too: relay b takes the conversation over and answers.
+        await until(lambda: b.engine.ownership is not None and b.engine.ownership.holder(KEY) == "relay-b",
+                    "relay b took the conversation over", timeout=30)
+        await until(answered(a, 2), "the new owner's answer", timeout=30)
+        assert from_a[said:] == []  # relay a sent and edited nothing after its deadline
+        await until(lambda: KEY not in a.engine.conversations, "relay a stopped the conversation")
+        assert prompted(b) == [2] and complete(a, 2) == 1
+        assert a.engine.ownership.leases.get(KEY) is None
+        assert not any("answer-2 ends" in text for text in from_a)
+        assert not any(wording.INTERRUPTED_BY_RESTART in text for text in from_a)
+    finally:
+        for r in relays:
+            await r.close()
+
+
+async def test_a_late_write_about_a_conversation_this_relay_let_go_is_refused(pair: Pair) -> None:
+    a, b = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    own_a, own_b = a.engine.ownership, b.engine.ownership
+    assert own_a is not None and own_b is not None
+    await restart_grace_over(a)
+    # Relay b takes the conversation over; relay a's heartbeat notices and drops the lease.
+    a.store.backend.execute("UPDATE leases SET expires_at = {now} - 1 WHERE name = ?", (LEASE_PREFIX + KEY,))
+    assert own_b.take(KEY)
+    own_a.renew()
+    assert KEY not in own_a.leases
+    # A message of the conversation the new owner is to answer; relay a's late write must not touch it.
+    late = a.message(script(2), message_id="late")
+    assert b.engine.journal.record(late)
+    with pytest.raises(LeaseLost):
+        own_a.fenced(KEY).complete_inbound(late.surface, late.message_id)
+    with pytest.raises(LeaseLost):
+        a.engine.journal.complete(late)
+    assert [r.message_id for r in a.store.unfinished_inbound(KEY)] == ["late"]
+    # A conversation relay a let go by itself (evicted from memory): the same.
+    assert own_a.take("memory:c9")
+    own_a.release("memory:c9")
+    with pytest.raises(LeaseLost):
+        own_a.fenced("memory:c9").reset_conversation("memory:c9")
+    # Taken again, its writes are fenced by the new lease; one never taken here is written as before.
+    assert own_a.take("memory:c9")
+    own_a.fenced("memory:c9").reset_conversation("memory:c9")
+    assert own_a.fenced("memory:c10") is a.engine.store
+    own_b.release(KEY)
+
+
+async def test_a_question_pressed_after_its_relay_let_the_conversation_go_is_answered_under_a_new_lease(
+        pair: Pair) -> None:
+    a, b = pair
+    key = "memory:c4"
+    # A dead owner's turn may have run a tool: whichever relay takes the conversation asks first.
+    a.store.record_inbound("memory", "dead", key, {"text": script(4), "user_id": USER})
+    a.store.note_inbound_tool("memory", "dead", "rm -rf build", "execute")
+    await until(lambda: any(m.buttons for m in a.surface.messages.values() if m.conversation_key == key),
+                "the question", timeout=30)
+    (question,) = [m for m in a.surface.messages.values() if m.conversation_key == key and m.buttons]
+    (again,) = [btn for btn in question.buttons if btn.label == wording.RESEND_LABEL]
+    asker = next(r for r in (a, b) if r.engine.ownership is not None and r.engine.ownership.lease(key) is not None)
+    assert asker.engine.ownership is not None
+    # The asking relay lets the idle conversation go (evicted from memory), as it may while the person thinks.
+    asker.engine.conversations.pop(key, None)
+    asker.engine.ownership.release(key)
+    result = await asker.press(again.token, key=key)
+    assert result.outcome == "resolved", result
+    await until(answered(a, 4), "the answer sent again", timeout=30)
+    assert asker.engine.ownership.holder(key) == asker.engine.ownership.relay  # taken again before it answered
+    assert complete(a, 4) == 1 and sorted([*prompted(a), *prompted(b)]) == [4]
+
+
+async def test_an_owner_past_its_deadline_neither_shows_nor_keeps_an_answer_and_says_nothing(pair: Pair) -> None:
+    a, _ = pair
+    await a.send(script(1))
+    await until(answered(a, 1), "the first answer")
+    ownership = a.engine.ownership
+    assert ownership is not None
+    heartbeat_stalled(a)
+    streamer = a.engine.outbox.streamer(a.surface, KEY)  # made while the lease is held: an owner's calls
+    lease = ownership.leases[KEY]
+    ownership.leases[KEY] = dataclasses.replace(lease, deadline=time.monotonic() - 1)
+    calls = len(a.surface.calls)
+    with pytest.raises(LeaseLost):
+        await a.engine.outbox.deliver(streamer, "an answer past the deadline")
+    assert a.surface.calls[calls:] == [] and a.store.pending_outbound() == []  # not shown, not kept
+    await until(lambda: KEY not in ownership.leases and KEY not in a.engine.conversations, "relay a let it go")
+    with pytest.raises(LeaseLost):  # the streamer's later calls come after its lease was let go
+        await streamer.post("one more")
+    assert a.surface.calls[calls:] == []
