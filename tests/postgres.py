@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import quote
@@ -21,6 +22,7 @@ from urllib.parse import quote
 __all__ = ["INSTALL_HINT", "PASSWORD", "PostgresServer", "server_binaries"]
 
 PASSWORD = "relay-test-pw"
+WATCHDOG = Path(__file__).with_name("pg_watchdog.py")
 INSTALL_HINT = ("PostgreSQL is not installed (needs initdb and pg_ctl under /usr/lib/postgresql/<version>/bin): "
                 "apt-get install postgresql  (.ci/run installs it)")
 _counter = itertools.count(1)
@@ -49,6 +51,7 @@ class PostgresServer:
         self.root = root
         self.port = port
         self.durable = durable
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     @classmethod
     def start(cls, bin_dir: Path | None = None, *, durable: bool = False) -> PostgresServer:
@@ -72,6 +75,7 @@ class PostgresServer:
                 server.port = _free_port()
                 try:
                     server.resume()
+                    server._watch()
                     return server
                 except RuntimeError:
                     continue
@@ -79,6 +83,12 @@ class PostgresServer:
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
+
+    def _watch(self) -> None:
+        """Stop this cluster if this process dies without stopping it (``tests/pg_watchdog.py``)."""
+        command = [sys.executable, str(WATCHDOG), str(os.getpid()), str(self.bin_dir), str(self.root)]
+        self._watchdog = subprocess.Popen(command, start_new_session=True, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def resume(self) -> None:
         """Start the server on its data folder and port (again, after ``halt``)."""
@@ -137,3 +147,5 @@ class PostgresServer:
                 self.halt()
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+            if self._watchdog is not None:  # it sees the folder gone and exits
+                self._watchdog.wait(timeout=10)
