@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from core.engine import twoway_wording as tw
 from core.engine import wording
+from core.engine.messages import InboundMessage
 from tests.engine.conftest import Relay, RelayFactory, until
 from tests.fakes.memory_surface import StoredMessage
 
@@ -15,6 +16,13 @@ async def receipt(r: Relay, count: int = 1) -> StoredMessage:
     found = lambda: [m for m in r.messages() if m.text.startswith("Queued (position")]  # noqa: E731
     await until(lambda: len(found()) >= count, what="the queued message's receipt")
     return found()[count - 1]
+
+
+async def working(r: Relay, script: str) -> InboundMessage:
+    """Send ``script`` (its first line streams "working") and wait until the agent runs that turn."""
+    msg = await r.send(script)
+    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    return msg
 
 
 def button(message: StoredMessage, label: str) -> str:
@@ -29,8 +37,7 @@ def steering_frames(r: Relay) -> list[str]:
 
 async def test_a_queued_message_is_added_to_the_running_turn(relay: RelayFactory) -> None:
     r = await relay("--steering")
-    first = await r.send("text working\nwait_steer\ntext done")
-    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    first = await working(r, "text working\nwait_steer\ntext done")
     second = await r.send("use tabs, not spaces")
     queued = await receipt(r)
     assert [b.label for b in queued.buttons] == [tw.ADD_TO_TURN_LABEL, tw.REMOVE_LABEL]
@@ -49,8 +56,7 @@ async def test_a_queued_message_is_added_to_the_running_turn(relay: RelayFactory
 
 async def test_steer_command_adds_words_directly(relay: RelayFactory) -> None:
     r = await relay("--steering")
-    first = await r.send("text working\nwait_steer\ntext done")
-    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    first = await working(r, "text working\nwait_steer\ntext done")
     steer = await r.send("/steer also update the docs")
     await r.idle()
     assert steering_frames(r) == ["also update the docs"]
@@ -60,8 +66,7 @@ async def test_steer_command_adds_words_directly(relay: RelayFactory) -> None:
 
 async def test_cancel_takes_a_message_out_of_the_queue(relay: RelayFactory) -> None:
     r = await relay("--steering")
-    await r.send("text working\nsleep 1\ntext done")
-    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    await working(r, "text working\nsleep 1\ntext done")
     await r.send("text never answered")
     queued = await receipt(r)
     await r.press(button(queued, tw.REMOVE_LABEL))
@@ -72,8 +77,7 @@ async def test_cancel_takes_a_message_out_of_the_queue(relay: RelayFactory) -> N
 
 async def test_without_steering_send_now_stops_the_turn_and_answers_this_next(relay: RelayFactory) -> None:
     r = await relay()
-    first = await r.send("text working\nhang")
-    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    first = await working(r, "text working\nhang")
     await r.send("text third")
     await r.send("text second, sent now")
     later = await receipt(r, 2)
@@ -91,8 +95,7 @@ async def test_without_steering_send_now_stops_the_turn_and_answers_this_next(re
 
 async def test_a_queued_message_whose_turn_begins_loses_its_buttons(relay: RelayFactory) -> None:
     r = await relay()
-    await r.send("text working\nsleep 0.5\ntext done")
-    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    await working(r, "text working\nsleep 0.5\ntext done")
     second = await r.send("text second")
     queued = await receipt(r)
     assert queued.buttons
@@ -105,8 +108,7 @@ async def test_a_queued_message_whose_turn_begins_loses_its_buttons(relay: Relay
 
 async def test_steer_on_an_agent_without_steering_waits_in_line(relay: RelayFactory) -> None:
     r = await relay()
-    await r.send("text working\nsleep 0.5\ntext done")
-    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    await working(r, "text working\nsleep 0.5\ntext done")
     steer = await r.send("/steer later please")
     assert tw.STEER_UNSUPPORTED in [m.text for m in r.replies_to(steer)]
     await r.idle()
@@ -115,8 +117,7 @@ async def test_steer_on_an_agent_without_steering_waits_in_line(relay: RelayFact
 
 async def test_stop_also_drops_the_queue_and_says_how_many(relay: RelayFactory) -> None:
     r = await relay()
-    first = await r.send("text working\nhang")
-    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    first = await working(r, "text working\nhang")
     await r.send("text two")
     await r.send("text three")
     receipts = [await receipt(r, 1), await receipt(r, 2)]
