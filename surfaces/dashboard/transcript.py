@@ -11,8 +11,10 @@ tab used least recently (by its last message added or edited) loses its whole tr
 answer is still running (``answering``) is never evicted and does not count: more tabs answering at
 once than ``max_tabs`` must not evict each other mid-answer. Each tab's last use is kept in a table of
 its own, indexed, and the tabs not answering are counted, so finding the tabs to evict reads only
-those rows of the index, however many tabs and messages the file holds. The file also keeps the
-files the relay posted in a tab (the rest of an answer too long to show), for download.
+those rows of the index, however many tabs and messages the file holds. Which tabs answer lives in
+memory only (a new run answers nothing yet), so a turn starting or ending writes nothing; the uses of
+tabs already kept are held in memory too and written, in bulk, before the index is read. The file
+also keeps the files the relay posted in a tab (the rest of an answer too long to show), for download.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ CREATE TABLE IF NOT EXISTS files (
 )
 """
 #: Every tab with a message, by its last use (a message added or edited); ``touch`` counts uses, so it
-#: breaks ties within one clock tick.
+#: breaks ties within one clock tick. ``answering`` is 0: the mark was kept here before it moved to
+#: memory (``Transcript.answering``); a file of then may hold a 1, reset at open.
 _TABS = """
 CREATE TABLE IF NOT EXISTS tabs (
     tab TEXT PRIMARY KEY, used_at REAL NOT NULL, touch INTEGER NOT NULL, answering INTEGER NOT NULL DEFAULT 0
@@ -66,10 +69,8 @@ CREATE INDEX IF NOT EXISTS tabs_by_use ON tabs (answering, used_at, touch);
 #: A file written before the tabs table: its tabs, from their messages (once).
 _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
                        " SELECT tab, MAX(updated_at), MAX(seq) FROM messages GROUP BY tab")
-_USED = ("INSERT INTO tabs (tab, used_at, touch, answering) VALUES (?, ?, ?, ?)"
-         " ON CONFLICT (tab) DO UPDATE SET used_at = excluded.used_at, touch = excluded.touch")
-_QUIET = "SELECT COUNT(*) FROM tabs WHERE answering = 0"
-#: Edited tabs whose use is held in memory before it is written (``Transcript._uses``).
+_NEW_TAB = "INSERT OR IGNORE INTO tabs (tab, used_at, touch) VALUES (?, ?, ?)"
+#: Tabs already kept whose use is held in memory before it is written (``Transcript._uses``).
 _USES_HELD = 256
 _SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
 
@@ -116,10 +117,11 @@ class Transcript:
         self._lock = threading.Lock()
         self.path = path
         self.max_tabs = max_tabs
-        self._answering: set[str] = set()  # tabs whose answer runs now (a new row of one is marked)
+        self._answering: set[str] = set()  # tabs whose answer runs now
         self._quiet = 0  # rows of tabs not answering (read at open, then counted here)
-        #: Each tab's last edit not yet written to the tabs table: an edit (one per streamed update) then
-        #: writes its message only, and the uses are written before they are read (``_prune``), in bulk.
+        #: Each kept tab's last use not yet written to the tabs table: a message or an edit (one per
+        #: streamed update) then writes its message only, and the uses are written before they are read
+        #: (``_prune``), in bulk.
         self._uses: dict[str, tuple[float, int]] = {}
         self._touch = 0
 
@@ -152,7 +154,7 @@ class Transcript:
         transcript = cls(conn, name, max_tabs)
         with transcript._lock:
             (transcript._touch,) = conn.execute("SELECT COALESCE(MAX(touch), 0) FROM tabs").fetchone()
-            (transcript._quiet,) = conn.execute(_QUIET).fetchone()
+            transcript._count_quiet()
             transcript._prune()
         return transcript
 
@@ -182,20 +184,14 @@ class Transcript:
         """Replace a message's content; returns it, or None when there is no such message."""
         with self._lock:
             now = time.time()
-            cur = self._conn.execute(
+            rows = self._conn.execute(
                 "UPDATE messages SET text = ?, buttons = ?, plain = ?, blocks = ?, updated_at = ?"
-                " WHERE tab = ? AND id = ?",
-                (text, _buttons_json(buttons), int(plain), json.dumps(blocks), now, tab, message_id))
-            if cur.rowcount != 1:
+                " WHERE tab = ? AND id = ? RETURNING role",
+                (text, _buttons_json(buttons), int(plain), json.dumps(blocks), now, tab, message_id)).fetchall()
+            if not rows:
                 return None
-            self._touch += 1
-            self._uses[tab] = (now, self._touch)
-            if len(self._uses) >= _USES_HELD:
-                with self._transaction():
-                    self._note_uses()
-            (role,) = self._conn.execute("SELECT role FROM messages WHERE tab = ? AND id = ?",
-                                         (tab, message_id)).fetchone()
-        return Entry(message_id, role, text, buttons, plain, blocks)
+            self._hold_use(tab, now)
+        return Entry(message_id, rows[0][0], text, buttons, plain, blocks)
 
     def get(self, tab: str, message_id: str) -> Entry | None:
         """One message, or None."""
@@ -236,18 +232,39 @@ class Transcript:
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
                 self._conn.execute("ROLLBACK")
-                (self._quiet,) = self._conn.execute(_QUIET).fetchone()
+                self._count_quiet()
             raise
         self._conn.execute("COMMIT")
 
+    def _count_quiet(self) -> None:
+        """Count the rows of tabs not answering from the file (lock held): at open, after a rollback."""
+        (rows,) = self._conn.execute("SELECT COUNT(*) FROM tabs").fetchone()
+        self._quiet = rows - sum(self._kept(tab) for tab in self._answering)
+
+    def _kept(self, tab: str) -> bool:
+        """The file holds the tab (lock held)."""
+        return self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is not None
+
     def _used(self, tab: str, now: float) -> bool:
         """Note the tab's use (lock held); True when it is a tab the file did not hold yet."""
-        new = self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is None
-        self._uses.pop(tab, None)  # this use is later
+        if self._conn.execute(_NEW_TAB, (tab, now, self._touch + 1)).rowcount == 0:
+            self._hold_use(tab, now)
+            return False
         self._touch += 1
-        self._conn.execute(_USED, (tab, now, self._touch, int(tab in self._answering)))
-        self._quiet += new and tab not in self._answering
-        return new
+        self._quiet += tab not in self._answering
+        return True
+
+    def _hold_use(self, tab: str, now: float) -> None:
+        """Note a kept tab's use in memory (lock held); written with the others once many are held."""
+        self._touch += 1
+        self._uses[tab] = (now, self._touch)
+        if len(self._uses) < _USES_HELD:
+            return
+        if self._conn.in_transaction:  # a message's: its change and these uses commit together
+            self._note_uses()
+        else:
+            with self._transaction():
+                self._note_uses()
 
     def _note_uses(self) -> None:
         """Write the held uses of edited tabs (lock held)."""
@@ -262,31 +279,47 @@ class Transcript:
             self._uses.pop(tab, None)
             self._conn.execute("DELETE FROM messages WHERE tab = ?", (tab,))
             self._conn.execute("DELETE FROM files WHERE tab = ?", (tab,))
-            self._quiet -= self._conn.execute("DELETE FROM tabs WHERE tab = ? AND answering = 0", (tab,)).rowcount
-            self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,))
+            gone = self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,)).rowcount
+            self._quiet -= gone and tab not in self._answering
 
     def answering(self, tab: str, active: bool) -> None:
         """The tab's answer runs (``active``) or ended: while it runs the tab is never evicted and does not
         count toward ``max_tabs``; once it ended, the tabs beyond ``max_tabs`` go."""
-        with self._lock, self._transaction():
-            if active:
-                self._answering.add(tab)
-            else:
-                self._answering.discard(tab)
-            changed = self._conn.execute("UPDATE tabs SET answering = ? WHERE tab = ? AND answering = ?",
-                                         (int(active), tab, int(not active))).rowcount
-            self._quiet += -changed if active else changed
+        with self._lock:
+            if active != (tab in self._answering):
+                (self._answering.add if active else self._answering.discard)(tab)
+                if self._kept(tab):
+                    self._quiet += -1 if active else 1
             if not active:
                 self._prune()
 
     def _prune(self) -> None:
         """Drop the transcripts of the tabs beyond ``max_tabs`` not answering, least recently used first
         (lock held)."""
-        if self.max_tabs is not None and self._quiet > self.max_tabs:
-            self._note_uses()
-            rows = self._conn.execute("SELECT tab FROM tabs WHERE answering = 0 ORDER BY used_at, touch LIMIT ?",
-                                      (self._quiet - self.max_tabs,)).fetchall()
-            self._forget([tab for (tab,) in rows])
+        if self.max_tabs is None or self._quiet <= self.max_tabs:
+            return
+        if not self._conn.in_transaction:
+            with self._transaction():
+                self._evict(self._quiet - self.max_tabs)
+        else:
+            self._evict(self._quiet - self.max_tabs)
+
+    def _evict(self, count: int) -> None:
+        """Drop the ``count`` tabs not answering used least recently (lock held, in a transaction).
+
+        The index is read in order of use, passing over the tabs answering now (held in memory): only
+        those used before the last tab to go are read.
+        """
+        self._note_uses()
+        victims: list[str] = []
+        rows = self._conn.execute("SELECT tab FROM tabs WHERE answering = 0 ORDER BY used_at, touch")
+        for (tab,) in rows:
+            if tab not in self._answering:
+                victims.append(tab)
+                if len(victims) == count:
+                    break
+        rows.close()
+        self._forget(victims)
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""

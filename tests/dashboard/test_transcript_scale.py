@@ -94,3 +94,37 @@ async def test_the_working_indicator_keeps_nothing_per_tab_once_off(tmp_path: Pa
     assert not surface._typing, "one entry per tab ever seen, before"  # the map itself: its size is the bug
     assert surface.snapshot("tab1")["typing"] is False
     surface.transcript.close()
+
+
+def _statements(transcript: Transcript) -> list[str]:
+    """Every statement the transcript's connection runs from now on, by its first word."""
+    ran: list[str] = []
+    transcript._conn.set_trace_callback(lambda sql: ran.append(sql.split()[0].upper()))
+    return ran
+
+
+async def test_a_turn_starting_and_ending_writes_nothing_to_the_file(tmp_path: Path) -> None:
+    # Issue 24: the "answering" mark of a tab was written to SQLite twice a turn (a transaction each);
+    # it lives as long as the process (a new run answers nothing), so it is kept in memory.
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
+    surface.post_user("a", "first", "m1")
+    ran = _statements(surface.transcript)
+    await surface.typing(conversation_key("a"), True)
+    await surface.typing(conversation_key("a"), False)
+    assert not {"BEGIN", "COMMIT", "INSERT", "UPDATE", "DELETE"} & set(ran), ran
+    surface.transcript.close()
+
+
+def test_a_message_of_a_kept_tab_and_an_edit_take_one_write_each(tmp_path: Path) -> None:
+    # Issue 24: a message of a tab already kept also read and rewrote the tab's row; an edit read its
+    # row again after writing it.
+    transcript = Transcript.open(tmp_path / "t.db", max_tabs=2)
+    first = transcript.add("a", "user", "first")
+    assert first is not None
+    ran = _statements(transcript)
+    transcript.add("a", "agent", "second")
+    assert [s for s in ran if s not in ("BEGIN", "COMMIT")] == ["INSERT", "INSERT"], ran
+    ran.clear()
+    edited = transcript.update("a", first.id, "first, edited")
+    assert ran == ["UPDATE"] and edited is not None and edited.role == "user"
+    transcript.close()
