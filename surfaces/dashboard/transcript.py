@@ -11,10 +11,11 @@ tab used least recently (by its last message added or edited) loses its whole tr
 answer is still running (``answering``) is never evicted and does not count: more tabs answering at
 once than ``max_tabs`` must not evict each other mid-answer. Each tab's last use is kept in a table of
 its own, indexed, and the tabs not answering are counted, so finding the tabs to evict reads only
-those rows of the index, however many tabs and messages the file holds. Which tabs answer lives in
-memory only (a new run answers nothing yet), so a turn starting or ending writes nothing; the uses of
-tabs already kept are held in memory too and written, in bulk, before the index is read. The file
-also keeps the files the relay posted in a tab (the rest of an answer too long to show), for download.
+those rows of the index, however many tabs and messages the file holds. A turn starting or ending
+writes nothing: which tabs answer is known in memory (a new run answers nothing yet), and the marks
+changed since are written to the index, in bulk, in the transaction that evicts, before it reads it;
+the uses of tabs already kept are held in memory the same way. The file also keeps the files the
+relay posted in a tab (the rest of an answer too long to show), for download.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ CREATE TABLE IF NOT EXISTS files (
 )
 """
 #: Every tab with a message, by its last use (a message added or edited); ``touch`` counts uses, so it
-#: breaks ties within one clock tick. ``answering`` is 0: the mark was kept here before it moved to
-#: memory (``Transcript.answering``); a file of then may hold a 1, reset at open.
+#: breaks ties within one clock tick. ``answering`` is written late (``Transcript._marks``): it is exact
+#: only when the index is read to evict.
 _TABS = """
 CREATE TABLE IF NOT EXISTS tabs (
     tab TEXT PRIMARY KEY, used_at REAL NOT NULL, touch INTEGER NOT NULL, answering INTEGER NOT NULL DEFAULT 0
@@ -69,7 +70,7 @@ CREATE INDEX IF NOT EXISTS tabs_by_use ON tabs (answering, used_at, touch);
 #: A file written before the tabs table: its tabs, from their messages (once).
 _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
                        " SELECT tab, MAX(updated_at), MAX(seq) FROM messages GROUP BY tab")
-_NEW_TAB = "INSERT OR IGNORE INTO tabs (tab, used_at, touch) VALUES (?, ?, ?)"
+_NEW_TAB = "INSERT OR IGNORE INTO tabs (tab, used_at, touch, answering) VALUES (?, ?, ?, ?)"
 #: Tabs already kept whose use is held in memory before it is written (``Transcript._uses``).
 _USES_HELD = 256
 _SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
@@ -118,6 +119,9 @@ class Transcript:
         self.path = path
         self.max_tabs = max_tabs
         self._answering: set[str] = set()  # tabs whose answer runs now
+        #: Tabs whose answer started or ended since the tabs table last had their mark, by their mark
+        #: now; None after a rollback, when any mark in the table may be stale.
+        self._marks: dict[str, bool] | None = {}
         self._quiet = 0  # rows of tabs not answering (read at open, then counted here)
         #: Each kept tab's last use not yet written to the tabs table: a message or an edit (one per
         #: streamed update) then writes its message only, and the uses are written before they are read
@@ -231,6 +235,7 @@ class Transcript:
             yield
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
+                self._marks = None  # the marks written in it are undone: write them all next time
                 self._conn.execute("ROLLBACK")
                 self._count_quiet()
             raise
@@ -247,11 +252,12 @@ class Transcript:
 
     def _used(self, tab: str, now: float) -> bool:
         """Note the tab's use (lock held); True when it is a tab the file did not hold yet."""
-        if self._conn.execute(_NEW_TAB, (tab, now, self._touch + 1)).rowcount == 0:
+        answering = tab in self._answering
+        if self._conn.execute(_NEW_TAB, (tab, now, self._touch + 1, int(answering))).rowcount == 0:
             self._hold_use(tab, now)
             return False
         self._touch += 1
-        self._quiet += tab not in self._answering
+        self._quiet += not answering
         return True
 
     def _hold_use(self, tab: str, now: float) -> None:
@@ -288,6 +294,8 @@ class Transcript:
         with self._lock:
             if active != (tab in self._answering):
                 (self._answering.add if active else self._answering.discard)(tab)
+                if self._marks is not None:
+                    self._marks[tab] = active
                 if self._kept(tab):
                     self._quiet += -1 if active else 1
             if not active:
@@ -307,19 +315,23 @@ class Transcript:
     def _evict(self, count: int) -> None:
         """Drop the ``count`` tabs not answering used least recently (lock held, in a transaction).
 
-        The index is read in order of use, passing over the tabs answering now (held in memory): only
-        those used before the last tab to go are read.
+        The uses and marks held in memory are written first: the index then reads only the rows that go.
         """
         self._note_uses()
-        victims: list[str] = []
-        rows = self._conn.execute("SELECT tab FROM tabs WHERE answering = 0 ORDER BY used_at, touch")
-        for (tab,) in rows:
-            if tab not in self._answering:
-                victims.append(tab)
-                if len(victims) == count:
-                    break
-        rows.close()
-        self._forget(victims)
+        self._note_marks()
+        rows = self._conn.execute("SELECT tab FROM tabs WHERE answering = 0 ORDER BY used_at, touch LIMIT ?",
+                                  (count,)).fetchall()
+        self._forget([tab for (tab,) in rows])
+
+    def _note_marks(self) -> None:
+        """Write the marks of the tabs whose answer started or ended since (lock held, in a transaction)."""
+        if self._marks is None:  # after a rollback: every mark
+            self._conn.execute("UPDATE tabs SET answering = 0 WHERE answering = 1")
+            self._marks = dict.fromkeys(self._answering, True)
+        if self._marks:
+            self._conn.executemany("UPDATE tabs SET answering = ? WHERE tab = ?",
+                                   [(int(active), tab) for tab, active in self._marks.items()])
+            self._marks.clear()
 
     def entries(self, tab: str) -> list[Entry]:
         """The tab's messages in posting order."""

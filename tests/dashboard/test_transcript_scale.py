@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 
@@ -128,3 +130,52 @@ def test_a_message_of_a_kept_tab_and_an_edit_take_one_write_each(tmp_path: Path)
     edited = transcript.update("a", first.id, "first, edited")
     assert ran == ["UPDATE"] and edited is not None and edited.role == "user"
     transcript.close()
+
+
+def _steps_to_evict_among_answering(path: Path, answering: int) -> float:
+    transcript = Transcript.open(path, max_tabs=2)
+    for i in range(answering):  # used before the quiet tabs: first in the order of use
+        transcript.add(f"busy{i}", "user", "a long question")
+        transcript.answering(f"busy{i}", True)
+    transcript.add("quiet0", "user", "x")
+    transcript.add("quiet1", "user", "y")
+    transcript.add("first", "user", "z")  # the first eviction writes the marks of every answer started
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    transcript._conn.set_progress_handler(count, 100)
+    for i in range(20):  # each evicts the least recent quiet tab, never one answering
+        transcript.add(f"new{i}", "user", "a new tab")
+    transcript._conn.set_progress_handler(None, 0)
+    assert all(transcript.entries(f"busy{i}") for i in range(answering))
+    assert [bool(transcript.entries(f"new{i}")) for i in (17, 18, 19)] == [False, True, True]
+    transcript.close()
+    return steps / 20
+
+
+def test_evicting_passes_over_the_tabs_answering_without_reading_them(tmp_path: Path) -> None:
+    few = _steps_to_evict_among_answering(tmp_path / "few.db", 5)
+    many = _steps_to_evict_among_answering(tmp_path / "many.db", 2000)
+    assert many <= 2 * few + 5, f"{many:.0f} hundred steps per eviction among 2,000 tabs answering, {few:.0f} among 5"
+
+
+async def test_a_failed_eviction_leaves_no_tab_answering_unprotected(tmp_path: Path) -> None:
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=1))
+    surface.post_user("a", "first", "m1")
+    await surface.typing(conversation_key("a"), True)
+    surface.post_user("b", "second", "m2")
+    conn = surface.transcript._conn  # a disk that fails once, mid-eviction
+    conn.execute("CREATE TEMP TRIGGER fail BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    with pytest.raises(sqlite3.IntegrityError):
+        surface.post_user("c", "third", "m3")
+    conn.execute("DROP TRIGGER fail")
+    await surface.typing(conversation_key("d"), True)  # answers start and end while the marks are unsure
+    await surface.typing(conversation_key("d"), False)
+    surface.post_user("e", "fifth", "m5")
+    assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
+    assert surface.snapshot("b")["messages"] == [] and surface.snapshot("e")["messages"]
+    surface.transcript.close()
