@@ -40,7 +40,7 @@ from surfaces.dashboard import wording
 from surfaces.dashboard.auth import COOKIE_NAME, Auth
 from surfaces.dashboard.binding import MIN_TOKEN_LENGTH, check_bind, is_loopback
 from surfaces.dashboard.login import AUTH, REFUSALS, login, login_needed, login_page, logout, new_link
-from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, conversation_key, valid_tab
+from surfaces.dashboard.surface import SURFACE_NAME, DashboardSurface, Subscriber, conversation_key, valid_tab
 
 __all__ = ["AUTH", "COOKIE_NAME", "HOST", "MIN_TOKEN_LENGTH", "SURFACE", "USER_ID", "Auth", "check_bind",
            "create_app", "is_loopback"]
@@ -196,26 +196,59 @@ async def events(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
     await response.prepare(request)
     with surface.subscribe(tab) as subscriber:  # before the snapshot, so that no change is missed
+        quiet = _Quiet(subscriber)
         try:
             await response.write(b"retry: 2000\n" + _sse(surface.snapshot(tab)))
             while True:
-                try:  # an event already queued is taken at once; no timer, no task (an answer has many)
-                    event = subscriber.queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    try:
-                        async with asyncio.timeout(KEEPALIVE_S):
-                            event = await subscriber.queue.get()
-                    except TimeoutError:
-                        await response.write(b": keep-alive\n\n")  # also notices a browser that went away
-                        continue
+                event = await subscriber.queue.get()  # one already queued is taken without waiting
                 if event is None:
                     break
-                await response.write(_sse(surface.snapshot(tab) if event["type"] == "resync" else event))
+                if event is _KEEP_ALIVE:  # also notices a browser that went away
+                    await response.write(b": keep-alive\n\n")
+                else:
+                    await response.write(_sse(surface.snapshot(tab) if event["type"] == "resync" else event))
+                quiet.wrote()
         except ConnectionResetError:
             pass
         except Exception:  # the headers are sent: end the stream (the browser reconnects), log once
             log.exception("dashboard: the event stream of tab %s failed", tab)
+        finally:
+            quiet.cancel()
     return response
+
+
+_KEEP_ALIVE: dict[str, Any] = {"type": "keep-alive"}  # queued for its stream alone, never published
+
+
+class _Quiet:
+    """Queues ``_KEEP_ALIVE`` for a stream once nothing was written on it for ``KEEPALIVE_S``.
+
+    One timer a stream, moved on when it fires, not one for every event waited for: with thousands
+    of tabs streaming at once, arming and cancelling a timer per event kept the loop's timer heap busy
+    (issue 24: a tenth of the event streams' CPU in a burst).
+    """
+
+    def __init__(self, subscriber: Subscriber) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._subscriber = subscriber
+        self._interval = KEEPALIVE_S
+        self._last = self._loop.time()
+        self._timer = self._loop.call_later(self._interval, self._due)
+
+    def wrote(self) -> None:
+        """Something was written on the stream just now."""
+        self._last = self._loop.time()
+
+    def cancel(self) -> None:
+        """The stream ended."""
+        self._timer.cancel()
+
+    def _due(self) -> None:
+        quiet_s = self._loop.time() - self._last
+        if quiet_s >= self._interval:
+            self._subscriber.push(_KEEP_ALIVE)
+            quiet_s = 0.0
+        self._timer = self._loop.call_later(self._interval - quiet_s, self._due)
 
 
 async def post_message(request: web.Request) -> web.StreamResponse:

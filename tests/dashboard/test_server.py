@@ -381,6 +381,33 @@ async def test_the_event_stream_sends_a_snapshot_then_live_changes(served: Serve
     response.close()
 
 
+async def test_a_stream_arms_no_timer_for_each_event_it_waits_for(served: Served) -> None:
+    # Issue 24: each wait for the next event armed a keep-alive timer and cancelled it; with thousands of
+    # tabs streaming at once the loop's timer heap took a tenth of the streams' CPU. Counted, not timed.
+    response = await served.client.get(f"{API}/events", timeout=ClientTimeout(total=None, sock_read=None))
+    stream = EventStream(response)
+    await stream.next()
+    loop = asyncio.get_running_loop()
+    armed = 0
+    call_at = loop.call_at
+
+    def counting(when: float, callback: Any, *args: Any, context: Any = None) -> asyncio.TimerHandle:
+        nonlocal armed
+        armed += 1
+        return call_at(when, callback, *args, context=context)
+
+    async with asyncio.timeout(30):  # armed before the count: the one timer of this test's own
+        loop.call_at = counting  # type: ignore[method-assign]  # asyncio's, watched: how many timers are armed
+        try:
+            for i in range(50):  # one at a time: the stream waits for each
+                served.surface._publish("tab1", {"type": "typing", "active": i % 2 == 0})
+                assert (await stream.next())["active"] is (i % 2 == 0)
+        finally:
+            del loop.call_at
+    assert armed < 10, f"{armed} timers armed for 50 events"
+    response.close()
+
+
 async def test_queued_events_arrive_in_order_and_a_quiet_stream_gets_keep_alives(
         served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server, "KEEPALIVE_S", 0.05)
