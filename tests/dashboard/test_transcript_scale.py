@@ -13,25 +13,31 @@ from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 
 
-def _steps_per_new_tab(path: Path, tabs: int) -> float:
-    transcript = Transcript.open(path, max_tabs=tabs)
-    for i in range(tabs):  # a full file: every new tab now evicts one
-        transcript.add(f"tab{i}", "user", f"hello {i}")
-        transcript.add(f"tab{i}", "agent", f"answer {i}")
+def _steps_per_new_tab_added(transcript: Transcript, count: int = 20) -> float:
+    """Hundreds of SQLite steps per new tab, ``count`` of them added."""
     steps = 0
 
-    def count() -> int:
+    def step() -> int:
         nonlocal steps
         steps += 1
         return 0  # go on
 
     conn: sqlite3.Connection = transcript._conn  # the only way to watch the statements it runs
-    conn.set_progress_handler(count, 100)
-    for i in range(20):
+    conn.set_progress_handler(step, 100)
+    for i in range(count):
         transcript.add(f"new{i}", "user", "a new tab")
     conn.set_progress_handler(None, 0)
+    return steps / count
+
+
+def _steps_per_new_tab(path: Path, tabs: int) -> float:
+    transcript = Transcript.open(path, max_tabs=tabs)
+    for i in range(tabs):  # a full file: every new tab now evicts one
+        transcript.add(f"tab{i}", "user", f"hello {i}")
+        transcript.add(f"tab{i}", "agent", f"answer {i}")
+    steps = _steps_per_new_tab_added(transcript)
     transcript.close()
-    return steps / 20
+    return steps
 
 
 def test_a_new_tab_costs_the_same_among_many_tabs_as_among_few(tmp_path: Path) -> None:
@@ -140,21 +146,11 @@ def _steps_to_evict_among_answering(path: Path, answering: int) -> float:
     transcript.add("quiet0", "user", "x")
     transcript.add("quiet1", "user", "y")
     transcript.add("first", "user", "z")  # the first eviction writes the marks of every answer started
-    steps = 0
-
-    def count() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    transcript._conn.set_progress_handler(count, 100)
-    for i in range(20):  # each evicts the least recent quiet tab, never one answering
-        transcript.add(f"new{i}", "user", "a new tab")
-    transcript._conn.set_progress_handler(None, 0)
+    steps = _steps_per_new_tab_added(transcript)  # each evicts the least recent quiet tab, never one answering
     assert all(transcript.entries(f"busy{i}") for i in range(answering))
     assert [bool(transcript.entries(f"new{i}")) for i in (17, 18, 19)] == [False, True, True]
     transcript.close()
-    return steps / 20
+    return steps
 
 
 def test_evicting_passes_over_the_tabs_answering_without_reading_them(tmp_path: Path) -> None:
