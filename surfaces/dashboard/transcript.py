@@ -71,7 +71,7 @@ CREATE INDEX IF NOT EXISTS tabs_by_use ON tabs (answering, used_at, touch);
 _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
                        " SELECT tab, MAX(updated_at), MAX(seq) FROM messages GROUP BY tab")
 _NEW_TAB = "INSERT OR IGNORE INTO tabs (tab, used_at, touch, answering) VALUES (?, ?, ?, ?)"
-#: Tabs already kept whose use is held in memory before it is written (``Transcript._uses``).
+#: Uses of tabs already kept, and marks of tabs answering, held in memory before they are written.
 _USES_HELD = 256
 _SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
 
@@ -294,12 +294,21 @@ class Transcript:
         with self._lock:
             if active != (tab in self._answering):
                 (self._answering.add if active else self._answering.discard)(tab)
-                if self._marks is not None:
-                    self._marks[tab] = active
+                self._hold_mark(tab, active)
                 if self._kept(tab):
                     self._quiet += -1 if active else 1
             if not active:
                 self._prune()
+
+    def _hold_mark(self, tab: str, active: bool) -> None:
+        """Note the tab's mark in memory (lock held, no transaction); written with the others once many
+        are held. Without ``max_tabs`` nothing is evicted and the marks are never read: none is kept."""
+        if self.max_tabs is None or self._marks is None:  # None: all of them are written next time
+            return
+        self._marks[tab] = active
+        if len(self._marks) >= _USES_HELD:
+            with self._transaction():
+                self._note_marks()
 
     def _prune(self) -> None:
         """Drop the transcripts of the tabs beyond ``max_tabs`` not answering, least recently used first

@@ -175,3 +175,15 @@ async def test_a_failed_eviction_leaves_no_tab_answering_unprotected(tmp_path: P
     assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
     assert surface.snapshot("b")["messages"] == [] and surface.snapshot("e")["messages"]
     surface.transcript.close()
+
+
+async def test_answers_starting_and_ending_in_many_tabs_hold_little_in_memory(tmp_path: Path) -> None:
+    for max_tabs in (None, 10_000):  # never evicting: the marks held are written all the same
+        surface = DashboardSurface(Transcript.open(tmp_path / f"t{max_tabs}.db", max_tabs=max_tabs))
+        for i in range(1000):
+            surface.post_user(f"tab{i}", "hello", f"m{i}")
+            await surface.typing(conversation_key(f"tab{i}"), True)
+            await surface.typing(conversation_key(f"tab{i}"), False)
+        held = surface.transcript._marks  # its size is what grew with every tab ever answered
+        assert held is not None and len(held) < 300, f"{len(held)} marks held after 1,000 tabs answered"
+        surface.transcript.close()
