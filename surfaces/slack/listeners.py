@@ -72,10 +72,11 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 class Listeners:
     """Translate Slack's requests for ``host``; each message carries who asked as its ``origin``."""
 
-    def __init__(self, host: Host, surface: SlackSurface, threads: Threads) -> None:
+    def __init__(self, host: Host, surface: SlackSurface, threads: Threads, *, bot_user_id: str = "") -> None:
         self.host = host
         self.surface = surface
         self.threads = threads
+        self._bot_user_id = bot_user_id  # the app's own member id ("": not known before Bolt asks)
         self._seen = _Seen()
 
     def register(self, app: AsyncApp) -> None:
@@ -86,6 +87,21 @@ class Listeners:
         app.action(re.compile(rf"^{re.escape(ACTION_PREFIX)}"))(self.on_button)
 
     # -- messages ----------------------------------------------------------------------------
+
+    def unheard(self, body: dict[str, Any]) -> bool:
+        """True for a ``message`` event that is certainly not the relay's, whatever threads it is part
+        of: a mention's twin (it came as ``app_mention`` too), a bot's message (the app's own
+        included), an edit, a channel message outside a thread. Socket Mode acknowledges it without
+        Bolt's dispatch, which would only end in ``heard`` saying the same; in a burst every mention
+        arrives twice. A reply in a thread, a DM and an event that cannot be read go the usual way."""
+        event = body.get("event")
+        if body.get("type") != "event_callback" or not isinstance(event, dict) or event.get("type") != "message":
+            return False
+        try:
+            return heard(event, team="", bot_user_id=self._bot_user_id, joined=lambda _thread: True,
+                         mention_event=False) is None
+        except Unreadable:
+            return False  # the listener logs it and stores it as rejected
 
     async def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
         """``@app …`` in a channel: starts a thread under the message, or continues its thread."""

@@ -14,11 +14,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.surface_api import Host, StartupError
@@ -37,14 +42,28 @@ class ConnectionLost(Exception):
     """The Socket Mode connection closed, or stopped answering pings."""
 
 
+class _Handler(AsyncSocketModeHandler):
+    """Bolt's handler; an event ``unheard`` says is not the relay's is acknowledged without Bolt."""
+
+    def __init__(self, app: AsyncApp, *, unheard: Callable[[dict[str, Any]], bool], **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._unheard = unheard
+
+    async def handle(self, client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
+        if req.type == "events_api" and isinstance(req.payload, dict) and self._unheard(req.payload):
+            await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+            return
+        await super().handle(client, req)  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
+
+
 class SocketReceiver:
     """One Socket Mode connection at a time for ``app``, replaced whenever it fails."""
 
     def __init__(self, host: Host, app: AsyncApp, client: AsyncWebClient, app_token: str, *, timings: Timings,
-                 token_env: str) -> None:
-        self.handler = AsyncSocketModeHandler(app, app_token=app_token, web_client=client,
-                                              ping_interval=timings.ping_interval_s,
-                                              logger=logging.getLogger("acp_relay.slack.sdk"))
+                 token_env: str, unheard: Callable[[dict[str, Any]], bool] = lambda _body: False) -> None:
+        """``unheard``: an event payload certainly not the relay's (acknowledged without Bolt)."""
+        self.handler = _Handler(app, unheard=unheard, app_token=app_token, web_client=client,
+                                ping_interval=timings.ping_interval_s, logger=logging.getLogger("acp_relay.slack.sdk"))
         sdk = self.handler.client
         sdk.default_auto_reconnect_enabled = False  # the Receiver reconnects (see the module docstring)
         sdk.auto_reconnect_enabled = False

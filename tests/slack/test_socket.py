@@ -1,13 +1,18 @@
 """Socket Mode: reconnects after Slack's disconnect, a dropped socket and a silent one; redeliveries
-answered once; an app token Slack refuses ends the run with one sentence."""
+answered once; events never the relay's acknowledged without Bolt; an app token Slack refuses ends
+the run with one sentence."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from core.lifecycle import Lifecycle
 from core.store import Store
 from surfaces.slack.launching import launch
+
+from tests.fakes.slack_api import BOT_ID, BOT_USER, TEAM
 
 from .conftest import CHANNEL, FAST, SlackFactory, SlackRelayUnderTest, until
 
@@ -58,6 +63,30 @@ async def test_a_redelivered_envelope_is_answered_once(slack: SlackFactory) -> N
     await asyncio.sleep(0.1)
     assert relay.prompts() == ["text just once"]
     assert len(relay.fake.bot_messages(CHANNEL, msg.ts)) == 1
+
+
+async def test_events_never_the_relays_are_acknowledged_without_bolts_dispatch(slack: SlackFactory) -> None:
+    """A mention arrives twice (``app_mention`` and ``message``) and the app's own messages come back
+    as events: in a burst, Bolt's dispatch of what can never be the relay's would only delay it."""
+    relay = await slack()
+    assert relay.running.socket is not None
+    dispatched: list[str] = []
+
+    async def note(body: dict[str, Any], next_: Callable[[], Awaitable[None]]) -> None:
+        dispatched.append(str((body.get("event") or {}).get("type")))
+        await next_()
+
+    relay.running.socket.handler.app.middleware(note)
+    asked = await relay.mention("text hello")
+    await relay.settled(asked.ts)
+    await relay.deliver({"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": "text echo",
+                         "ts": relay.fake.next_ts(), "channel": CHANNEL, "team": TEAM, "thread_ts": asked.ts,
+                         "channel_type": "channel"})  # acknowledged (deliver waits for the ack)
+    await relay.reply(asked.ts, "text more")  # a reply in the app's thread: the relay's, through Bolt
+    await until(lambda: len(relay.prompts()) == 2)
+    await relay.settled(asked.ts)
+    assert relay.prompts() == ["text hello", "text more"]
+    assert dispatched == ["app_mention", "message"]  # neither the mention's twin nor the app's own message
 
 
 async def test_an_app_token_slack_refuses_ends_receiving_with_one_sentence(slack: SlackFactory, fake_slack,
