@@ -137,7 +137,7 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
         if settings.mode == "socket":
             assert tokens.app is not None  # read_tokens checked it
             socket = SocketReceiver(host, app, client, tokens.app, timings=timings, token_env=settings.app_token_env,
-                                    unheard=listeners.unheard)
+                                    direct=listeners.on_event)
             socket.start()
             return SlackRelay(surface, session, listeners, socket=socket)
         assert tokens.signing_secret is not None
