@@ -27,7 +27,7 @@ __all__ = ["CATCH_UP_STEP_S", "LATE_S", "TYPING_AFTER_S", "TypingIndicator"]
 #: answer shows by then (its first words clear the indicator anyway).
 TYPING_AFTER_S = 1.0
 #: A timer of the relay's that fires this much later than asked means its event loop is saturated.
-LATE_S = 0.05
+LATE_S = 0.02
 #: While it is, the first indicator waits on in steps this long (each step checks the loop again).
 CATCH_UP_STEP_S = 0.25
 
