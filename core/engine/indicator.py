@@ -5,26 +5,36 @@ Discord, Slack: ``typing_refresh_s`` set), the first one waits ``TYPING_AFTER_S`
 shows by then would clear it at once, so that call (and the one clearing it) is not made, and a
 burst of people writing at once does not hold their first words behind a call nobody sees. An
 answer still silent by then gets it as before, refreshed while the turn runs.
+
+When the relay itself is the slow part (its own timers fire late: its event loop is saturated, a
+burst), that first call waits on until the loop catches up, the answer shows, or the indicator's
+first refresh is due: made then, it would only queue ahead of other conversations' first words.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
 from core.engine.surface import DeliveryError, Surface
 
-__all__ = ["TYPING_AFTER_S", "TypingIndicator"]
+__all__ = ["CATCH_UP_STEP_S", "LATE_S", "TYPING_AFTER_S", "TypingIndicator"]
 
 #: A platform indicator that lapses by itself is first shown this long after the turn began, unless the
 #: answer shows by then (its first words clear the indicator anyway).
 TYPING_AFTER_S = 1.0
+#: A timer of the relay's that fires this much later than asked means its event loop is saturated.
+LATE_S = 0.02
+#: While it is, the first indicator waits on in steps this long (each step checks the loop again).
+CATCH_UP_STEP_S = 0.25
 
 log = logging.getLogger("acp_relay.engine.indicator")
 
 Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], float]
 
 
 class TypingIndicator:
@@ -37,13 +47,15 @@ class TypingIndicator:
 
     def __init__(self, surface: Surface, conversation_key: str, *, origin: object | None = None,
                  sleep: Sleep = asyncio.sleep, answered: Callable[[], bool] | None = None,
-                 after_s: float = TYPING_AFTER_S) -> None:
-        """``answered`` says whether the answer shows yet (None: the indicator never waits for it)."""
+                 after_s: float = TYPING_AFTER_S, clock: Clock = time.monotonic) -> None:
+        """``answered`` says whether the answer shows yet (None: the indicator never waits for it);
+        ``clock`` is the one ``sleep`` runs on (it tells a timer that fired late)."""
         self.surface = surface
         self.conversation_key = conversation_key
         self._origin = origin  # of the message being answered (the surface's own handle)
         self._caps = surface.capabilities_for(conversation_key, origin)
         self._sleep = sleep
+        self._clock = clock
         self._answered = answered
         refresh = self._caps.typing_refresh_s
         # Never longer than half the refresh: a lapsing indicator is shown well within its first lapse.
@@ -75,14 +87,29 @@ class TypingIndicator:
 
     async def _show(self) -> None:
         refresh = self._caps.typing_refresh_s
-        if self._after_s:
-            await self._sleep(self._after_s)
-            if self._answered is not None and self._answered() and refresh:
-                await self._sleep(max(0.0, refresh - self._after_s))  # shown by now: its next refresh
+        if self._after_s and refresh:
+            waited = await self._first_wait(refresh)
+            if self._answered is not None and self._answered():
+                await self._sleep(max(0.0, refresh - waited))  # shown by now: its next refresh
         await self._on()
         while refresh:
             await self._sleep(refresh)
             await self._on()
+
+    async def _first_wait(self, refresh: float) -> float:
+        """Wait ``after_s``, and on while the loop is saturated (see the module docstring); returns
+        the time waited. Never past ``refresh``: a lapsing indicator is shown within its first lapse."""
+        start = self._clock()
+        step = self._after_s
+        while True:
+            asked = self._clock()
+            await self._sleep(step)
+            now = self._clock()
+            waited = now - start
+            late = now - asked - step
+            if late <= LATE_S or waited >= refresh or (self._answered is not None and self._answered()):
+                return waited
+            step = min(CATCH_UP_STEP_S, refresh - waited)
 
     async def _on(self) -> None:
         self._shown = True

@@ -96,8 +96,9 @@ class SlackRelay:
         await self._session.close()
 
 
-async def _identity(client: AsyncWebClient, settings: SlackConfig) -> None:
-    """``auth.test`` once at start: a token Slack refuses is a configuration fact (exit 2)."""
+async def _identity(client: AsyncWebClient, settings: SlackConfig) -> str:
+    """``auth.test`` once at start: a token Slack refuses is a configuration fact (exit 2). Returns
+    the app's member id ("" when Slack could not say)."""
     try:
         info = await client.auth_test()
     except SlackApiError as exc:
@@ -110,6 +111,8 @@ async def _identity(client: AsyncWebClient, settings: SlackConfig) -> None:
         log.warning("slack: Slack could not be reached at start (%s); continuing", type(exc).__name__)
     else:
         log.info("slack: signed in as %s in %s", info.get("user"), info.get("team"))
+        return str(info.get("user_id") or "")
+    return ""
 
 
 async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None = None) -> SlackRelay:
@@ -119,7 +122,7 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
     session = aiohttp.ClientSession()
     try:
         client = web_client(settings, tokens.bot, session)
-        await _identity(client, settings)
+        bot_user_id = await _identity(client, settings)
         surface = SlackSurface(client, timings=timings, token_env=settings.bot_token_env)
         # process_before_response: Slack is acknowledged when a listener returns, i.e. once the message
         # is journaled (see ``listeners``), never before.
@@ -129,11 +132,12 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
         host.attach(surface, settings.allowed_user_ids)
         threads = Threads(host.state)
         threads.prune()  # threads quiet for months: a reply there needs a mention again
-        listeners = Listeners(host, surface, threads)
+        listeners = Listeners(host, surface, threads, bot_user_id=bot_user_id)
         listeners.register(app)
         if settings.mode == "socket":
             assert tokens.app is not None  # read_tokens checked it
-            socket = SocketReceiver(host, app, client, tokens.app, timings=timings, token_env=settings.app_token_env)
+            socket = SocketReceiver(host, app, client, tokens.app, timings=timings, token_env=settings.app_token_env,
+                                    direct=listeners.on_event)
             socket.start()
             return SlackRelay(surface, session, listeners, socket=socket)
         assert tokens.signing_secret is not None

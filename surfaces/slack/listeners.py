@@ -6,6 +6,10 @@ allow-list and routes. Slack may deliver an interaction twice (a Socket Mode env
 an HTTP request retried); a press is applied once, so a repeat never answers "expired" for a tap
 that worked.
 
+In Socket Mode a message or a mention is taken without Bolt's dispatch (``on_event``, called by the
+socket's handler): the same translation, without a context, a Web API client and a middleware chain
+made for every event (in a burst, every mention arriving twice); the rest goes through Bolt.
+
 Nothing is acknowledged before it is stored: the Bolt app runs with ``process_before_response``, so
 Slack's acknowledgement (the Socket Mode ack, the HTTP 200) goes out only when a listener returns,
 and a message listener returns once the core has journaled the message (``Host.submit``); the core
@@ -30,6 +34,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.request.internals import extract_team_id
 
 from core.surface_api import ButtonPress, Host, InboundMessage
 from surfaces.slack import wording
@@ -72,10 +77,11 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 class Listeners:
     """Translate Slack's requests for ``host``; each message carries who asked as its ``origin``."""
 
-    def __init__(self, host: Host, surface: SlackSurface, threads: Threads) -> None:
+    def __init__(self, host: Host, surface: SlackSurface, threads: Threads, *, bot_user_id: str = "") -> None:
         self.host = host
         self.surface = surface
         self.threads = threads
+        self._bot_user_id = bot_user_id  # the app's own member id ("": not known, Bolt asks on each event)
         self._seen = _Seen()
 
     def register(self, app: AsyncApp) -> None:
@@ -87,19 +93,36 @@ class Listeners:
 
     # -- messages ----------------------------------------------------------------------------
 
+    async def on_event(self, body: dict[str, Any]) -> bool:
+        """A Socket Mode ``events_api`` payload: a message or a mention is taken here as its Bolt
+        listener would take it (True: acknowledge it once this returns; it raises when the store
+        cannot journal it); anything else is Bolt's (False). Bolt's dispatch (a context, a Web API
+        client and a middleware chain for each event, every mention arriving twice) was most of the
+        relay's own work on the way in, and its listeners here only translate. Before the app's
+        member id is known (``auth.test`` failed at start) every event is Bolt's."""
+        event = body.get("event")
+        kind = event.get("type") if isinstance(event, dict) else None
+        if not self._bot_user_id or body.get("type") != "event_callback" or kind not in ("app_mention", "message"):
+            return False
+        assert isinstance(event, dict)  # (kind says so)
+        await self._message(body, event, team=str(extract_team_id(body) or ""), bot_user_id=self._bot_user_id,
+                            mention_event=kind == "app_mention")
+        return True
+
     async def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
         """``@app …`` in a channel: starts a thread under the message, or continues its thread."""
-        await self._message(body, event, context, mention_event=True)
+        await self._message(body, event, team=_team(body, context), bot_user_id=str(context.bot_user_id or ""),
+                            mention_event=True)
 
     async def on_message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
         """Any message the app can see: a DM, or a reply in a thread the app is part of."""
-        await self._message(body, event, context, mention_event=False)
+        await self._message(body, event, team=_team(body, context), bot_user_id=str(context.bot_user_id or ""),
+                            mention_event=False)
 
-    async def _message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, *,
+    async def _message(self, body: dict[str, Any], event: dict[str, Any], *, team: str, bot_user_id: str,
                        mention_event: bool) -> None:
-        team = _team(body, context)
         try:
-            got = heard(event, team=team, bot_user_id=str(context.bot_user_id or ""), joined=self.threads.joined,
+            got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
                         mention_event=mention_event)
         except Unreadable as exc:
             event_id = str(body.get("event_id") or "")

@@ -7,6 +7,10 @@ off, because it retries a failed connection forever with the same URL and logs a
 time: here, a connection that closed or went quiet ends ``connect_once``, and the ``Receiver``
 opens a new one after a capped, growing delay, with one log line per failure. An app-level token
 Slack refuses ends receiving for good (``StartupError``): ``acp-relay run`` then exits 2 saying so.
+
+Messages and mentions are handed to the listeners directly (``direct``), acknowledged once they
+return and not when they raise (Slack then sends the event again), as Bolt does; every other
+envelope goes through Bolt.
 """
 
 from __future__ import annotations
@@ -14,11 +18,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.surface_api import Host, StartupError
@@ -33,18 +42,46 @@ log = logging.getLogger("acp_relay.slack.socket")
 _TOKEN_REFUSED = AUTH_ERRORS | {"not_allowed_token_type", "invalid_app_token"}
 
 
+#: Takes a Socket Mode event payload itself (True), or leaves it to Bolt (False).
+Direct = Callable[[dict[str, Any]], Awaitable[bool]]
+
+
 class ConnectionLost(Exception):
     """The Socket Mode connection closed, or stopped answering pings."""
+
+
+class _Handler(AsyncSocketModeHandler):
+    """Bolt's handler; an event ``direct`` takes (True) is acknowledged once it returns, without Bolt."""
+
+    def __init__(self, app: AsyncApp, *, direct: Direct, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._direct = direct
+
+    async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        if req.type == "events_api" and isinstance(req.payload, dict):
+            try:
+                taken = await self._direct(req.payload)
+            except Exception:  # as Bolt does with a failing listener: logged, and not acknowledged
+                log.exception("a Slack event could not be taken; Slack sends it again")
+                return
+            if taken:
+                await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+                return
+        await super().handle(client, req)
+
+
+async def _nothing_direct(_payload: dict[str, Any]) -> bool:
+    return False
 
 
 class SocketReceiver:
     """One Socket Mode connection at a time for ``app``, replaced whenever it fails."""
 
     def __init__(self, host: Host, app: AsyncApp, client: AsyncWebClient, app_token: str, *, timings: Timings,
-                 token_env: str) -> None:
-        self.handler = AsyncSocketModeHandler(app, app_token=app_token, web_client=client,
-                                              ping_interval=timings.ping_interval_s,
-                                              logger=logging.getLogger("acp_relay.slack.sdk"))
+                 token_env: str, direct: Direct = _nothing_direct) -> None:
+        """``direct`` takes an event payload without Bolt (True), or leaves it to Bolt (False)."""
+        self.handler = _Handler(app, direct=direct, app_token=app_token, web_client=client,
+                                ping_interval=timings.ping_interval_s, logger=logging.getLogger("acp_relay.slack.sdk"))
         sdk = self.handler.client
         sdk.default_auto_reconnect_enabled = False  # the Receiver reconnects (see the module docstring)
         sdk.auto_reconnect_enabled = False

@@ -1,15 +1,19 @@
 """Socket Mode: reconnects after Slack's disconnect, a dropped socket and a silent one; redeliveries
-answered once; an app token Slack refuses ends the run with one sentence."""
+answered once; messages and mentions taken without Bolt's dispatch; an app token Slack refuses ends
+the run with one sentence."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from core.lifecycle import Lifecycle
 from core.store import Store
 from surfaces.slack.launching import launch
+from tests.fakes.slack_api import BOT_ID, BOT_USER, TEAM
 
-from .conftest import CHANNEL, FAST, SlackFactory, SlackRelayUnderTest, until
+from .conftest import CHANNEL, FAST, USER, SlackFactory, SlackRelayUnderTest, until
 
 
 async def _turn_survives(relay: SlackRelayUnderTest, cut: str) -> None:
@@ -58,6 +62,33 @@ async def test_a_redelivered_envelope_is_answered_once(slack: SlackFactory) -> N
     await asyncio.sleep(0.1)
     assert relay.prompts() == ["text just once"]
     assert len(relay.fake.bot_messages(CHANNEL, msg.ts)) == 1
+
+
+async def test_messages_and_mentions_are_taken_without_bolts_dispatch(slack: SlackFactory) -> None:
+    """In a burst, Bolt's dispatch of each event (every mention arrives twice) held everyone's first
+    words: a message or a mention is taken and acknowledged by the relay itself, nothing else is."""
+    relay = await slack()
+    assert relay.running.socket is not None
+    dispatched: list[str] = []
+
+    async def note(body: dict[str, Any], next_: Callable[[], Awaitable[None]]) -> None:
+        dispatched.append(str((body.get("event") or {}).get("type")))
+        await next_()
+
+    relay.running.socket.handler.app.middleware(note)
+    asked = await relay.mention("text hello")  # app_mention and its twin, each acknowledged
+    await relay.settled(asked.ts)
+    await relay.deliver({"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": "text echo",
+                         "ts": relay.fake.next_ts(), "channel": CHANNEL, "team": TEAM, "thread_ts": asked.ts,
+                         "channel_type": "channel"})
+    await relay.reply(asked.ts, "text more")  # a reply in the app's thread
+    await until(lambda: len(relay.prompts()) == 2)
+    await relay.settled(asked.ts)
+    assert relay.prompts() == ["text hello", "text more"]
+    assert dispatched == []
+    await relay.fake.send_envelope(relay.fake.event_envelope({  # not a message: Bolt's (no listener for it)
+        "type": "reaction_added", "user": USER, "reaction": "eyes", "event_ts": relay.fake.next_ts()}))
+    await until(lambda: dispatched == ["reaction_added"])
 
 
 async def test_an_app_token_slack_refuses_ends_receiving_with_one_sentence(slack: SlackFactory, fake_slack,
