@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.agents import agent_spec, choose_agent, gate_problems, resolve_command
+from core.collector import tune_collector
 from core.config import ConfigError, RelayConfig, load_config, load_config_strict, secret_values
 from core.engine.surface import StartupError
 from core.loading import registered, require_sdk
@@ -152,6 +153,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _doctor(config)
     from core.app import run_relay
 
+    tune_collector()  # a long-running relay: collect less often (core/collector.py says why)
     return asyncio.run(run_relay(config))
 
 
