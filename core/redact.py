@@ -85,42 +85,50 @@ def _discord_token(match: re.Match[str]) -> str:
 
 # Order matters: header values first, so "Authorization: Bearer x" becomes one marker, and the
 # specific token shapes before the generic NAME=value rule, so their kind hint survives.
-_RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = (
+# Each rule's third item: words its pattern cannot match without (one of them; lowercase where the
+# pattern ignores case; empty: none). Most text holds none, and a look for a word costs far less than
+# a pattern tried at every word (``_by_format``).
+_RULES: tuple[tuple[re.Pattern[str], _Replacement, tuple[str, ...]], ...] = (
     (
         re.compile(
             r"""(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?)(?!\[redacted)"""
             r"""(?:(?:bearer|basic|token|digest)\s+)?[^\s"',;]+"""
         ),
         rf"\1{REDACTED}",
+        ("authorization",),
     ),
-    (re.compile(r"""(?i)\b(x-api-key["']?\s*[:=]\s*["']?)(?!\[redacted)[^\s"',;]+"""), rf"\1{REDACTED}"),
-    (re.compile(r"(?i)\b(bearer\s+)(?!\[redacted)[A-Za-z0-9._~+/=-]{8,}"), rf"\1{REDACTED}"),
-    (re.compile(r"\b(sk-ant-|sk-proj-|sk-)[A-Za-z0-9_-]{16,}"), rf"\1{REDACTED}"),
-    (re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"), rf"\1{REDACTED}"),
-    (re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), rf"\1{REDACTED}"),
-    (re.compile(r"\b(xox[abposre](?:\.xox[a-z])?-|xapp-)[A-Za-z0-9-]{6,}"), rf"\1{REDACTED}"),
-    (re.compile(r"\b(AKIA|ASIA|AIDA|AROA|AGPA|ANPA)[A-Z0-9]{16}\b"), rf"\1{REDACTED}"),
-    (re.compile(r"\b(AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), rf"\1{REDACTED}"),  # Google API keys
+    (re.compile(r"""(?i)\b(x-api-key["']?\s*[:=]\s*["']?)(?!\[redacted)[^\s"',;]+"""), rf"\1{REDACTED}",
+     ("x-api-key",)),
+    (re.compile(r"(?i)\b(bearer\s+)(?!\[redacted)[A-Za-z0-9._~+/=-]{8,}"), rf"\1{REDACTED}", ("bearer",)),
+    (re.compile(r"\b(sk-ant-|sk-proj-|sk-)[A-Za-z0-9_-]{16,}"), rf"\1{REDACTED}", ("sk-",)),
+    (re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"), rf"\1{REDACTED}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), rf"\1{REDACTED}", ("github_pat_",)),
+    (re.compile(r"\b(xox[abposre](?:\.xox[a-z])?-|xapp-)[A-Za-z0-9-]{6,}"), rf"\1{REDACTED}", ("xox", "xapp-")),
+    (re.compile(r"\b(AKIA|ASIA|AIDA|AROA|AGPA|ANPA)[A-Z0-9]{16}\b"), rf"\1{REDACTED}",
+     ("AKIA", "ASIA", "AIDA", "AROA", "AGPA", "ANPA")),
+    (re.compile(r"\b(AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), rf"\1{REDACTED}", ("AIza",)),  # Google API keys
     # Discord bot tokens: <base64 bot id>.<timestamp>.<hmac>; JWTs share the shape but not the digits.
     (re.compile(r"(?<![\w.-])([A-Za-z0-9_-]{23,28})\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}(?![\w.-])"),
-     _discord_token),
+     _discord_token, ()),
     (
         re.compile(
             r"""(?i)\b((?:aws_)?secret_access_key|aws_session_token)(["']?\s*[:=]\s*["']?)"""
             r"""[A-Za-z0-9/+=]{16,}"""
         ),
         rf"\1\2{REDACTED}",
+        ("secret_access_key", "aws_session_token"),
     ),
     # Telegram bot tokens: the numeric bot id is public, the 35-character part is the secret.
-    (re.compile(r"(?<![0-9])([0-9]{6,12}):[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), rf"\1:{REDACTED}"),
+    (re.compile(r"(?<![0-9])([0-9]{6,12}):[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), rf"\1:{REDACTED}", (":",)),
     # Credentials embedded in a URL: scheme://user:password@host
-    (re.compile(r"(?<=://)([^/\s:@]+):(?!\[redacted)[^/\s@]+@"), rf"\1:{REDACTED}@"),
+    (re.compile(r"(?<=://)([^/\s:@]+):(?!\[redacted)[^/\s@]+@"), rf"\1:{REDACTED}@", ("://",)),
     (
         re.compile(
             r"""(?i)\b([a-z0-9_]*(?:api_?key|_token|_secret|secret_key|access_key|_password))"""
             rf"""(["']?\s*[=:]\s*){_VALUE}"""
         ),
         _keep_name,
+        ("apikey", "api_key", "_token", "_secret", "secret_key", "access_key", "_password"),
     ),
     # A quoted JSON/dict key that names a credential by itself: {"token": "...", "password": "..."}.
     (
@@ -129,10 +137,17 @@ _RULES: tuple[tuple[re.Pattern[str], _Replacement], ...] = (
             r"""["'])(\s*:\s*)("[^"\n]*"|'[^'\n]*')"""
         ),
         _keep_name,
+        ("token", "passw", "secret", "api"),  # access_token, client_secret; password, passwd; api-key...
     ),
     # A bare assignment: password=..., token=... (not max_tokens=, not input_tokens=).
-    (re.compile(rf"""(?i)(?<![\w-])(password|passwd|secret|token|apikey)(\s*=\s*){_VALUE}"""), _keep_name),
+    (re.compile(rf"""(?i)(?<![\w-])(password|passwd|secret|token|apikey)(\s*=\s*){_VALUE}"""), _keep_name,
+     ("passw", "secret", "token", "apikey")),
 )
+
+#: The characters a case-insensitive pattern matches to an ASCII letter although ``str.lower`` makes
+#: them no such letter (U+0130 and U+0131 match "i", U+017F "s"): where one stands, lowercase words prove
+#: nothing.
+_UNLIKE_LOWER = ("\u0130", "\u0131", "\u017f")
 
 #: How the secrets above begin. A streamed answer may end halfway through one, before the full
 #: pattern can match: ``unfinished_secret_at`` finds such a tail so a streaming flush can hold it back.
@@ -324,9 +339,24 @@ def redact(text: str) -> str:
 
 
 def _by_format(text: str) -> str:
-    for pattern, replacement in _RULES:
-        text = pattern.sub(replacement, text)
+    lower = _lowered(text)
+    for pattern, replacement, needs in _RULES:
+        if needs:  # skipped where it cannot match: none of its words is there
+            among = lower if pattern.flags & re.IGNORECASE else text
+            if among is not None and not any(word in among for word in needs):
+                continue
+        replaced = pattern.sub(replacement, text)
+        if replaced != text:
+            text, lower = replaced, _lowered(replaced)
     return text
+
+
+def _lowered(text: str) -> str | None:
+    """``text`` lowercased, to look for a case-insensitive pattern's words in; None where that could miss
+    one (``_UNLIKE_LOWER``)."""
+    if not text.isascii() and any(char in text for char in _UNLIKE_LOWER):
+        return None
+    return text.lower()
 
 
 def _short(identifier: str) -> str:
