@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 
 __all__ = [
+    "FORMAT_RULES",
     "MASK",
     "MIN_SECRET_LENGTH",
     "REDACTED",
@@ -88,7 +89,7 @@ def _discord_token(match: re.Match[str]) -> str:
 # Each rule's third item: words its pattern cannot match without (one of them; lowercase where the
 # pattern ignores case; empty: none). Most text holds none, and a look for a word costs far less than
 # a pattern tried at every word (``_by_format``).
-_RULES: tuple[tuple[re.Pattern[str], _Replacement, tuple[str, ...]], ...] = (
+FORMAT_RULES: tuple[tuple[re.Pattern[str], _Replacement, tuple[str, ...]], ...] = (
     (
         re.compile(
             r"""(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?)(?!\[redacted)"""
@@ -340,7 +341,7 @@ def redact(text: str) -> str:
 
 def _by_format(text: str) -> str:
     lower = _lowered(text)
-    for pattern, replacement, needs in _RULES:
+    for pattern, replacement, needs in FORMAT_RULES:
         if needs:  # skipped where it cannot match: none of its words is there
             among = lower if pattern.flags & re.IGNORECASE else text
             if among is not None and not any(word in among for word in needs):

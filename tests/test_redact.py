@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.redact import _RULES, REDACTED, _by_format, redact, shorten_request_ids
+from core.redact import FORMAT_RULES, REDACTED, redact, shorten_request_ids
 
 # (secret-bearing text, the secret itself, what must remain as the hint)
 SECRETS = [
@@ -151,8 +151,8 @@ def test_shorten_request_ids_leaves_short_or_unrelated_ids(text: str) -> None:
 
 
 def _every_rule(text: str) -> str:
-    """The format rules without the look for their words first (what ``_by_format`` must equal)."""
-    for pattern, replacement, _ in _RULES:
+    """The format rules without the look for their words first (what ``redact`` must equal)."""
+    for pattern, replacement, _ in FORMAT_RULES:
         text = pattern.sub(replacement, text)
     return text
 
@@ -165,10 +165,10 @@ _ODD_CASES = ["pa\u017fsword=hunter22", "ap\u0130key=abcdefgh12", "my_ap\u0131ke
 
 @pytest.mark.parametrize("text", [s[0] for s in SECRETS] + _ODD_CASES)
 def test_a_rule_is_skipped_only_where_it_could_not_have_matched(text: str) -> None:
-    """``_by_format`` skips a rule when none of its words is in the text (most answers hold none): in
+    """``redact`` skips a rule when none of its words is in the text (most answers hold none): in
     any case, upper or lower, with the letters ``str.lower`` does not make what the pattern takes."""
     for variant in (text, text.upper(), text.lower(), text.swapcase(), f"é {text} →"):
-        assert _by_format(variant) == _every_rule(variant)
+        assert redact(variant) == _every_rule(variant)
 
 
 def test_a_long_s_in_a_credentials_name_is_read_as_s_as_before() -> None:
