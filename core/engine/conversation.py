@@ -144,8 +144,7 @@ class Conversation:
             if self.disowned:
                 return
             try:
-                if not scope.completed:  # the reply did not get to it (it failed, or shows nothing)
-                    self.deps.journal.complete(item.message)  # (kept while the database is away)
+                self.deps.journal.complete(item.message)  # (kept while the database is away)
                 self.binding.save_context()
             except LeaseLost:
                 return
