@@ -84,6 +84,8 @@ def _discord_token(match: re.Match[str]) -> str:
         return match.group(0)
     return f"{first}.{REDACTED}" if decoded.isdigit() else match.group(0)
 
+_DISCORD_TOKEN = re.compile(r"(?<![\w.-])([A-Za-z0-9_-]{23,28})\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}(?![\w.-])")
+
 # Order matters: header values first, so "Authorization: Bearer x" becomes one marker, and the
 # specific token shapes before the generic NAME=value rule, so their kind hint survives.
 # Each rule's third item: words its pattern cannot match without (one of them; lowercase where the
@@ -109,8 +111,7 @@ FORMAT_RULES: tuple[tuple[re.Pattern[str], _Replacement, tuple[str, ...]], ...] 
      ("AKIA", "ASIA", "AIDA", "AROA", "AGPA", "ANPA")),
     (re.compile(r"\b(AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), rf"\1{REDACTED}", ("AIza",)),  # Google API keys
     # Discord bot tokens: <base64 bot id>.<timestamp>.<hmac>; JWTs share the shape but not the digits.
-    (re.compile(r"(?<![\w.-])([A-Za-z0-9_-]{23,28})\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}(?![\w.-])"),
-     _discord_token, ()),
+    (_DISCORD_TOKEN, _discord_token, ()),
     (
         re.compile(
             r"""(?i)\b((?:aws_)?secret_access_key|aws_session_token)(["']?\s*[:=]\s*["']?)"""
@@ -144,6 +145,17 @@ FORMAT_RULES: tuple[tuple[re.Pattern[str], _Replacement, tuple[str, ...]], ...] 
     (re.compile(rf"""(?i)(?<![\w-])(password|passwd|secret|token|apikey)(\s*=\s*){_VALUE}"""), _keep_name,
      ("passw", "secret", "token", "apikey")),
 )
+
+#: A rule that names no word is tried only where this pattern, a part of every text it matches, is found:
+#: the Discord token's middle part between its two dots. Its literal first character lets ``re`` skip
+#: to the dots, where the token's pattern tries a 23-character run at every word (14 us on 500 characters).
+_GATES: dict[re.Pattern[str], re.Pattern[str]] = {_DISCORD_TOKEN: re.compile(r"\.[A-Za-z0-9_-]{6,7}\.")}
+
+#: ``FORMAT_RULES`` as ``_by_format`` runs them: each rule's words, whether they are looked for in the
+#: lowercased text (the pattern ignores case), and the gate of a rule with no word. Worked out once:
+#: ``pattern.flags & re.IGNORECASE`` is an enum operation, slow enough to count on a short answer.
+_RULES = tuple((pattern, replacement, needs, bool(pattern.flags & re.IGNORECASE), _GATES.get(pattern))
+               for pattern, replacement, needs in FORMAT_RULES)
 
 #: The characters a case-insensitive pattern matches to an ASCII letter although ``str.lower`` makes
 #: them no such letter (U+0130 and U+0131 match "i", U+017F "s"): where one stands, lowercase words prove
@@ -341,11 +353,19 @@ def redact(text: str) -> str:
 
 def _by_format(text: str) -> str:
     lower = _lowered(text)
-    for pattern, replacement, needs in FORMAT_RULES:
-        if needs:  # skipped where it cannot match: none of its words is there
-            among = lower if pattern.flags & re.IGNORECASE else text
-            if among is not None and not any(word in among for word in needs):
-                continue
+    for pattern, replacement, needs, folds, gate in _RULES:
+        # Skipped where it cannot match: none of its words is there, or its gate is not. A loop, not
+        # ``any()`` over a generator: this look runs for every rule on every text shown.
+        if needs:
+            among = lower if folds else text
+            if among is not None:
+                for word in needs:
+                    if word in among:
+                        break
+                else:
+                    continue
+        elif gate is not None and gate.search(text) is None:
+            continue
         replaced = pattern.sub(replacement, text)
         if replaced != text:
             text, lower = replaced, _lowered(replaced)

@@ -161,9 +161,18 @@ def _every_rule(text: str) -> str:
 _ODD_CASES = ["pa\u017fsword=hunter22", "ap\u0130key=abcdefgh12", "my_ap\u0131key: abcdefgh12",
               "\u017fecret = 'x1y2z3'", '{"ToKen": "abc"}', "AUTHORIZATION: Bearer abcdefghijkl",
               "Api_Key=xyz123", "X-API-KEY: k-123"]
+# The Discord token's rule names no word: it is tried where its middle part (two dots around 6 or 7
+# characters) stands. Tokens with either middle, at a sentence's end, in a URL, and near misses.
+_DOTTED = ["MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbCdE.abcdefghijklmnopqrstuvwxyzABCDEFGHIJ is it",
+           "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbCdE.abcdefghijklmnopqrstuvwxyzABCDEFGHIJ.",
+           "see https://x.example/MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbCd.abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+           "(MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbCd.abcdefghijklmnopqrstuvwxyzABCDEFGHI)",
+           "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbC.abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+           "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbCdEf.abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+           "version 1.2.3 of the relay. Then a.bcdefg.h and " + "x" * 60]
 
 
-@pytest.mark.parametrize("text", [s[0] for s in SECRETS] + _ODD_CASES)
+@pytest.mark.parametrize("text", [s[0] for s in SECRETS] + _ODD_CASES + _DOTTED)
 def test_a_rule_is_skipped_only_where_it_could_not_have_matched(text: str) -> None:
     """``redact`` skips a rule when none of its words is in the text (most answers hold none): in
     any case, upper or lower, with the letters ``str.lower`` does not make what the pattern takes."""
