@@ -173,8 +173,13 @@ _SECRET_START = re.compile(
 def unfinished_secret_at(text: str) -> int | None:
     """Where a secret that may still be arriving begins at the end of ``text`` (None if none does):
     a token shape's start, or any start of a registered value (however short)."""
-    match = _SECRET_START.search(text[-256:])
-    by_format = len(text) - len(text[-256:]) + match.start() if match else None
+    tail = text[-256:]
+    # A match runs to the end with at most one run of whitespace in it (``bearer\s+``): it starts in the
+    # last two words, so the pattern (no literal to skip to) is tried from there, not at every character.
+    # ``rsplit()`` splits on what ``\s`` matches; the lookbehinds still see the characters before ``pos``.
+    words = tail.rsplit(None, 2)
+    match = _SECRET_START.search(tail, len(words[0]) if len(words) == 3 else 0)
+    by_format = len(text) - len(tail) + match.start() if match else None
     by_value = _REGISTRY.unfinished_at(text)
     if by_format is None or by_value is None:
         return by_value if by_format is None else by_format

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.redact import FORMAT_RULES, REDACTED, redact, shorten_request_ids
+from core.redact import FORMAT_RULES, REDACTED, redact, shorten_request_ids, unfinished_secret_at
 
 # (secret-bearing text, the secret itself, what must remain as the hint)
 SECRETS = [
@@ -182,3 +182,22 @@ def test_a_rule_is_skipped_only_where_it_could_not_have_matched(text: str) -> No
 
 def test_a_long_s_in_a_credentials_name_is_read_as_s_as_before() -> None:
     assert redact("pa\u017fsword=hunter22") == f"pa\u017fsword={REDACTED}"
+
+
+@pytest.mark.parametrize(("text", "at"), [
+    ("the key is sk-ant-api0", 11),
+    ("one two three Bearer\u2003abc", 14),  # any whitespace between the word and its token
+    ("send it as BEARER   ", 11),
+    ("Authorization: Bearer\n\nxyz", 15),
+    ("bot 123456789:AAH", 4),
+    ("AKIAIOSF", 0),
+    ("filler " * 50 + "xoxb-12", 350),  # past the last 256 characters of a long answer
+    ("see x-sk-abc", None),  # not a token's start: part of a longer word
+    ("words here then-ghp_abc", None),
+    ("a bearer b c", None),
+    ("old sk-abc then more words", None),
+])
+def test_an_unfinished_token_is_found_where_it_begins(text: str, at: int | None) -> None:
+    """A token's start at the end of a streamed text is held back: the pattern is tried only in the last
+    two words (a token runs to the end; ``Bearer`` has one run of whitespace after it)."""
+    assert unfinished_secret_at(text) == at
