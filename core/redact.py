@@ -84,7 +84,9 @@ def _discord_token(match: re.Match[str]) -> str:
         return match.group(0)
     return f"{first}.{REDACTED}" if decoded.isdigit() else match.group(0)
 
-_DISCORD_TOKEN = re.compile(r"(?<![\w.-])([A-Za-z0-9_-]{23,28})\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}(?![\w.-])")
+# A full stop after it ends a sentence (it is no third dot of a longer dotted name).
+_DISCORD_TOKEN = re.compile(
+    r"(?<![\w.-])([A-Za-z0-9_-]{23,28})\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}(?![\w-])(?!\.[\w-])")
 
 # Order matters: header values first, so "Authorization: Bearer x" becomes one marker, and the
 # specific token shapes before the generic NAME=value rule, so their kind hint survives.

@@ -72,6 +72,11 @@ SECRETS = [
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
         "MTIzNDU2Nzg5MDEyMzQ1Njc4.[redacted]",
     ),
+    (  # at the end of a sentence: the full stop is no part of the token
+        "Your bot token is MTIzNDU2Nzg5MDEyMzQ1Njc4.GhAbCd.abcdefghijklmnopqrstuvwxyzABCDEFGHIJ.",
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+        "MTIzNDU2Nzg5MDEyMzQ1Njc4.[redacted].",
+    ),
     ("key=AIzaSyA-1234567890abcdefghijklmnopqrstu", "SyA-1234567890abcdefghijklmnopqrstu", "AIza[redacted]"),
     ("maps AIzaSyA-1234567890abcdefghijklmnopqrstu ok", "SyA-1234567890abcdefghijklmnopqrstu", "AIza[redacted]"),
 ]
