@@ -29,6 +29,7 @@ from core.engine.surface import Launched, Surface
 from core.engine.tasks import TaskSet
 
 __all__ = [
+    "LISTEN_BACKLOG",
     "Check",
     "ControlFailed",
     "Controls",
@@ -41,6 +42,12 @@ __all__ = [
     "SurfaceState",
     "no_problems",
 ]
+
+#: The accept queue a surface's HTTP server listens with (aiohttp's ``TCPSite(backlog=...)``; the kernel
+#: caps it at ``net.core.somaxconn``). aiohttp's default, 128, overflows when a burst of people connect
+#: while the relay's loop is busy: the kernel drops the rest of their handshakes, and each tries again
+#: only a second later (issue 24: the dashboard's first text at 1,000 tabs at once).
+LISTEN_BACKLOG = 1024
 
 #: ``(JSON path inside the surface's section, one plain sentence)``, e.g. ``("token_env", "...")``.
 Problems = list[tuple[str, str]]

@@ -19,7 +19,8 @@ through it. What is here:
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
-  ``register_secrets``, ``private_file``, ``route`` (is a text one of the surface's commands),
+  ``LISTEN_BACKLOG`` (an HTTP server's accept queue), ``register_secrets``, ``private_file``,
+  ``route`` (is a text one of the surface's commands),
   ``command_word`` (an agent command's name as every platform spells it),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
   ``monospace_tables`` (a table as an aligned code block, for a platform that draws none),
@@ -89,6 +90,7 @@ from core.engine.tables import MarkdownTable, monospace_tables, table_pieces
 from core.engine.tasks import TaskSet
 from core.failures import INTERNAL_FAILURE
 from core.plugin import (
+    LISTEN_BACKLOG,
     ControlFailed,
     Controls,
     Host,
@@ -104,6 +106,7 @@ from core.store import StoreError
 
 __all__ = [
     "INTERNAL_FAILURE",
+    "LISTEN_BACKLOG",
     "SQLITE_COMPANIONS",
     "AnswerUnreadable",
     "Attachment",

@@ -3,7 +3,9 @@
 ``POST /api/conversations/<tab>/messages`` prompts the agent (answered 202 at once);
 ``GET .../events`` is the tab's server-sent event stream: a snapshot first, then a ``message`` event
 with the text so far for every chunk. The access token is checked, nothing is kept (no transcript,
-no journal), nothing is paced.
+no journal), nothing is paced. It listens with the relay's backlog (``LISTEN_BACKLOG``): with
+aiohttp's default of 128 a burst of 1,000 tabs loses the handshakes past it for a second, the
+yardstick as much as the relay.
 
     python -m bench.burst.naive_dashboard --cwd DIR --port N   (ACP_RELAY_DASHBOARD_TOKEN set)
 """
@@ -20,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from bench.burst.naive_agent import Agent, agent, arguments
+from core.surface_api import LISTEN_BACKLOG
 
 Event = dict[str, Any]
 
@@ -80,7 +83,7 @@ async def main() -> None:
     async with agent(args.cwd) as link:
         runner = web.AppRunner(build(link, os.environ["ACP_RELAY_DASHBOARD_TOKEN"]), access_log=None)
         await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", args.port).start()
+        await web.TCPSite(runner, "127.0.0.1", args.port, backlog=LISTEN_BACKLOG).start()
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         await stop.wait()

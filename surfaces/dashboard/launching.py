@@ -8,7 +8,7 @@ import sys
 
 from aiohttp import web
 
-from core.surface_api import Host, SecretRegistration, StartupError, register_secrets, secret
+from core.surface_api import LISTEN_BACKLOG, Host, SecretRegistration, StartupError, register_secrets, secret
 from surfaces.dashboard import wording
 from surfaces.dashboard.auth import LINK_TTL_S, Auth
 from surfaces.dashboard.binding import check_bind, is_loopback
@@ -94,7 +94,7 @@ async def launch(host: Host, settings: DashboardConfig, *, announce: bool = True
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0, handler_cancellation=True)
     await runner.setup()
     try:
-        await web.TCPSite(runner, settings.host or None, settings.port).start()
+        await web.TCPSite(runner, settings.host or None, settings.port, backlog=LISTEN_BACKLOG).start()
     except OSError as exc:
         await runner.cleanup()
         surface.transcript.close()

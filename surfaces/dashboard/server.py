@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
 import secrets
@@ -92,8 +93,15 @@ def _forbidden_origin(request: web.Request) -> bool:
 
 
 def _loopback_host(request: web.Request) -> bool:
+    return _loopback_name(request.host)
+
+
+@functools.lru_cache(maxsize=64)
+def _loopback_name(host: str) -> bool:
+    """Remembered: every request of a relay with a token made for the run asks it of the same few Host
+    values, and parsing one (``urlsplit``, ``ipaddress``) cost more than the rest of the checks."""
     try:
-        return is_loopback(urlsplit(f"//{request.host}").hostname or "")
+        return is_loopback(urlsplit(f"//{host}").hostname or "")
     except ValueError:  # not even a host name
         return False
 

@@ -102,7 +102,12 @@ class Entry:
 
 
 def _buttons_json(buttons: tuple[Button, ...]) -> str:
-    return json.dumps([[b.label, b.token, b.style] for b in buttons])
+    # Most messages have none: "[]" without calling the encoder (a person's message, every streamed edit).
+    return json.dumps([[b.label, b.token, b.style] for b in buttons]) if buttons else "[]"
+
+
+def _blocks_json(blocks: tuple[dict[str, Any], ...]) -> str:
+    return json.dumps(blocks) if blocks else "[]"
 
 
 def _buttons(raw: str) -> tuple[Button, ...]:
@@ -178,7 +183,7 @@ class Transcript:
             cur = self._conn.execute(
                 "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, blocks, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), json.dumps(blocks), now))
+                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), _blocks_json(blocks), now))
             if cur.rowcount == 1 and self._used(tab, now):
                 self._prune()
         return entry if cur.rowcount == 1 else None
@@ -191,7 +196,7 @@ class Transcript:
             rows = self._conn.execute(
                 "UPDATE messages SET text = ?, buttons = ?, plain = ?, blocks = ?, updated_at = ?"
                 " WHERE tab = ? AND id = ? RETURNING role",
-                (text, _buttons_json(buttons), int(plain), json.dumps(blocks), now, tab, message_id)).fetchall()
+                (text, _buttons_json(buttons), int(plain), _blocks_json(blocks), now, tab, message_id)).fetchall()
             if not rows:
                 return None
             self._hold_use(tab, now)

@@ -17,7 +17,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
-from core.surface_api import RefusalLog, StartupError
+from core.surface_api import LISTEN_BACKLOG, RefusalLog, StartupError
 
 __all__ = ["EVENTS_PATH", "HttpReceiver", "signature_ok"]
 
@@ -69,7 +69,7 @@ class HttpReceiver:
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, _HOST, self._port)
+            site = web.TCPSite(runner, _HOST, self._port, backlog=LISTEN_BACKLOG)
             await site.start()
         except OSError as exc:
             await runner.cleanup()

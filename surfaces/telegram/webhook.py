@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from telegram import Bot, Update
 
-from core.surface_api import RefusalLog, StartupError, StoreError
+from core.surface_api import LISTEN_BACKLOG, RefusalLog, StartupError, StoreError
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.wording import webhook_bind_failed
 
@@ -56,7 +56,7 @@ class Webhook:
         """Listen on ``host``:``port`` (0: any free port; ``port`` then says which)."""
         await self._runner.setup()
         try:
-            site = web.TCPSite(self._runner, host or None, port)
+            site = web.TCPSite(self._runner, host or None, port, backlog=LISTEN_BACKLOG)
             await site.start()
         except OSError as exc:
             await self._runner.cleanup()

@@ -12,6 +12,7 @@ from pathlib import Path
 from core.config import RelayConfig
 from core.store import ConversationRecord
 from surfaces.dashboard.surface import conversation_key
+from tests.listening import handshakes_while_held
 
 from .conftest import DemoRelay, DemoRelayFactory, EventStream
 
@@ -46,6 +47,19 @@ async def test_a_prompt_streams_its_markdown_answer_into_the_tab(demo_relay: Dem
     assert status["agent"] == "demo" and status["model"] == "demo-fast"
     assert status["models"] == ["demo-fast", "demo-careful"]
     assert status["session_id"] and status["context_pct"] and not status["busy"]
+
+
+async def test_a_burst_of_connections_while_the_relay_is_busy_is_queued_not_dropped(
+        demo_relay: DemoRelayFactory) -> None:
+    """A burst of browsers (or scripts) connecting while the relay's loop is busy: the kernel keeps every
+    handshake for the relay to accept, none waits out a retransmitted SYN (issue 24: aiohttp's default
+    backlog of 128 sent the rest of 1,000 tabs one second back)."""
+    relay = await demo_relay()
+    port = int(relay.url.rstrip("/").rsplit(":", 1)[1])
+    assert handshakes_while_held(port, 300) == 300
+    stream = await relay.events(TAB)  # and the relay goes on serving once its loop runs again
+    await say(relay, "hello")
+    await stream.until(answered("demo agent"), "the demo's answer")
 
 
 async def test_a_tool_call_waits_for_the_approval_button(demo_relay: DemoRelayFactory) -> None:

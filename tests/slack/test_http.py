@@ -10,6 +10,7 @@ import pytest
 from core.engine import wording
 from surfaces.slack import wording as slack_wording
 from tests.fakes.slack_api import SlackFake
+from tests.listening import handshakes_while_held
 
 from .conftest import CHANNEL, SlackFactory, until
 
@@ -25,6 +26,17 @@ async def test_a_signed_event_is_answered(slack: SlackFactory) -> None:
     asked = await relay.mention("text over http")
     await relay.settled(asked.ts)
     assert relay.bot_texts(asked.ts)[0].startswith("over http")
+
+
+async def test_a_burst_of_events_while_the_relay_is_busy_is_queued_not_dropped(slack: SlackFactory) -> None:
+    """Slack's posts arriving all at once while the relay's loop is busy: the kernel keeps every handshake
+    for the relay to accept, none waits out a retransmitted SYN (aiohttp's default backlog is 128)."""
+    relay = await slack(mode="http")
+    assert relay.running.http is not None
+    assert handshakes_while_held(relay.running.http.port, 300) == 300
+    asked = await relay.mention("text after the burst")  # served once the loop runs again
+    await relay.settled(asked.ts)
+    assert relay.bot_texts(asked.ts)[0].startswith("after the burst")
 
 
 async def test_url_verification_is_answered_with_the_challenge(slack: SlackFactory) -> None:

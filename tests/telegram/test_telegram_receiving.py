@@ -11,6 +11,7 @@ import pytest
 
 from core.engine.surface import StartupError
 from tests.fakes.telegram_api import BOT_ID, TOKEN, FakeBotApi
+from tests.listening import handshakes_while_held
 from tests.telegram.conftest import GROUP, USER, TgFactory, until
 
 
@@ -113,6 +114,23 @@ async def test_webhook_mode_takes_posts_with_the_secret_and_refuses_the_rest(
     await until(lambda: answers(api, USER), "the good post is answered")
     await r.settled()
     assert r.prompts() == ["text from a forger"], "answered once, from the post that had the secret"
+
+
+async def test_a_burst_of_webhook_posts_while_the_relay_is_busy_is_queued_not_dropped(
+        api: FakeBotApi, tg: TgFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Telegram's posts arriving all at once while the relay's loop is busy: the kernel keeps every
+    handshake for the relay to accept, none waits out a retransmitted SYN (aiohttp's default backlog is 128)."""
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-value_1")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/telegram/hook"
+    r = await tg(telegram={"mode": "webhook", "webhook_url": url, "webhook_port": port})
+    await until(lambda: api.webhook, "setWebhook was called")
+    assert handshakes_while_held(port, 300) == 300
+    api.private(USER)
+    api.say(USER, "text after the burst")  # served once the loop runs again
+    assert await api.deliver() == [200]
+    await until(lambda: answers(api, USER), "the post is answered")
+    await r.settled()
 
 
 async def test_a_refused_token_is_one_sentence_at_launch_never_a_retry_loop(api: FakeBotApi, tg: TgFactory,
