@@ -54,33 +54,17 @@ def prompts(tmp: Path) -> list[str]:
 
 async def killed_at(fake: SlackFake, tmp: Path, text: str, when: Callable[[str, dict[str, Any]], bool]) -> str:
     """Relay 1 answers a mention and is killed at ``when``; returns the thread's ts."""
-    proc = await acp_relay(tmp, "run", "--config", str(write_config(tmp, fake)))
-    killed = asyncio.Event()
-
-    def hook(method: str, params: dict[str, Any]) -> None:
-        if not killed.is_set() and when(method, params):
-            proc.send_signal(signal.SIGKILL)
-            killed.set()
-
-    fake.on_request.append(hook)
-    try:
-        await fake.wait_connected(timeout=HANG_GUARD_S)
-        asked = fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> {text}")
-        await fake.push(fake.event_envelope({"type": "app_mention", "user": USER, "text": asked.text,
-                                             "ts": asked.ts, "channel": CHANNEL, "team": TEAM}))
-        async with asyncio.timeout(HANG_GUARD_S):
-            await killed.wait()
-            assert await proc.wait() == -signal.SIGKILL
-    finally:
-        fake.on_request.remove(hook)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    return asked.ts
+    return await _run_until_killed(fake, tmp, when, text)
 
 
 async def restarted_and_killed_at(fake: SlackFake, tmp: Path, when: Callable[[str, dict[str, Any]], bool]) -> None:
-    """Relay 2 takes up where relay 1 was killed, and is killed at ``when`` in turn."""
+    """The next relay takes up where the last one was killed, and is killed at ``when`` in turn."""
+    await _run_until_killed(fake, tmp, when)
+
+
+async def _run_until_killed(fake: SlackFake, tmp: Path, when: Callable[[str, dict[str, Any]], bool],
+                            text: str | None = None) -> str:
+    """``acp-relay run``, killed at ``when`` (after being asked ``text``, when given); the asking message's ts."""
     proc = await acp_relay(tmp, "run", "--config", str(write_config(tmp, fake)))
     killed = asyncio.Event()
 
@@ -90,7 +74,14 @@ async def restarted_and_killed_at(fake: SlackFake, tmp: Path, when: Callable[[st
             killed.set()
 
     fake.on_request.append(hook)
+    asked_ts = ""
     try:
+        if text is not None:
+            await fake.wait_connected(timeout=HANG_GUARD_S)
+            asked = fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> {text}")
+            await fake.push(fake.event_envelope({"type": "app_mention", "user": USER, "text": asked.text,
+                                                 "ts": asked.ts, "channel": CHANNEL, "team": TEAM}))
+            asked_ts = asked.ts
         async with asyncio.timeout(HANG_GUARD_S):
             await killed.wait()
             assert await proc.wait() == -signal.SIGKILL
@@ -99,6 +90,7 @@ async def restarted_and_killed_at(fake: SlackFake, tmp: Path, when: Callable[[st
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+    return asked_ts
 
 
 async def restarted_until(fake: SlackFake, tmp: Path, done: Callable[[], object]) -> None:
