@@ -49,7 +49,7 @@ def total_costs(costs: dict[str, dict[str, object]]) -> dict[str, float]:
 class SessionBinding:
     """The ACP session of the conversation under ``key``."""
 
-    __slots__ = ("_fresh", "_lock", "_stored_context", "config", "key", "pool", "session", "store")
+    __slots__ = ("_fresh", "_lock", "_stored_context", "_stored_known", "config", "key", "pool", "session", "store")
 
     def __init__(self, key: str, config: RelayConfig, store: Store, pool: RuntimePool) -> None:
         self.key = key
@@ -58,14 +58,17 @@ class SessionBinding:
         self.pool = pool
         self.session: AcpSession | None = None
         self._lock = asyncio.Lock()
-        rec = store.get_conversation(key)
-        # What the store has, so a turn that changed nothing costs no write.
-        self._stored_context: float | None = rec.context_pct if rec is not None else None
+        # What the store has, so a turn that changed nothing costs no write (nor a read): taken from
+        # the record when it is first read (the first turn reads it anyway), not when the conversation
+        # is made.
+        self._stored_context: float | None = None
+        self._stored_known = False
         self._fresh: set[str] = set()  # sessions this binding started: their cost began at nothing
 
     def record(self) -> ConversationRecord:
         """The stored record, or a blank one for a conversation not saved yet."""
         rec = self.store.get_conversation(self.key)
+        self._stored_context, self._stored_known = (rec.context_pct if rec is not None else None), True
         if rec is None:
             rec = ConversationRecord(self.key, agent="", cwd="")
         return rec
@@ -74,11 +77,15 @@ class SessionBinding:
     def context_pct(self) -> float | None:
         """The share of the context window in use: as the live session last said, else as stored."""
         live = self.session.context_pct if self.session is not None else None
+        if live is None and not self._stored_known:
+            self.record()
         return live if live is not None else self._stored_context
 
     def save_context(self) -> None:
         """Keep the context use, the session's title and its cost in the store (after a turn), when changed."""
         pct, session = self.context_pct, self.session
+        if pct == self._stored_context and (session is None or (not session.title and session.cost is None)):
+            return  # the context use is as stored, and the session has no title or cost to keep
         rec = self.store.get_conversation(self.key)
         if rec is None:
             return
@@ -232,5 +239,5 @@ class SessionBinding:
         if self.session is not None:
             self.session.runtime.forget(self.session.session_id)
         self.session = None
-        self._stored_context = None  # the reset clears the stored one too
+        self._stored_context, self._stored_known = None, True  # the reset clears the stored one too
         return self.store.reset_conversation(self.key)

@@ -168,5 +168,6 @@ class ChatReply:
         await self.files.send(self.streamer, sent, diff)
         if not outcome.interrupted:  # answered the moment it is shown; a crash now repeats nothing
             replies.journal.complete(msg)
+            self.scope.completed = True
         if doc.overflow:
             await replies.outbox.attach_rest(self.streamer, doc.overflow)

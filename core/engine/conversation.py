@@ -144,7 +144,8 @@ class Conversation:
             if self.disowned:
                 return
             try:
-                self.deps.journal.complete(item.message)  # (kept while the database is away)
+                if not scope.completed:  # the reply did not get to it (it failed, or shows nothing)
+                    self.deps.journal.complete(item.message)  # (kept while the database is away)
                 self.binding.save_context()
             except LeaseLost:
                 return

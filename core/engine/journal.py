@@ -50,6 +50,7 @@ class ReplyRecorder:
         self.store = store
         self.surface, self.message_id, self.key = msg.surface, msg.message_id, msg.conversation_key
         self.deferred = deferred
+        self._started = False  # a record of this reply marked it started (or is kept to, in order)
 
     def _write(self, write: Callable[[], object]) -> None:
         if self.deferred is None:
@@ -59,9 +60,10 @@ class ReplyRecorder:
 
     def posted(self, entry: Posted) -> None:
         """Record where a piece is shown (the first one also marks the reply started)."""
-        store, surface, message_id = self.store, self.surface, self.message_id
+        store, surface, message_id, started = self.store, self.surface, self.message_id, self._started
         self._write(lambda: store.record_reply_message(surface, message_id, entry.part, entry.piece,
-                                                       entry.message_id, entry.kind))
+                                                       entry.message_id, entry.kind, started=started))
+        self._started = True
 
     def removed(self, part: int, piece: int) -> None:
         """The piece is no longer shown."""

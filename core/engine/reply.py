@@ -37,6 +37,9 @@ class TurnScope:
     cancellable: bool = True
     #: Another relay owns the conversation now (relays sharing a store): nothing more is sent from here.
     disowned: bool = False
+    #: The reply completed the message in the journal the moment it was shown (the conversation
+    #: need not again).
+    completed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

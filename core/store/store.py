@@ -213,17 +213,22 @@ class Store:
                     " WHERE surface = ? AND message_id = ?", (surface, message_id))
 
     def record_reply_message(self, surface: str, message_id: str, part: int, piece: int, platform_id: str,
-                             kind: str) -> None:
+                             kind: str, *, started: bool = False) -> None:
         """``platform_id`` now shows piece ``piece`` of part ``part`` of the answer to ``message_id``.
 
         One transaction also marks the reply as started, so a restart never finds a started reply
-        without the message it started in.
+        without the message it started in. ``started``: an earlier record of this reply already
+        marked it, so the record is one statement on its own.
         """
+        record = ("INSERT INTO reply_messages (surface, message_id, part, piece, platform_id, kind)"
+                  " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (surface, message_id, part, piece) DO UPDATE"
+                  " SET platform_id = excluded.platform_id, kind = excluded.kind")
+        params = (surface, message_id, part, piece, platform_id, kind)
+        if started:
+            self._write(record, params)
+            return
         with self.transaction():
-            self._write("INSERT INTO reply_messages (surface, message_id, part, piece, platform_id, kind)"
-                        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (surface, message_id, part, piece) DO UPDATE"
-                        " SET platform_id = excluded.platform_id, kind = excluded.kind",
-                        (surface, message_id, part, piece, platform_id, kind))
+            self._write(record, params)
             self._write("UPDATE inbound SET reply_started = ? WHERE surface = ? AND message_id = ?"
                         " AND reply_started IS NULL", (time.time(), surface, message_id))
 
