@@ -260,8 +260,8 @@ class JsonRpcConnection:
             raise self._closed_error
         rid = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = _Pending(method, future, None)
         self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        self._pending[rid] = _Pending(method, future, None)  # (its answer is read after this returns)
         return rid, future
 
     async def drained(self, future: asyncio.Future[Any]) -> None:
@@ -293,10 +293,10 @@ class JsonRpcConnection:
         rid = self.next_id() if request_id is None else request_id
         pending = _Pending(method, loop.create_future(), idle_key)
         pending.last_activity = loop.time()
-        self._pending[rid] = pending
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        self._pending[rid] = pending  # once written (a frame that could not be is not waited for)
         if idle_key is not None:
             self._idle_pending.add(pending)
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:

@@ -309,11 +309,12 @@ class AcpSession(GateKeeping):
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
         turn = _Turn(on_event, approver, approval_timeout_s, elicitor)
-        self._turn = turn
         params = {"sessionId": self.session_id, "prompt": prompt_blocks(prompt)}
         # The prompt is written now, and its answer waited on beside the turn's signals: no task per
         # turn for any of them (a burst of first turns pays for every task before its first text).
+        # Nothing is read from the agent before the next wait: its frames find the turn set.
         request_id, answer = self.runtime.send_request("session/prompt", params)
+        self._turn = turn
         ended, failed = turn.ended.future, turn.failed.future
         finished = False
         try:

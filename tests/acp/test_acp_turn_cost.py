@@ -8,6 +8,8 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
+import pytest
+
 from core.acp.types import TextChunk
 
 
@@ -40,3 +42,12 @@ async def test_the_prompt_is_written_before_the_turn_first_waits(start, agent) -
     assert rt.conn.pending == 1, "session/prompt is on its way to the agent"
     assert (await turn).text == "hello"
     assert rt.conn.pending == 0, "nothing is left waiting for an answer"
+
+
+async def test_a_prompt_that_cannot_be_written_leaves_the_session_free(start, agent) -> None:
+    rt = await start(agent())
+    session = await rt.new_session()
+    with pytest.raises(TypeError):  # not JSON: nothing reaches the agent
+        await session.prompt([{"type": "text", "text": b"bytes"}])
+    assert not session.busy and rt.conn.pending == 0
+    assert (await session.prompt("text still here")).text == "still here"
