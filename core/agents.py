@@ -11,7 +11,7 @@ from core.acp.tool_gate import spawn_bypasses, unroutable
 from core.config import BUILTIN_AGENT_NAMES, AgentConfig, ConfigError, RelayConfig
 from core.failures import classify
 
-__all__ = ["BUILTIN_AGENTS", "agent_spec", "choose_agent", "gate_problems", "resolve_command"]
+__all__ = ["BUILTIN_AGENTS", "agent_spec", "choose_agent", "chosen_spec", "gate_problems", "resolve_command"]
 
 _BUILTIN_CONFIGS: dict[str, AgentConfig] = {
     "kiro": AgentConfig(command="kiro-cli", args=["acp"], backend="kiro"),
@@ -39,26 +39,43 @@ def choose_agent(config: RelayConfig, name: str | None = None) -> tuple[str, Age
     """The agent to use: ``name``, else ``default_agent``, else the first configured (or built-in)
     agent whose command is on PATH. The demo agent stands in only when no agent is configured;
     a configured agent that is missing is never silently replaced."""
+    chosen, agent, _ = _choose(config, name)
+    return chosen, agent
+
+
+def chosen_spec(config: RelayConfig, name: str | None = None, cwd: str | None = None) -> tuple[str, AgentSpec]:
+    """``choose_agent``, and its ``agent_spec`` in ``cwd``: a command the choice found on PATH is not
+    looked up a second time (a new conversation's first turn makes both, before its prompt is sent)."""
+    chosen, agent, found = _choose(config, name)
+    return chosen, _spec(chosen, agent, cwd, found or resolve_command(agent.command))
+
+
+def _choose(config: RelayConfig, name: str | None) -> tuple[str, AgentConfig, str | None]:
+    """``choose_agent``, and the command's path when the choice looked it up on PATH (else None)."""
     agents = config.agents or BUILTIN_AGENTS
     if name is not None:
         if name not in agents:
             known = ", ".join(agents)
             raise ConfigError(None, [(f"agents.{name}", f"no such agent (known: {known})")])
-        return name, agents[name]
+        return name, agents[name], None
     if config.default_agent is not None:
-        return config.default_agent, agents[config.default_agent]
+        return config.default_agent, agents[config.default_agent], None
     for candidate, agent in agents.items():
-        if resolve_command(agent.command) is not None:
-            return candidate, agent
+        if (found := resolve_command(agent.command)) is not None:
+            return candidate, agent, found
     if config.agents:  # the operator chose these: spawning the first says clearly what is missing
-        return next(iter(config.agents.items()))
-    return "demo", BUILTIN_AGENTS["demo"]
+        first, agent = next(iter(config.agents.items()))
+        return first, agent, None
+    return "demo", BUILTIN_AGENTS["demo"], None
 
 
 def agent_spec(name: str, agent: AgentConfig, cwd: str | None = None) -> AgentSpec:
     """The runtime's view of a configured agent: the command resolved on PATH, ``cwd`` overriding the agent's."""
-    command = resolve_command(agent.command) or agent.command
-    return AgentSpec(name=name, command=command, args=tuple(agent.args), env=dict(agent.env),
+    return _spec(name, agent, cwd, resolve_command(agent.command))
+
+
+def _spec(name: str, agent: AgentConfig, cwd: str | None, found: str | None) -> AgentSpec:
+    return AgentSpec(name=name, command=found or agent.command, args=tuple(agent.args), env=dict(agent.env),
                      cwd=cwd or agent.cwd, backend=agent.backend or "", tool_gate=agent.tool_gate)
 
 

@@ -94,7 +94,6 @@ async def with_retries(
     ``agent_retries`` says, after a failure, whether this agent retries failed model calls by
     itself (its backend is known by then); ``clock`` measures the attempts and the ladder.
     """
-    rng = rng or random.Random()
     counted = 0
     given_back = 0
     ladder_started = clock()  # the budget bounds the time since: attempts and waits alike
@@ -116,6 +115,7 @@ async def with_retries(
                 given_back += 1  # never reached the agent: the attempt is given back (bounded)
             if counted >= policy.attempts:
                 raise
+            rng = rng or random.Random()  # seeded from the OS: made for a retry, not for every turn
             delay = min(policy.delay(counted + given_back - 1, rng), policy.budget_s - spent)
             if on_retry is not None:  # told which counted attempt comes next (never past the total)
                 await on_retry(Attempt(number=counted + 1), delay, exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -325,3 +326,24 @@ def test_a_project_cannot_be_called_none(tmp_path: Path) -> None:
     # "none" is how the chat leaves a project (/project none, the picker's way back).
     [(path, msg)] = problems_of(tmp_path, {"projects": {"none": "~/src/x", "app": "~/src/app"}})
     assert path == "projects" and "cannot be called 'none'" in msg
+
+
+def test_the_chosen_spec_is_the_chosen_agent_in_the_folder_asked(tmp_path: Path) -> None:
+    """``chosen_spec`` (a new conversation's first turn) is ``choose_agent`` then ``agent_spec``, the
+    command looked up on PATH once: by name, by default, the first found on PATH, the first configured."""
+    from core.agents import agent_spec, choose_agent, chosen_spec
+
+    on_path = sys.executable  # an absolute path that exists: found
+    configs = [
+        RelayConfig.model_validate({"agents": {"gone": {"command": str(tmp_path / "none")},
+                                               "here": {"command": on_path, "args": ["x"]}}}),
+        RelayConfig.model_validate({"agents": {"gone": {"command": str(tmp_path / "none")}}}),
+        RelayConfig.model_validate({"agents": {"here": {"command": on_path}}, "default_agent": "here"}),
+    ]
+    for cfg in configs:
+        for name in (None, *cfg.agents):
+            for cwd in (None, str(tmp_path)):
+                chosen, agent = choose_agent(cfg, name)
+                assert chosen_spec(cfg, name, cwd) == (chosen, agent_spec(chosen, agent, cwd))
+    assert chosen_spec(configs[0], None)[1].command == on_path and chosen_spec(configs[0])[0] == "here"
+    assert chosen_spec(configs[1])[1].command == str(tmp_path / "none"), "missing: spawning it says so"

@@ -23,6 +23,8 @@ log = logging.getLogger("acp_relay.acp.wire")
 
 DEFAULT_LINE_CAP = 16 * 1024 * 1024
 _CHUNK = 256 * 1024
+#: One encoder for every frame written (``json.dumps`` with separators makes a new one per call).
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]
@@ -65,13 +67,14 @@ class ReaderStats:
 
 
 class _Pending:
-    __slots__ = ("future", "idle_key", "last_activity", "method")
+    __slots__ = ("future", "idle_key", "last_activity", "method", "timer")
 
     def __init__(self, method: str, future: asyncio.Future[Any], idle_key: str | None) -> None:
         self.method = method
         self.future = future
         self.idle_key = idle_key  # the sessionId whose frames restart this request's budget
         self.last_activity = 0.0
+        self.timer: asyncio.TimerHandle | None = None  # fails the future once its budget is spent
 
 
 class JsonRpcConnection:
@@ -238,7 +241,7 @@ class JsonRpcConnection:
             return
         if self._on_frame_sent is not None:
             self._on_frame_sent(frame)
-        self._writer.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+        self._writer.write(_ENCODE(frame).encode() + b"\n")
 
     def notify(self, method: str, params: Any) -> None:
         """Send a notification (no id, no answer); dropped silently once the connection is closed."""
@@ -247,6 +250,32 @@ class JsonRpcConnection:
     def next_id(self) -> int:
         """A fresh request id; ``request()`` takes one when the caller did not pass its own."""
         return next(self._ids)
+
+    def send_request(self, method: str, params: Any) -> tuple[int, asyncio.Future[Any]]:
+        """Send a request now, without a budget, and return its id and the future of its answer (an
+        RpcError, or the connection's death, as its exception). For a caller that waits on the answer
+        together with other things and without a task of its own (a prompt turn): it bounds the wait
+        itself, calls ``drained`` once, and ``forget`` once it no longer waits."""
+        if self._closed_error is not None:
+            raise self._closed_error
+        rid = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        self._pending[rid] = _Pending(method, future, None)  # (its answer is read after this returns)
+        return rid, future
+
+    async def drained(self, future: asyncio.Future[Any]) -> None:
+        """Wait until the agent's stdin takes more; a write that failed fails ``future`` (the answer
+        of the request just sent) with AcpRuntimeDead."""
+        try:
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            if not future.done():
+                future.set_exception(AcpRuntimeDead(f"could not write to the agent: {exc}"))
+
+    def forget(self, request_id: int) -> None:
+        """No one waits for the answer to ``request_id`` any more (a late one is logged and dropped)."""
+        self._pending.pop(request_id, None)
 
     async def request(
         self, method: str, params: Any, *, timeout_s: float, request_id: int | None = None,
@@ -264,32 +293,39 @@ class JsonRpcConnection:
         rid = self.next_id() if request_id is None else request_id
         pending = _Pending(method, loop.create_future(), idle_key)
         pending.last_activity = loop.time()
-        self._pending[rid] = pending
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        self._pending[rid] = pending  # once written (a frame that could not be is not waited for)
         if idle_key is not None:
             self._idle_pending.add(pending)
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
             self._pending.pop(rid, None)
+            self._idle_pending.discard(pending)
             raise AcpRuntimeDead(f"could not write to the agent: {exc}") from exc
         try:
-            if timeout_s <= 0:
-                return await pending.future
-            while True:
-                remaining = pending.last_activity + timeout_s - loop.time()
-                if remaining <= 0:
-                    raise AcpRequestTimeout(
-                        f"{method} got no answer within {timeout_s:g}s", method=method, budget_s=timeout_s)
-                done, _ = await asyncio.wait({pending.future}, timeout=remaining)
-                if done:
-                    return pending.future.result()
-                if idle_key is None:
-                    raise AcpRequestTimeout(
-                        f"{method} got no answer within {timeout_s:g}s", method=method, budget_s=timeout_s)
+            if timeout_s > 0:  # a timer, not asyncio.wait: no waiter future and callbacks per request
+                pending.timer = loop.call_at(pending.last_activity + timeout_s, self._expire, pending, timeout_s)
+            return await pending.future
         finally:
+            if pending.timer is not None:
+                pending.timer.cancel()
             self._pending.pop(rid, None)
             self._idle_pending.discard(pending)
+
+    @staticmethod
+    def _expire(pending: _Pending, timeout_s: float) -> None:
+        """The budget of ``pending`` is spent, unless its session's frames restarted it (``idle_key``)."""
+        if pending.future.done():
+            return
+        loop = pending.future.get_loop()
+        deadline = pending.last_activity + timeout_s
+        if pending.idle_key is not None and deadline > loop.time():
+            pending.timer = loop.call_at(deadline, JsonRpcConnection._expire, pending, timeout_s)
+            return
+        method = pending.method
+        pending.future.set_exception(AcpRequestTimeout(
+            f"{method} got no answer within {timeout_s:g}s", method=method, budget_s=timeout_s))
 
     def close(self, error: AcpRuntimeDead) -> None:
         """Fail every pending request; later requests raise ``error`` at once."""

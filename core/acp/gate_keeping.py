@@ -40,6 +40,8 @@ class GateKeeping(SessionOffers):
         """
         if self.runtime.spec.tool_gate == "allow":
             return
+        if not self._switching.locked() and not self._bypassed():
+            return  # nothing to switch back, and no switch under way to wait for (every turn's start)
         async with self._switching:  # the other switch may have done it already: each check reads anew
             await self._switch_back(reason)
 

@@ -234,6 +234,27 @@ class AcpRuntime:
         except RpcError as exc:
             raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
 
+    def send_request(self, method: str, params: Any) -> tuple[int, asyncio.Future[Any]]:
+        """Send a request without waiting for it (``JsonRpcConnection.send_request``): its id and the
+        future of its raw answer (``answer`` reads it). A dead agent's future holds AcpRuntimeDead."""
+        self.last_used = time.monotonic()
+        try:
+            if self.death is not None:
+                raise self.death
+            return self.conn.send_request(method, params)
+        except AcpRuntimeDead as exc:
+            failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return -1, failed
+
+    def answer(self, future: asyncio.Future[Any], *, models: tuple[str, ...] = ()) -> Any:
+        """The result of a request ``send_request`` sent (done): a JSON-RPC error becomes the
+        classified AcpError, as ``request`` raises it."""
+        try:
+            return future.result()
+        except RpcError as exc:
+            raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
+
     def _check_cwd(self, cwd: str | None) -> None:
         if cwd is not None and str(resolve_cwd(cwd)) != self.cwd:
             raise AcpWorkspaceBindingError(f"agent {self.spec.name} runs in {self.cwd}, not in {cwd}")

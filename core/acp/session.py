@@ -309,33 +309,35 @@ class AcpSession(GateKeeping):
         if self._turn is not None:
             raise AcpPromptBusy("a prompt is already in flight on this session")
         turn = _Turn(on_event, approver, approval_timeout_s, elicitor)
-        self._turn = turn
         params = {"sessionId": self.session_id, "prompt": prompt_blocks(prompt)}
-        request = asyncio.create_task(
-            self.runtime.request("session/prompt", params, timeout_s=0, models=self.models), name="acp-prompt")
-        ender = asyncio.create_task(turn.ended.wait(), name="acp-turn-ended")
-        failer = asyncio.create_task(turn.failed.wait(), name="acp-turn-failed")
+        # The prompt is written now, and its answer waited on beside the turn's signals: no task per
+        # turn for any of them (a burst of first turns pays for every task before its first text).
+        # Nothing is read from the agent before the next wait: its frames find the turn set.
+        request_id, answer = self.runtime.send_request("session/prompt", params)
+        self._turn = turn
+        ended, failed = turn.ended.future, turn.failed.future
         finished = False
         try:
-            done, _ = await asyncio.wait({request, ender, failer}, timeout=timeout_s,
+            await self.runtime.conn.drained(answer)
+            done, _ = await asyncio.wait({answer, ended, failed}, timeout=timeout_s,
                                          return_when=asyncio.FIRST_COMPLETED)
-            if failer in done and not (request.done() or ender.done()):
+            if failed in done and not (answer.done() or ended.done()):
                 # Our side failed the turn (no approver, a failing consumer) and sent session/cancel:
                 # give the agent the cancel wait to end it, never the whole prompt budget.
-                await asyncio.wait({request, ender}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
-                self.unresponsive = not (request.done() or ender.done())
+                await asyncio.wait({answer, ended}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
+                self.unresponsive = not (answer.done() or ended.done())
                 finished = True
                 assert turn.error is not None
                 raise turn.error
             if not done:
                 self._send_cancel(turn)
-                await asyncio.wait({request, ender}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
-                self.unresponsive = not (request.done() or ender.done())  # it ignored the cancel too
+                await asyncio.wait({answer, ended}, timeout=cancel_wait_s, return_when=asyncio.FIRST_COMPLETED)
+                self.unresponsive = not (answer.done() or ended.done())  # it ignored the cancel too
                 finished = True
                 raise AcpTimeoutError(f"no answer within {timeout_s:g}s", partial_output=turn.stats.text)
             stop = turn.forced_stop
-            if request in done:
-                stop = self._stop_reason(request, turn)
+            if answer in done:
+                stop = self._stop_reason(answer, turn)
             if turn.restoring is not None:  # a switch back to asking still under way ends first
                 await asyncio.wait({turn.restoring}, timeout=cancel_wait_s)
             finished = True
@@ -351,11 +353,11 @@ class AcpSession(GateKeeping):
             self._emit(turn, end)
             return turn.stats
         finally:
-            if not finished and not request.done():
+            if not finished and not answer.done():
                 self._send_cancel(turn)  # our caller went away (e.g. shutdown): end the agent's turn too
-            request.cancel()
-            ender.cancel()
-            failer.cancel()
+            self.runtime.conn.forget(request_id)
+            if not answer.cancel() and not answer.cancelled():
+                answer.exception()  # read: a failure that came too late to matter is not logged as unread
             if turn.restoring is not None:
                 turn.restoring.cancel()
             for waiting in turn.unasked.values():
@@ -364,9 +366,9 @@ class AcpSession(GateKeeping):
             self.last_used = time.monotonic()
             turn.done.set()
 
-    def _stop_reason(self, request: asyncio.Task[Any], turn: _Turn) -> str:
+    def _stop_reason(self, answer: asyncio.Future[Any], turn: _Turn) -> str:
         try:
-            result = request.result()
+            result = self.runtime.answer(answer, models=self.models)
         except AcpRuntimeDead as exc:
             raise AcpProcessDied(str(exc), exit_code=exc.exit_code, stderr_tail=exc.stderr_tail,
                                  partial_output=turn.stats.text) from exc

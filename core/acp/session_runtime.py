@@ -3,6 +3,7 @@ the runtime can make sessions without the two modules importing each other."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -49,6 +50,14 @@ class SessionRuntime(Protocol):
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None,
                       idle_key: str | None = None, models: tuple[str, ...] = ()) -> Any:
         """A request with its own budget; a JSON-RPC error becomes the classified AcpError."""
+        ...
+
+    def send_request(self, method: str, params: Any) -> tuple[int, asyncio.Future[Any]]:
+        """Send a request without waiting for it: its id and the future of its raw answer."""
+        ...
+
+    def answer(self, future: asyncio.Future[Any], *, models: tuple[str, ...] = ()) -> Any:
+        """The result of a request ``send_request`` sent, a JSON-RPC error as the classified AcpError."""
         ...
 
     def forget(self, session_id: str) -> None:

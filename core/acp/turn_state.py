@@ -13,9 +13,28 @@ from core.acp.exchange import ElicitationRequest
 from core.acp.tool_gate import Approver
 from core.acp.types import STOP_REASON_END_TURN, AcpEvent, AcpPromptStats, ToolCall
 
-__all__ = ["EventSink", "TurnState"]
+__all__ = ["EventSink", "Signal", "TurnState"]
 
 EventSink = Callable[[AcpEvent], None]
+
+
+class Signal:
+    """Set once. ``asyncio.wait`` takes its ``future`` beside a request's answer, where an
+    asyncio.Event would need a task of its own to be waited on (a prompt turn makes none)."""
+
+    __slots__ = ("future",)
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def set(self) -> None:
+        """Set it (again: nothing more happens)."""
+        if not self.future.done():
+            self.future.set_result(None)
+
+    def is_set(self) -> bool:
+        """It was set."""
+        return self.future.done()
 
 
 @dataclass(eq=False)
@@ -29,8 +48,8 @@ class TurnState:
     elicitor: Elicitor | None = None
     stats: AcpPromptStats = field(default_factory=AcpPromptStats)
     tools: dict[str, ToolCall] = field(default_factory=dict)
-    ended: asyncio.Event = field(default_factory=asyncio.Event)  # ended without a prompt response
-    failed: asyncio.Event = field(default_factory=asyncio.Event)  # ``error`` was set on our side
+    ended: Signal = field(default_factory=Signal)  # ended without a prompt response
+    failed: Signal = field(default_factory=Signal)  # ``error`` was set on our side
     done: asyncio.Event = field(default_factory=asyncio.Event)  # prompt() has returned or raised
     forced_stop: str = STOP_REASON_END_TURN
     cancel_requested: bool = False

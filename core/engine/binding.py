@@ -21,7 +21,7 @@ from core.acp.session import AcpSession
 from core.acp.spec import AgentSpec
 from core.acp.switching import apply_mode, reattach
 from core.acp.types import Cost, Notice
-from core.agents import BUILTIN_AGENTS, agent_spec, choose_agent
+from core.agents import BUILTIN_AGENTS, choose_agent, chosen_spec
 from core.config import RelayConfig
 from core.engine import switch_wording, wording
 from core.errors import AcpError
@@ -140,8 +140,7 @@ class SessionBinding:
             gone = rec.agent
             rec = replace(rec, agent="", cwd="", session_id=None, session_meta={})
             notify.append(Notice(wording.agent_gone_text(gone, choose_agent(self.config)[0]), key="session"))
-        name, agent = choose_agent(self.config, rec.agent or None)
-        spec = agent_spec(name, agent, rec.cwd or None)
+        name, spec = chosen_spec(self.config, rec.agent or None, rec.cwd or None)
         runtime = await self.pool.acquire(spec)
         session = runtime.sessions.get(rec.session_id) if rec.session_id else None
         if rec.session_id and session is None:
@@ -179,8 +178,7 @@ class SessionBinding:
     def spec(self, rec: ConversationRecord | None = None) -> AgentSpec:
         """The agent (and folder) the conversation runs now, as stored."""
         rec = rec or self.record()
-        name, agent = choose_agent(self.config, rec.agent or None)
-        return agent_spec(name, agent, rec.cwd or None)
+        return chosen_spec(self.config, rec.agent or None, rec.cwd or None)[1]
 
     async def runtime(self) -> AcpRuntime:
         """The runtime of the conversation's agent and folder (started when needed), without binding a session."""

@@ -83,7 +83,10 @@ class TypingIndicator:
         task, self._task = self._task, None
         if task is not None and not task.done():  # shown and not refreshing: nothing to wait for
             task.cancel()
-            await asyncio.wait([task])  # an "on" still in flight lands before what comes next
+            if self._shown:  # an "on" may be in flight: it lands before what comes next
+                await asyncio.wait([task])
+            # Else it is still waiting to show the first: cancelled there, it sends nothing (most
+            # turns in a burst end so, and need not wait a round of the loop for it).
 
     async def _show(self) -> None:
         refresh = self._caps.typing_refresh_s

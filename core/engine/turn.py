@@ -117,6 +117,8 @@ class _Turn:
         self.retries = 0
         self.denied = False  # a tool call was denied in this turn
         self.patience = Patience(silent_retrier=self._silent)
+        self.ticker: asyncio.Task[None] | None = None  # keeps the patience line up to date, once it may say something
+        self.over = False  # the ladder ended: nothing more to keep up to date
         self.tools_noted: set[str] = set()  # tool calls the journal knows may have run
         # How it ended:
         self.stats: AcpPromptStats | None = None
@@ -141,7 +143,6 @@ class _Turn:
 
     async def run(self) -> None:
         """The retry ladder, and every way it can end folded into the outcome."""
-        ticker = asyncio.create_task(self._keep_patient(), name="turn-patience")
         try:
             self.stop_reason = await with_retries(self.attempt, policy=self.deps.policy, on_retry=self.on_retry,
                                                   sleep=self.deps.sleep, agent_retries=self._retries_itself)
@@ -165,7 +166,9 @@ class _Turn:
             log.exception("turn in %s failed unexpectedly", self.scope.key)
             self.failure = exc
         finally:
-            ticker.cancel()
+            self.over = True
+            if self.ticker is not None:
+                self.ticker.cancel()
 
     def _retries_itself(self) -> bool:
         """This agent retries a failed model call by itself: the ladder must not multiply that."""
@@ -175,12 +178,20 @@ class _Turn:
         """Nothing but silence so far from an agent that retries in silence."""
         return self._retries_itself() and not self.text.streamed and not self.tool_ran
 
+    def _be_patient(self) -> None:
+        """From now on the patience line may have something to say (the agent retries by itself, or
+        said it is retrying): keep it up to date. Most turns never get here, and start no task for it."""
+        if self.ticker is None and not self.over:
+            self.ticker = asyncio.create_task(self._keep_patient(), name="turn-patience")
+
     async def _keep_patient(self) -> None:
-        """Bring the "still retrying" line up to date while the turn runs."""
+        """Bring the "still retrying" line up to date while the turn runs, every ``PATIENCE_TICK_S``
+        since the turn began."""
+        await self.deps.sleep(PATIENCE_TICK_S - (time.monotonic() - self.started) % PATIENCE_TICK_S)
         while True:
-            await self.deps.sleep(PATIENCE_TICK_S)
             if (line := self.patience.tick()) is not None:
                 self.reply.show(Notice(line, key=AGENT_RETRY_KEY))
+            await self.deps.sleep(PATIENCE_TICK_S)
 
     def failed(self, exc: AcpError | AcpRuntimeError) -> None:
         """The ladder gave up, or the failure was terminal: the outcome is that failure."""
@@ -202,6 +213,8 @@ class _Turn:
         notices: list[Notice] = []
         session = await binding.ensure(notices)
         self.backend = session.runtime.backend
+        if self._retries_itself():  # it may retry in silence: the line says so after a while
+            self._be_patient()
         if self.cost_mark is None:
             self.cost_mark = binding.cost_mark()
         for notice in notices:
@@ -253,6 +266,7 @@ class _Turn:
         """Fold an event into the outcome; note what makes a retry (or a replay) unsafe; show it."""
         if isinstance(event, Notice) and event.key == AGENT_RETRY_KEY and event.text:
             event = Notice(self.patience.retrying(), key=AGENT_RETRY_KEY)  # the session's, with the time
+            self._be_patient()
         if isinstance(event, TextChunk):
             if event.text.strip() and (line := self.patience.answered()) is not None:
                 self.reply.show(Notice(line, key=AGENT_RETRY_KEY))

@@ -100,3 +100,24 @@ async def test_a_relay_saturated_for_long_shows_the_indicator_by_its_first_refre
     calls = typing_calls(surface)
     assert [active for _, active in calls] == ["True", "False"]
     assert TYPING_AFTER_S < calls[0][0] <= REFRESH_S + 10 * LATE_S  # the cap (its timer late too)
+
+
+async def test_an_answer_delivered_before_the_first_indicator_does_not_wait_for_it() -> None:
+    """Pausing an indicator still waiting to show its first sends nothing and returns at once (a
+    turn in a burst does not wait a round of the loop for it); one shown is still waited for."""
+    clock = FakeClock()
+    surface = TimedSurface(capabilities=Capabilities(max_message_length=4096, typing_refresh_s=REFRESH_S))
+    surface.clock = clock
+    typing = TypingIndicator(surface, KEY, sleep=clock.sleep, clock=clock.monotonic, answered=lambda: True)
+    await typing.__aenter__()
+    await FakeClock.settle()  # its task waits for the first refresh
+    pausing = typing.pause()
+    try:
+        pausing.send(None)
+    except StopIteration:
+        pass
+    else:
+        raise AssertionError("pause() waited although no indicator was on its way")
+    await typing.__aexit__(None, None, None)
+    await FakeClock.settle()
+    assert typing_calls(surface) == []
