@@ -223,7 +223,7 @@ async def test_a_slack_that_will_not_let_the_thread_be_read_gets_the_answer_post
 
         logged = await restarted_until(fake, tmp_path, answered(fake, thread))
         shown = fake.bot_messages(CHANNEL, thread)
-        assert [m.ts for m in shown][0] == orphan.ts and len(shown) == 2, fake.transcript(CHANNEL, thread)
+        assert shown[0].ts == orphan.ts and len(shown) == 2, fake.transcript(CHANNEL, thread)
         assert "the end" in shown[-1].shown and shown[-1].shown.count("w0 ") == 1
         assert [m for m, _ in fake.calls].count("conversations.replies") == 1
         assert logged.count("missing_scope") == 1, logged
