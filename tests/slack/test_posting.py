@@ -145,3 +145,15 @@ async def test_a_channel_stream_for_the_asker_takes_up_a_plain_message(tmp_path:
         stream_id = await again.stream(thread.key, None, shown("streamed"), origin=Asker(USER))
         assert await again.end_stream(thread.key, stream_id, shown("streamed, ended")) == stream_id
         assert [m.shown for m in fake.bot_messages(CHANNEL, thread.thread_ts)] == ["streamed, ended"]
+
+
+@pytest.mark.parametrize("refusal", ["ratelimited", "not_in_channel"])
+async def test_a_refused_read_of_the_thread_posts_again(tmp_path: Path, refusal: str) -> None:
+    async with relays(tmp_path) as (fake, store):
+        thread = asked(fake, CHANNEL)
+        await killed_while(fake, "chat.postMessage", relay(fake, store).send(thread.key, shown("the answer")))
+        status, times = (429, 2) if refusal == "ratelimited" else (200, 1)  # the relay's client waits out one 429
+        fake.fail_next("conversations.replies", refusal, status=status, retry_after=0, times=times)
+        ts = await relay(fake, store).send(thread.key, shown("the answer"))
+        assert [m.ts for m in fake.bot_messages(CHANNEL, thread.thread_ts)][-1] == ts
+        assert len(fake.bot_messages(CHANNEL, thread.thread_ts)) == 2
