@@ -15,7 +15,8 @@ post) instead of posting again. A relay killed before its call reached Slack lea
 message: the piece is posted. Nothing is read when no mark stands, so an ordinary post costs two
 small writes to the store (and one read per thread and process) and no call to Slack. A Slack
 that will not let the thread be read (``missing_scope``, ``not_in_channel``, ``ratelimited``, ...)
-gets the piece posted again, as before, and that is logged once.
+gets the piece posted again, as before, and that is logged once. So does a store that cannot be
+written (the database is down): the message is posted without its mark rather than held back.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -31,7 +33,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.surface_api import DeliveryFailed, RateLimited, SurfaceState
+from core.surface_api import DeliveryFailed, RateLimited, StoreError, SurfaceState
 from surfaces.slack.errors import SDK_FAILURES, error_code
 from surfaces.slack.keys import Thread
 
@@ -82,6 +84,7 @@ class Posting:
         self._out: dict[str, _Mark] = {}
         self._last: OrderedDict[str, str] = OrderedDict()  # thread key -> last ts heard back; looked at: ""
         self._refused = False
+        self._unstored = False
 
     def prune(self, older_than_s: float = MARK_KEEP_S) -> int:
         """Forget the marks not written for ``older_than_s``; returns how many."""
@@ -105,7 +108,7 @@ class Posting:
             mark = self._out[key] = _Mark(self._clock(), self._last.get(key, ""))
         mark.calls += 1
         mark.streams += stream
-        self._state.set(_PREFIX + key, mark.dump())
+        self._write(key, mark.dump())
         try:
             ts = await post()
         except asyncio.CancelledError:  # Slack may have taken it: the mark stands, read at the next post
@@ -131,10 +134,10 @@ class Posting:
         if mark.calls:
             if ts is not None:
                 mark.known.append(ts)
-            self._state.set(_PREFIX + key, mark.dump())
+            self._write(key, mark.dump())
             return
         del self._out[key]
-        self._state.set(_PREFIX + key, self._heard(key))
+        self._write(key, self._heard(key))
 
     async def _adopted(self, thread: Thread, orphan: Orphan, adopt: Callable[[Orphan], Awaitable[str]]) -> str | None:
         assert self._state is not None
@@ -149,8 +152,18 @@ class Posting:
             return None
         log.info("took up the message %s a killed relay left in %s", ts, thread.channel)
         self._remember(thread.key, ts)
-        self._state.set(_PREFIX + thread.key, self._heard(thread.key))
+        self._write(thread.key, self._heard(thread.key))
         return ts
+
+    def _write(self, key: str, value: str) -> None:
+        assert self._state is not None
+        try:
+            self._state.set(_PREFIX + key, value)
+        except (StoreError, sqlite3.Error) as exc:
+            if not self._unstored:
+                self._unstored = True
+                log.warning("the store would not keep a Slack posting mark (%s): a piece of an answer a "
+                            "restart cuts off may show twice", exc)
 
     def _heard(self, key: str) -> str:
         return json.dumps({"after": self._last.get(key, "")})
@@ -168,7 +181,11 @@ class Posting:
         """The message a killed relay's call made in ``thread``, when its mark stands and Slack shows one
         (read once a thread and process: later marks of the thread are this process's own)."""
         assert self._state is not None
-        raw = self._state.get(_PREFIX + thread.key)
+        try:
+            raw = self._state.get(_PREFIX + thread.key)
+        except (StoreError, sqlite3.Error):
+            self._remember(thread.key, "")  # the store is down: posted as before, not asked again
+            return None
         try:
             mark = json.loads(raw) if raw else {}
             after = str(mark.get("after") or "")

@@ -157,3 +157,17 @@ async def test_a_refused_read_of_the_thread_posts_again(tmp_path: Path, refusal:
         ts = await relay(fake, store).send(thread.key, shown("the answer"))
         assert [m.ts for m in fake.bot_messages(CHANNEL, thread.thread_ts)][-1] == ts
         assert len(fake.bot_messages(CHANNEL, thread.thread_ts)) == 2
+
+
+async def test_a_store_that_cannot_be_written_holds_no_message_back(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with SlackFake() as fake:
+        store = Store.open(tmp_path / "relay.db")
+        surface = relay(fake, store)
+        store.close()  # as a database gone: every write fails
+        thread = asked(fake, CHANNEL)
+        with caplog.at_level(logging.WARNING, "acp_relay.slack"):
+            first = await surface.send(thread.key, shown("first"))
+            second = await surface.send(thread.key, shown("second"))
+        assert [m.ts for m in fake.bot_messages(CHANNEL, thread.thread_ts)] == [first, second]
+        assert len([r for r in caplog.records if "posting mark" in r.getMessage()]) == 1
