@@ -77,11 +77,7 @@ async def _run_until_killed(fake: SlackFake, tmp: Path, when: Callable[[str, dic
     asked_ts = ""
     try:
         if text is not None:
-            await fake.wait_connected(timeout=HANG_GUARD_S)
-            asked = fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> {text}")
-            await fake.push(fake.event_envelope({"type": "app_mention", "user": USER, "text": asked.text,
-                                                 "ts": asked.ts, "channel": CHANNEL, "team": TEAM}))
-            asked_ts = asked.ts
+            asked_ts = await mention(fake, text)
         async with asyncio.timeout(HANG_GUARD_S):
             await killed.wait()
             assert await proc.wait() == -signal.SIGKILL
@@ -91,6 +87,15 @@ async def _run_until_killed(fake: SlackFake, tmp: Path, when: Callable[[str, dic
             proc.kill()
             await proc.wait()
     return asked_ts
+
+
+async def mention(fake: SlackFake, text: str) -> str:
+    """Once the relay is connected, the person mentions it with ``text``; returns the message's ts."""
+    await fake.wait_connected(timeout=HANG_GUARD_S)
+    asked = fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> {text}")
+    await fake.push(fake.event_envelope({"type": "app_mention", "user": USER, "text": asked.text,
+                                         "ts": asked.ts, "channel": CHANNEL, "team": TEAM}))
+    return asked.ts
 
 
 async def restarted_until(fake: SlackFake, tmp: Path, done: Callable[[], object]) -> str:
@@ -233,14 +238,11 @@ async def test_an_answer_nobody_killed_costs_no_read_of_the_thread(tmp_path: Pat
     async with SlackFake() as fake:
         proc = await acp_relay(tmp_path, "run", "--config", str(write_config(tmp_path, fake)))
         try:
-            await fake.wait_connected(timeout=HANG_GUARD_S)
-            asked = fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> {LONG}")
-            await fake.push(fake.event_envelope({"type": "app_mention", "user": USER, "text": asked.text,
-                                                 "ts": asked.ts, "channel": CHANNEL, "team": TEAM}))
-            await until(answered(fake, asked.ts), timeout=HANG_GUARD_S, what="the answer")
+            thread = await mention(fake, LONG)
+            await until(answered(fake, thread), timeout=HANG_GUARD_S, what="the answer")
         finally:
             proc.send_signal(signal.SIGTERM)
             async with asyncio.timeout(HANG_GUARD_S):
                 await proc.communicate()
-        assert len(fake.bot_messages(CHANNEL, asked.ts)) == 1
+        assert len(fake.bot_messages(CHANNEL, thread)) == 1
         assert "conversations.replies" not in [m for m, _ in fake.calls]
