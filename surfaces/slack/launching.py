@@ -123,7 +123,9 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
     try:
         client = web_client(settings, tokens.bot, session)
         bot_user_id = await _identity(client, settings)
-        surface = SlackSurface(client, timings=timings, token_env=settings.bot_token_env)
+        surface = SlackSurface(client, timings=timings, token_env=settings.bot_token_env, state=host.state,
+                               bot_user=bot_user_id)
+        surface.posting.prune()  # marks of threads quiet for a day: nothing is taken up there any more
         # process_before_response: Slack is acknowledged when a listener returns, i.e. once the message
         # is journaled (see ``listeners``), never before.
         app = AsyncApp(client=client, signing_secret=tokens.signing_secret or "unused-in-socket-mode",

@@ -15,7 +15,9 @@ A stream Slack has ended (about five minutes after it started, ``message_not_in_
 is finished with ``chat.update``: the message then shows the final text as an ordinary message. A
 stream left open by a relay that was killed is stopped with the text the core ends it with (the
 line saying the full answer follows); the core then edits its message like any other.
-A channel where Slack refuses to start a stream (the workspace does not allow it, a channel type it
+A stream Slack started for a relay killed before it heard back (``posting``) is stopped as it stands
+and taken up as an edited one: what the core appends to it, or ends it with, is written with
+``chat.update``. A channel where Slack refuses to start a stream (the workspace does not allow it, a channel type it
 does not support) is remembered: later replies there are sent and edited instead.
 """
 
@@ -54,6 +56,7 @@ class NativeStreams:
         self._client = client
         self._update = update
         self._live: dict[str, _Live] = {}
+        self._edited: dict[str, Thread] = {}  # taken up after a kill: grown by chat.update
         self._refused: set[str] = set()
 
     def available(self, channel: str) -> bool:
@@ -86,8 +89,25 @@ class NativeStreams:
         self._live[ts] = _Live(thread, text)
         return ts
 
+    async def stop_orphan(self, thread: Thread, ts: str) -> None:
+        """Stop, as it stands, a stream Slack may still hold open for a killed relay (one that had ended
+        already, or a message that never was a stream, is left as it is)."""
+        try:
+            await translated(self._client.chat_stopStream(channel=thread.channel, ts=ts))
+        except RateLimited:
+            raise
+        except DeliveryFailed as exc:
+            log.info("a stream a killed relay left in %s was not open (%s)", thread.channel, exc)
+
+    def adopt(self, thread: Thread, ts: str) -> None:
+        """The stopped message ``ts`` stands for a stream from now on: appending and stopping edit it."""
+        self._edited[ts] = thread
+
     async def append(self, ts: str, message: SlackMessage) -> None:
         """Show ``message`` (the whole piece so far) in the stream ``ts``."""
+        if (edited := self._edited.get(ts)) is not None:
+            await self._update(edited, ts, message)
+            return
         live = self._live.get(ts)
         if live is None:
             raise DeliveryFailed("slack: no such stream")
@@ -105,6 +125,9 @@ class NativeStreams:
         A stream this process did not start (a relay killed mid-answer started it) is stopped with
         ``message`` appended to what it shows, so the cut-off text is marked, never left streaming.
         """
+        if self._edited.pop(ts, None) is not None:
+            await self._update(thread, ts, message)
+            return ts
         live = self._live.pop(ts, None)
         text = message.markdown
         if live is None:

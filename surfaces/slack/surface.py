@@ -34,6 +34,7 @@ from core.surface_api import (
     Rendered,
     StartupError,
     SurfaceDefaults,
+    SurfaceState,
     Text,
     rendered_as,
 )
@@ -41,6 +42,7 @@ from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, delivery_error, err
 from surfaces.slack.indicator import WorkingIndicator
 from surfaces.slack.keys import Asker, Thread, parse_key
 from surfaces.slack.options import Timings
+from surfaces.slack.posting import Orphan, Posting
 from surfaces.slack.render import SlackFormatter, SlackMessage
 from surfaces.slack.streaming import NativeStreams
 
@@ -71,7 +73,10 @@ class SlackSurface(SurfaceDefaults):
     commands = COMMANDS
     formatter = SlackFormatter()
 
-    def __init__(self, client: AsyncWebClient, *, timings: Timings | None = None, token_env: str = "") -> None:
+    def __init__(self, client: AsyncWebClient, *, timings: Timings | None = None, token_env: str = "",
+                 state: SurfaceState | None = None, bot_user: str = "") -> None:
+        """``state`` (the relay's store) keeps the marks that let a restart take up a message Slack made
+        for a killed relay (``posting``); ``bot_user`` is the app's member id, to know its messages."""
         timings = timings or Timings()
         self.client = client
         self.capabilities = Capabilities(
@@ -82,6 +87,7 @@ class SlackSurface(SurfaceDefaults):
         self._no_stream = dataclasses.replace(self.capabilities, can_stream_natively=False)
         self._streams = NativeStreams(client, self._update)
         self._indicator = WorkingIndicator(client)
+        self.posting = Posting(client, state, bot_user)
         self._token_env = token_env
         #: Set when Slack stops accepting the bot token: the run cannot go on.
         self.revoked: asyncio.Future[StartupError] = asyncio.get_running_loop().create_future()
@@ -138,10 +144,22 @@ class SlackSurface(SurfaceDefaults):
         """Post into the conversation's thread; returns the message ts."""
         thread, shown = self._thread(conversation_key), rendered_as(message, SlackMessage)
         extra: dict[str, Any] = {"mrkdwn": False} if shown.plain else {}
-        response = await self._api(self.client.chat_postMessage(
-            channel=thread.channel, thread_ts=thread.thread_ts, unfurl_links=False, unfurl_media=False,
-            **shown.payload(buttons), **extra))
-        return message_ts(response, "ts", "chat.postMessage")
+
+        async def post() -> str:
+            response = await self._api(self.client.chat_postMessage(
+                channel=thread.channel, thread_ts=thread.thread_ts, unfurl_links=False, unfurl_media=False,
+                **shown.payload(buttons), **extra))
+            return message_ts(response, "ts", "chat.postMessage")
+
+        return await self.posting.new(thread, False, post, lambda orphan: self._adopt(thread, orphan, shown, buttons))
+
+    async def _adopt(self, thread: Thread, orphan: Orphan, shown: SlackMessage,
+                     buttons: tuple[Button, ...] = ()) -> str:
+        """Write ``shown`` into the message a killed relay's call made (stopping it first if a stream)."""
+        if orphan.stream:
+            await self._api(self._streams.stop_orphan(thread, orphan.ts))
+        await self._update(thread, orphan.ts, shown, buttons)
+        return orphan.ts
 
     async def reply(self, message: InboundMessage, answer: Rendered, *, buttons: tuple[Button, ...] = (),
                     private: bool = False) -> str:
@@ -205,9 +223,15 @@ class SlackSurface(SurfaceDefaults):
         thread, shown = self._thread(conversation_key), rendered_as(message, SlackMessage)
         if stream_id is None:
             asker = origin.user if isinstance(origin, Asker) else None
-            return await self._api(self._streams.start(thread, shown, asker))
+            return await self.posting.new(thread, True, lambda: self._api(self._streams.start(thread, shown, asker)),
+                                          lambda orphan: self._adopt_stream(thread, orphan, shown))
         await self._api(self._streams.append(stream_id, shown))
         return stream_id
+
+    async def _adopt_stream(self, thread: Thread, orphan: Orphan, shown: SlackMessage) -> str:
+        ts = await self._adopt(thread, orphan, shown)
+        self._streams.adopt(thread, ts)
+        return ts
 
     async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
         """Stop the stream: its message shows ``message`` as an ordinary message (returned)."""

@@ -24,6 +24,8 @@ Behaviour modelled on Slack's documented rules and errors:
 * files (``files.getUploadURLExternal``, a POST of the bytes to the URL it hands out,
   ``files.completeUploadExternal``): the upload must be complete; the file is shared in the thread as a
   message carrying ``initial_comment`` (``files`` keeps every file);
+* ``conversations.replies`` (``slack_replies``): a thread read back by pages; ``history_scope`` off ->
+  ``missing_scope``;
 * ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
   ``Retry-After``), checked before anything else; ``on_request`` hooks see each call as it arrives.
 
@@ -35,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import json
 import time
 import urllib.parse
@@ -46,6 +47,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.slack_replies import replies_page
 from tests.fakes.slack_socket import SocketMode
 from tests.fakes.slack_tables import table_lines, valid_table
 
@@ -120,11 +122,12 @@ class SlackFake(SocketMode):
         self.streaming = True
         self.table_blocks = True
         self.assistant_status = True
+        self.history_scope = True  # off: conversations.replies is refused (missing_scope)
         self.stream_expiry_s = 300.0
         self.http_target: str | None = None
         self._failures: dict[str, list[_Failure]] = {}
         self._odd: dict[str, list[str]] = {}  # method -> how its next answers are made odd
-        self._ts = itertools.count(1)
+        self._last_us = 0  # the last ts handed out, in microseconds
         self._runner: web.AppRunner | None = None
         self.port = 0
         SocketMode.__init__(self)
@@ -161,9 +164,9 @@ class SlackFake(SocketMode):
         self._failures.setdefault(method, []).extend(_Failure(error, status, headers) for _ in range(times))
 
     def next_ts(self) -> str:
-        """A fresh message timestamp, later than every earlier one."""
-        n = next(self._ts)
-        return f"{1700000000 + n}.{n:06d}"
+        """A fresh message timestamp (the time now, as Slack's are), later than every earlier one."""
+        self._last_us = max(int(time.time() * 1_000_000), self._last_us + 1)
+        return f"{self._last_us // 1_000_000}.{self._last_us % 1_000_000:06d}"
 
     # -- the Web API -----------------------------------------------------------------------
 
@@ -254,6 +257,15 @@ class SlackFake(SocketMode):
         msg = SlackMessage(channel, self.next_ts(), BOT_USER, text, p.get("thread_ts"), blocks)
         self._keep(msg)
         return {"channel": channel, "ts": msg.ts, "message": {"text": text, "ts": msg.ts}}
+
+    def _m_conversations_replies(self, p: Params) -> Params:
+        self._channel(p)
+        if not self.history_scope:
+            raise _Failure("missing_scope")
+        try:
+            return replies_page(self.messages, p, bot_user=BOT_USER, bot_id=BOT_ID)
+        except ValueError as exc:
+            raise _Failure(str(exc)) from None
 
     def _m_chat_postEphemeral(self, p: Params) -> Params:
         channel = self._channel(p)
