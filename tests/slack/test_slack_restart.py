@@ -171,7 +171,12 @@ async def test_killed_again_after_a_restart_began_a_second_message_both_are_take
         first, second = fake.bot_messages(CHANNEL, thread)
         assert first.ts == cut.ts
 
-        await restarted_until(fake, tmp_path, lambda: "⏱" in fake.bot_messages(CHANNEL, thread)[-1].shown)
+        # Relay 3's own last word, not the thread's: relay 2 may have been killed at its final edit
+        # (the fake applies the call it was killed at), whose footer shows before relay 3 begins.
+        begun = len(fake.calls)
+        await restarted_until(fake, tmp_path, lambda: any(
+            "⏱" in str(params) for method, params in fake.calls[begun:]
+            if method in ("chat.update", "chat.stopStream")))
         shown = fake.bot_messages(CHANNEL, thread)
         assert [m.ts for m in shown] == [cut.ts, second.ts], fake.transcript(CHANNEL, thread)
         whole = "".join(m.shown for m in shown)
