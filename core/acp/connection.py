@@ -256,13 +256,17 @@ class JsonRpcConnection:
         RpcError, or the connection's death, as its exception). For a caller that waits on the answer
         together with other things and without a task of its own (a prompt turn): it bounds the wait
         itself, calls ``drained`` once, and ``forget`` once it no longer waits."""
+        rid = next(self._ids)
+        return rid, self._start(rid, method, params, None).future  # (its answer is read after this returns)
+
+    def _start(self, rid: int, method: str, params: Any, idle_key: str | None) -> _Pending:
+        """Write the request's frame, then wait for its answer (a frame that could not be written is not)."""
         if self._closed_error is not None:
             raise self._closed_error
-        rid = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        pending = _Pending(method, asyncio.get_running_loop().create_future(), idle_key)
         self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        self._pending[rid] = _Pending(method, future, None)  # (its answer is read after this returns)
-        return rid, future
+        self._pending[rid] = pending
+        return pending
 
     async def drained(self, future: asyncio.Future[Any]) -> None:
         """Wait until the agent's stdin takes more; a write that failed fails ``future`` (the answer
@@ -287,14 +291,10 @@ class JsonRpcConnection:
         (session/load replays history before answering; other sessions' frames do not count).
         ``timeout_s <= 0`` means no budget (prompt turns have their own, enforced by the caller).
         """
-        if self._closed_error is not None:
-            raise self._closed_error
         loop = asyncio.get_running_loop()
         rid = self.next_id() if request_id is None else request_id
-        pending = _Pending(method, loop.create_future(), idle_key)
+        pending = self._start(rid, method, params, idle_key)
         pending.last_activity = loop.time()
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        self._pending[rid] = pending  # once written (a frame that could not be is not waited for)
         if idle_key is not None:
             self._idle_pending.add(pending)
         try:

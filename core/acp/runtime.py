@@ -232,7 +232,7 @@ class AcpRuntime:
         try:
             return await self.conn.request(method, params, timeout_s=budget, idle_key=idle_key)
         except RpcError as exc:
-            raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
+            raise self._classified(exc, models) from exc
 
     def send_request(self, method: str, params: Any) -> tuple[int, asyncio.Future[Any]]:
         """Send a request without waiting for it (``JsonRpcConnection.send_request``): its id and the
@@ -253,7 +253,11 @@ class AcpRuntime:
         try:
             return future.result()
         except RpcError as exc:
-            raise error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models) from exc
+            raise self._classified(exc, models) from exc
+
+    def _classified(self, exc: RpcError, models: tuple[str, ...]) -> AcpError:
+        """A JSON-RPC error answer as the AcpError it means (``core/failures.py`` classifies it)."""
+        return error_from_rpc(exc.to_dict(), backend=self.backend, advertised_models=models)
 
     def _check_cwd(self, cwd: str | None) -> None:
         if cwd is not None and str(resolve_cwd(cwd)) != self.cwd:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -159,7 +158,7 @@ class Posting:
         assert self._state is not None
         try:
             self._state.set(_PREFIX + key, value)
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:
             if not self._unstored:
                 self._unstored = True
                 log.warning("the store would not keep a Slack posting mark (%s): a piece of an answer a "
@@ -183,7 +182,7 @@ class Posting:
         assert self._state is not None
         try:
             raw = self._state.get(_PREFIX + thread.key)
-        except (StoreError, sqlite3.Error):
+        except StoreError:
             self._remember(thread.key, "")  # the store is down: posted as before, not asked again
             return None
         try:
