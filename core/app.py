@@ -13,6 +13,7 @@ import signal
 import sys
 
 from core.agents import choose_agent, gate_problems
+from core.collector import settle
 from core.config import RelayConfig
 from core.lifecycle import Lifecycle, SurfaceFailed
 from core.redact import mask_args, redact
@@ -66,6 +67,7 @@ async def _serve(config: RelayConfig, stop: asyncio.Event) -> int:
             _say(str(exc))
             return 2
         await relay.start()
+        settle()  # what the started relay holds stays out of later collections (core/collector.py)
         failed = await relay.until_stopped(stop)
         if failed is not None:
             _say(f"{failed[0]}: {failed[1]}")

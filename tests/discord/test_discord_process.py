@@ -4,6 +4,7 @@ back answering what was written while it was down, and exits 2 with one sentence
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -12,6 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from core.app import run_relay as run_relay_in_process
+from core.config import load_config
 from tests.conftest import FAKE_AGENT_PATH
 from tests.discord.harness import ALICE, prompts, until
 from tests.fakes.discord_api import FakeDiscord
@@ -122,3 +127,30 @@ async def test_doctor_checks_the_token_against_the_rest_api(tmp_path: Path, fake
                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, _ = await asyncio.wait_for(missing.communicate(), PROCESS_GUARD_S)
     assert missing.returncode == 1 and "surface discord: $DISCORD_BOT_TOKEN MISSING" in out.decode()
+
+
+async def test_the_started_relay_keeps_what_it_holds_out_of_later_collections(
+        tmp_path: Path, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``acp-relay run`` (in this process: a child's collector cannot be looked at) freezes its heap once the
+    Discord surface is connected and the engine started, so a burst's full collections do not walk it."""
+    monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.token)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    config = load_config(write_config(tmp_path, fake_discord))
+    dm = fake_discord.dm(ALICE)
+    held = []  # a container made before the relay starts, alive throughout: it is frozen with the rest
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0 and gc.is_tracked(held)
+    stop = asyncio.Event()
+    relay = asyncio.create_task(run_relay_in_process(config, stop=stop))
+    try:
+        await fake_discord.connected(PROCESS_GUARD_S)
+        await fake_discord.say(dm, ALICE, "text hello")
+        await until(lambda: any("⏱" in m["content"] for m in fake_discord.bot_messages(dm)), "the answer",
+                    timeout=PROCESS_GUARD_S)
+        assert gc.get_freeze_count() > 0
+        assert not any(obj is held for obj in gc.get_objects())  # no longer walked by any collection
+    finally:
+        stop.set()
+        code = await asyncio.wait_for(relay, PROCESS_GUARD_S)
+        gc.unfreeze()  # the test process collects as before
+    assert code == 0
