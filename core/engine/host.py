@@ -9,6 +9,7 @@ the surface's state in the store, notices at the chat's pace, and the surface's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -110,8 +111,8 @@ class Hosting:
         submitted, self._submitted = [s for s in self._submitted if not s[1].done()], []  # done: given up on
         if not submitted:
             return
-        try:
-            with self.engine.store.transaction():
+        try:  # one on its own commits by itself: no BEGIN and COMMIT around it
+            with self.engine.store.transaction() if len(submitted) > 1 else contextlib.nullcontext():
                 thens = [self.engine.accept(message) for message, _ in submitted]
         except Exception as exc:
             for _, journaled in submitted:

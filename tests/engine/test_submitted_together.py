@@ -61,3 +61,12 @@ async def test_a_message_handled_after_others_were_submitted_waits_behind_them(r
     await until(lambda: r.replies_to(submitted) and r.replies_to(handled), what="both answered")
     await r.idle()
     assert int(r.reply_to(submitted).message_id) < int(r.reply_to(handled).message_id)
+
+
+async def test_a_message_submitted_on_its_own_is_one_statement(relay: RelayFactory) -> None:
+    r = await relay()
+    host = r.lifecycle.host(r.surface.name)
+    with traced(r.store) as statements:
+        await host.submit(r.message("alone"))
+        kinds = [k for k in map(_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT inbound")]
+    assert kinds == ["INSERT inbound"], "no transaction around a batch of one"
