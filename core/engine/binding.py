@@ -24,6 +24,7 @@ from core.acp.types import Cost, Notice
 from core.agents import BUILTIN_AGENTS, choose_agent, chosen_spec
 from core.config import RelayConfig
 from core.engine import switch_wording, wording
+from core.engine.batched import Batched
 from core.errors import AcpError
 from core.failures import is_session_lost
 from core.store import ConversationRecord, Store
@@ -49,13 +50,17 @@ def total_costs(costs: dict[str, dict[str, object]]) -> dict[str, float]:
 class SessionBinding:
     """The ACP session of the conversation under ``key``."""
 
-    __slots__ = ("_fresh", "_lock", "_stored_context", "_stored_known", "config", "key", "pool", "session", "store")
+    __slots__ = ("_fresh", "_lock", "_stored_context", "_stored_known", "config", "key", "pool", "saves", "session",
+                 "store")
 
-    def __init__(self, key: str, config: RelayConfig, store: Store, pool: RuntimePool) -> None:
+    def __init__(self, key: str, config: RelayConfig, store: Store, pool: RuntimePool, *,
+                 saves: Batched | None = None) -> None:
+        """``saves``: where a new session is kept in ``store`` with the others of the same round (None: at once)."""
         self.key = key
         self.config = config
         self.store = store
         self.pool = pool
+        self.saves = saves
         self.session: AcpSession | None = None
         self._lock = asyncio.Lock()
         # What the store has, so a turn that changed nothing costs no write (nor a read): taken from
@@ -162,8 +167,11 @@ class SessionBinding:
             await session.set_model(rec.model)
         self.session = session
         meta = session.load_meta() or (rec.session_meta if session.session_id == rec.session_id else {})
-        self.store.save_conversation(
-            replace(rec, agent=name, cwd=spec.cwd, session_id=session.session_id, session_meta=meta))
+        saved = replace(rec, agent=name, cwd=spec.cwd, session_id=session.session_id, session_meta=meta)
+        if self.saves is None:
+            self.store.save_conversation(saved)
+        else:  # kept before the prompt is sent, in one commit with the new sessions of a burst
+            await self.saves.write(lambda: self.store.save_conversation(saved))
         return session
 
     async def _restore_mode(self, session: AcpSession, mode: str, notify: list[Notice]) -> None:

@@ -11,6 +11,7 @@ from core.acp.pool import RuntimePool
 from core.acp.session import AcpSession
 from core.config import RelayConfig
 from core.engine.approvals import Approvals
+from core.engine.batched import Batched
 from core.engine.binding import SessionBinding
 from core.engine.choices import ModelChoices
 from core.engine.journal import Journal
@@ -47,6 +48,9 @@ class ConversationDeps:
     receipts: Receipts
     #: The open pickers (projects, agents, sessions, modes); a reset expires them.
     picks: Picks = field(default_factory=Picks)
+    #: Where a new session is kept in the store, with the others of the same round (None: on its own,
+    #: as relays sharing a store do: each conversation's writes are fenced by its own lease).
+    saves: Batched | None = None
 
 
 class Conversation:
@@ -58,7 +62,7 @@ class Conversation:
         self.deps = deps
         # Its writes are fenced by this relay's lease when relays share the store (a conversation is
         # made once the lease is held, and dropped when it is lost).
-        self.binding = SessionBinding(key, deps.config, deps.journal.fenced(key), deps.pool)
+        self.binding = SessionBinding(key, deps.config, deps.journal.fenced(key), deps.pool, saves=deps.saves)
         self.queue: deque[QueueItem] = deque()
         self.turn_task: asyncio.Task[None] | None = None
         self.worker: asyncio.Task[None] | None = None

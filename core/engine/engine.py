@@ -24,6 +24,7 @@ from core.engine import twoway_wording as tw
 from core.engine.access import AccessControl
 from core.engine.approval_prompt import ApprovalPrompts
 from core.engine.approvals import Approvals
+from core.engine.batched import Batched
 from core.engine.chat_reply import ChatReplies
 from core.engine.choices import ModelChoices
 from core.engine.commands import Control
@@ -128,7 +129,8 @@ class Engine(Pickups):
         runner = TurnRunner(TurnDeps(config.timeouts, policy, sleep, cancel_wait_s, self.journal, self.approvals,
                                      replies))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
-                                      self.choices, cancel_wait_s, self.receipts, self.picks)
+                                      self.choices, cancel_wait_s, self.receipts, self.picks,
+                                      Batched(store) if self.ownership is None else None)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.conversations_in_memory = conversations_in_memory
         self.state: State = "new"

@@ -268,7 +268,7 @@ async def post_message(request: web.Request) -> web.StreamResponse:
         return _error(400, wording.EMPTY_MESSAGE)
     if len(text) > MAX_TEXT:
         return _error(413, wording.too_long_text(MAX_TEXT))
-    request.app[SURFACE].post_user(tab, text, message_id)
+    await request.app[SURFACE].post_user(tab, text, message_id)  # in the transcript before it is handed over
     await request.app[HOST].submit(InboundMessage(
         surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,
         message_id=message_id, display_name="you"))

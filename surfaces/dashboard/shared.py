@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.surface_api import Button, SurfaceState
@@ -116,6 +116,11 @@ class SharedTranscript:
         if known is None:
             self._evict()
         return entry
+
+    def add_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
+        """``add`` each ``(tab, entry)`` in turn (the store's writes are its own)."""
+        return [self.add(tab, entry.role, entry.text, buttons=entry.buttons, plain=entry.plain, blocks=entry.blocks,
+                         message_id=entry.id) for tab, entry in posted]
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:

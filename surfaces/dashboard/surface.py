@@ -114,6 +114,8 @@ class DashboardSurface(SurfaceDefaults):
         self._origin = uuid.uuid4().hex  # this surface's own broadcasts come back to it: skipped
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._typing: set[str] = set()  # tabs whose "working" indicator is on (their answer runs)
+        #: The person's messages posted in this round of the loop, to write together (``post_user``).
+        self._posting: list[tuple[str, Entry, asyncio.Future[Entry | None]]] = []
 
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
@@ -172,15 +174,33 @@ class DashboardSurface(SurfaceDefaults):
         self.transcript.answering(tab, active)  # a tab answering keeps its transcript past max_tabs
         self._publish(tab, {"type": "typing", "active": active})
 
-    def post_user(self, tab: str, text: str, message_id: str) -> Entry | None:
-        """Record the person's own message (None if this id was already recorded: a resend).
+    async def post_user(self, tab: str, text: str, message_id: str) -> Entry | None:
+        """Record the person's own message (None if this id was already recorded: a resend); shown once
+        it is in the transcript.
 
         The agent gets it as written; the transcript, kept for days, never keeps a secret pasted in it.
+        The messages posted in one round of the event loop are written together, in one transaction: a
+        burst of tabs writing at once paid a commit each, ahead of every first answer (issue 24).
         """
-        entry = self.transcript.add(tab, "user", redact(text), message_id=f"u-{message_id}")
-        if entry is not None:
-            self._publish(tab, entry.to_json())
-        return entry
+        loop = asyncio.get_running_loop()
+        if not self._posting:
+            loop.call_soon(self._write_posted)
+        written: asyncio.Future[Entry | None] = loop.create_future()
+        self._posting.append((tab, Entry(f"u-{message_id}", "user", redact(text)), written))
+        return await written
+
+    def _write_posted(self) -> None:
+        posting, self._posting = [p for p in self._posting if not p[2].done()], []  # done: given up on
+        try:
+            entries = self.transcript.add_many([(tab, entry) for tab, entry, _ in posting])
+        except Exception as exc:  # each poster's to report (sqlite3.Error, StoreError: the server's 500)
+            for _, _, written in posting:
+                written.set_exception(exc)
+            return
+        for (tab, _, written), entry in zip(posting, entries, strict=True):
+            if entry is not None:
+                self._publish(tab, entry.to_json())
+            written.set_result(entry)
 
     def snapshot(self, tab: str) -> Event:
         """Everything the tab shows now: the first event of every browser connection."""

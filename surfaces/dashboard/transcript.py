@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -180,13 +180,37 @@ class Transcript:
         entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks)
         with self._lock, self._transaction():
             now = time.time()
-            cur = self._conn.execute(
-                "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, blocks, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (tab, entry.id, role, text, _buttons_json(buttons), int(plain), _blocks_json(blocks), now))
-            if cur.rowcount == 1 and self._used(tab, now):
+            written, new_tab = self._insert(tab, entry, now)
+            if new_tab:
                 self._prune()
-        return entry if cur.rowcount == 1 else None
+        return entry if written else None
+
+    def add_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
+        """Append messages, each ``(tab, entry)``, in one transaction (one commit for the lot); each comes
+        back, or None when its id is already in its tab. The tabs beyond ``max_tabs`` go once all are in,
+        the same tabs as adding them one at a time makes go."""
+        added: list[Entry | None] = []
+        with self._lock, self._transaction():
+            now, new_tab = time.time(), False
+            for tab, entry in posted:
+                written, new = self._insert(tab, entry, now)
+                added.append(entry if written else None)
+                new_tab = new_tab or new
+            if new_tab:
+                self._prune()
+        return added
+
+    def _insert(self, tab: str, entry: Entry, now: float) -> tuple[bool, bool]:
+        """Write one message (lock held, in a transaction): whether it was (not a known id), and whether
+        its tab is one the file did not hold yet."""
+        cur = self._conn.execute(
+            "INSERT OR IGNORE INTO messages (tab, id, role, text, buttons, plain, blocks, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (tab, entry.id, entry.role, entry.text, _buttons_json(entry.buttons), int(entry.plain),
+             _blocks_json(entry.blocks), now))
+        if cur.rowcount != 1:
+            return False, False
+        return True, self._used(tab, now)
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:

@@ -97,17 +97,17 @@ async def test_past_max_tabs_the_least_recently_used_idle_tab_loses_its_transcri
     with place.open() as a_store, place.open() as b_store:  # two relays: each counts every relay's tabs
         a = DashboardSurface(SharedTranscript(StoreState(a_store, "dashboard"), max_tabs=2))
         b = DashboardSurface(SharedTranscript(StoreState(b_store, "dashboard"), max_tabs=2))
-        a.post_user("tab1", "first tab", "m1")
+        await a.post_user("tab1", "first tab", "m1")
         old = await a.send(conversation_key("tab1"), md("an answer in the first tab"))
-        b.post_user("tab2", "second tab", "m2")
+        await b.post_user("tab2", "second tab", "m2")
         for i in range(3):  # more messages in a tab already kept evict nothing
-            b.post_user("tab2", f"again {i}", f"m2-{i}")
+            await b.post_user("tab2", f"again {i}", f"m2-{i}")
         await a.edit(conversation_key("tab1"), old, md("edited later, so the first tab is the more recent"))
         await b.typing(conversation_key("busy"), True)  # its answer runs: it does not count, nor is it evicted
         await b.send(conversation_key("busy"), md("answering"))
-        a.post_user("busy", "sent to another relay while it answers", "m-busy")  # its mark stays
+        await a.post_user("busy", "sent to another relay while it answers", "m-busy")  # its mark stays
         assert a.snapshot("tab1")["messages"] and a.snapshot("tab2")["messages"]
-        b.post_user("tab3", "a third tab", "m3")
+        await b.post_user("tab3", "a third tab", "m3")
         assert a.snapshot("tab2")["messages"] == []
         assert [m["text"] for m in b.snapshot("tab1")["messages"]] == [
             "first tab", "edited later, so the first tab is the more recent"]

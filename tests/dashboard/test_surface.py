@@ -144,14 +144,14 @@ async def test_close_ends_every_stream(surface: DashboardSurface) -> None:
 
 async def test_the_transcript_survives_a_restart(tmp_path: Path) -> None:
     first = DashboardSurface(Transcript.open(tmp_path / "t.db"))
-    assert first.post_user("tab1", "hello", "m1") is not None
+    assert await first.post_user("tab1", "hello", "m1") is not None
     mid = await first.send(KEY, md(first, "answer"), buttons=(Button("Deny", "t", "danger"),))
     first.transcript.close()
     second = DashboardSurface(Transcript.open(tmp_path / "t.db"))
     messages = second.snapshot("tab1")["messages"]
     assert [(m["role"], m["text"]) for m in messages] == [("user", "hello"), ("agent", "answer")]
     assert messages[1]["id"] == mid and messages[1]["buttons"][0]["label"] == "Deny"
-    assert second.post_user("tab1", "hello", "m1") is None  # a resend of the same message
+    assert await second.post_user("tab1", "hello", "m1") is None  # a resend of the same message
     await second.edit(KEY, mid, md(second, "answer, edited after the restart"))
     assert second.transcript.get("tab1", mid).text == "answer, edited after the restart"  # type: ignore[union-attr]
 
@@ -163,14 +163,14 @@ def test_tab_ids_are_validated() -> None:
 
 async def test_past_max_tabs_the_least_recently_used_tab_loses_its_transcript(tmp_path: Path) -> None:
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
-    surface.post_user("tab1", "first tab", "m1")
+    await surface.post_user("tab1", "first tab", "m1")
     old = await surface.send(KEY, md(surface, "an answer in the first tab"))
-    surface.post_user("tab2", "second tab", "m2")
+    await surface.post_user("tab2", "second tab", "m2")
     for i in range(3):  # more messages in a tab already kept prune nothing
-        surface.post_user("tab2", f"again {i}", f"m2-{i}")
+        await surface.post_user("tab2", f"again {i}", f"m2-{i}")
     await surface.edit(KEY, old, md(surface, "edited later, so the first tab is the more recent"))
     assert surface.snapshot("tab1")["messages"] and surface.snapshot("tab2")["messages"]
-    surface.post_user("tab3", "a third tab", "m3")
+    await surface.post_user("tab3", "a third tab", "m3")
     assert surface.snapshot("tab2")["messages"] == []
     assert [m["text"] for m in surface.snapshot("tab1")["messages"]] == [
         "first tab", "edited later, so the first tab is the more recent"]
@@ -182,11 +182,11 @@ async def test_past_max_tabs_the_least_recently_used_tab_loses_its_transcript(tm
     lower.close()
 
 
-def test_a_secret_pasted_into_the_composer_is_not_kept_in_the_transcript(tmp_path: Path) -> None:
+async def test_a_secret_pasted_into_the_composer_is_not_kept_in_the_transcript(tmp_path: Path) -> None:
     secret = "Zq8vR3kP9wLx2mN7bT4yH6jF1cD5gS0a"
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db"))
     with register_secrets([secret]):
-        surface.post_user("tab1", f"the token is {secret}, use it", "m1")
+        await surface.post_user("tab1", f"the token is {secret}, use it", "m1")
     assert [m["text"] for m in surface.snapshot("tab1")["messages"]] == ["the token is [redacted], use it"]
     surface.transcript.close()
     assert not any(secret[:5].encode() in p.read_bytes() for p in tmp_path.iterdir())

@@ -4,6 +4,7 @@ as SQLite's virtual-machine steps (its progress handler), never timed."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -80,12 +81,12 @@ async def test_a_tab_whose_answer_runs_keeps_its_transcript_past_max_tabs(tmp_pa
     # Issue 24: with more tabs answering at once than max_tabs, each new tab evicted one still answering,
     # whose next edit then failed (the answer came late, through the relay's resend).
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
-    surface.post_user("a", "first", "m1")
+    await surface.post_user("a", "first", "m1")
     await surface.typing(conversation_key("a"), True)  # its answer runs
-    surface.post_user("b", "second", "m2")
-    surface.post_user("c", "third", "m3")
+    await surface.post_user("b", "second", "m2")
+    await surface.post_user("c", "third", "m3")
     assert surface.snapshot("b")["messages"], "a tab answering does not count toward max_tabs"
-    surface.post_user("d", "fourth", "m4")
+    await surface.post_user("d", "fourth", "m4")
     assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
     assert surface.snapshot("b")["messages"] == [], "the least recent tab not answering went instead"
     await surface.typing(conversation_key("a"), False)
@@ -115,7 +116,7 @@ async def test_a_turn_starting_and_ending_writes_nothing_to_the_file(tmp_path: P
     # Issue 24: the "answering" mark of a tab was written to SQLite twice a turn (a transaction each);
     # it lives as long as the process (a new run answers nothing), so it is kept in memory.
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
-    surface.post_user("a", "first", "m1")
+    await surface.post_user("a", "first", "m1")
     ran = _statements(surface.transcript)
     await surface.typing(conversation_key("a"), True)
     await surface.typing(conversation_key("a"), False)
@@ -161,17 +162,17 @@ def test_evicting_passes_over_the_tabs_answering_without_reading_them(tmp_path: 
 
 async def test_a_failed_eviction_leaves_no_tab_answering_unprotected(tmp_path: Path) -> None:
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=1))
-    surface.post_user("a", "first", "m1")
+    await surface.post_user("a", "first", "m1")
     await surface.typing(conversation_key("a"), True)
-    surface.post_user("b", "second", "m2")
+    await surface.post_user("b", "second", "m2")
     conn = surface.transcript._conn  # a disk that fails once, mid-eviction
     conn.execute("CREATE TEMP TRIGGER fail BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
     with pytest.raises(sqlite3.IntegrityError):
-        surface.post_user("c", "third", "m3")
+        await surface.post_user("c", "third", "m3")
     conn.execute("DROP TRIGGER fail")
     await surface.typing(conversation_key("d"), True)  # answers start and end while the marks are unsure
     await surface.typing(conversation_key("d"), False)
-    surface.post_user("e", "fifth", "m5")
+    await surface.post_user("e", "fifth", "m5")
     assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
     assert surface.snapshot("b")["messages"] == [] and surface.snapshot("e")["messages"]
     surface.transcript.close()
@@ -181,9 +182,41 @@ async def test_answers_starting_and_ending_in_many_tabs_hold_little_in_memory(tm
     for max_tabs in (None, 10_000):  # never evicting: the marks held are written all the same
         surface = DashboardSurface(Transcript.open(tmp_path / f"t{max_tabs}.db", max_tabs=max_tabs))
         for i in range(1000):
-            surface.post_user(f"tab{i}", "hello", f"m{i}")
+            await surface.post_user(f"tab{i}", "hello", f"m{i}")
             await surface.typing(conversation_key(f"tab{i}"), True)
             await surface.typing(conversation_key(f"tab{i}"), False)
         held = surface.transcript._marks  # its size is what grew with every tab ever answered
         assert held is not None and len(held) < 300, f"{len(held)} marks held after 1,000 tabs answered"
         surface.transcript.close()
+
+
+async def test_messages_posted_in_many_tabs_at_once_are_written_in_one_transaction(tmp_path: Path) -> None:
+    # Issue 24: each message a person posted was a transaction of its own (a commit: about 60 us), so a
+    # burst of tabs writing at once paid one commit each before any of them was journaled and answered.
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=3))
+    surface.transcript.add("old", "user", "a tab from before")
+    ran = _statements(surface.transcript)
+    with surface.subscribe("t1") as watching:
+        posted = await asyncio.gather(*(surface.post_user(f"t{i}", f"hello {i}", f"m{i}") for i in range(5)))
+        assert [entry.text for entry in posted if entry is not None] == [f"hello {i}" for i in range(5)]
+        assert ran.count("BEGIN") == 1 and ran.count("COMMIT") == 1, ran
+        assert watching.queue.get_nowait()["text"] == "hello 1", "shown once written"
+    assert [e.text for e in surface.transcript.entries("t4")] == ["hello 4"]
+    assert surface.transcript.entries("old") == [] and surface.transcript.entries("t1") == [], \
+        "past max_tabs the least recent tabs go, as one message at a time made them go"
+    assert [e.text for e in surface.transcript.entries("t2")] == ["hello 2"]
+    again = await asyncio.gather(surface.post_user("t4", "hello 4", "m4"), surface.post_user("t4", "more", "m5"))
+    assert again[0] is None and again[1] is not None, "a resend is told apart, in a batch too"
+    surface.transcript.close()
+
+
+async def test_a_batch_of_messages_that_cannot_be_written_fails_each_and_shows_none(tmp_path: Path) -> None:
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    surface.transcript._conn.execute("DROP TABLE tabs")  # every write of a message fails now
+    with surface.subscribe("t0") as watching:
+        failed = await asyncio.gather(*(surface.post_user(f"t{i}", "hello", f"m{i}") for i in range(3)),
+                                      return_exceptions=True)
+        assert all(isinstance(each, sqlite3.Error) for each in failed), failed
+        assert watching.queue.empty()
+    assert surface.transcript._conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (0,)
+    surface.transcript.close()
