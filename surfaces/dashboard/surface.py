@@ -3,8 +3,10 @@
 Sending, editing and deleting change the tab's transcript (SQLite, or the store relays share) and
 publish an event to every browser connection watching that tab; with a shared store, to those of
 every relay (``Host.broadcast``: the event names the message, the other relays read it in the
-store). What the core shows arrives rendered by ``DashboardFormatter``: the neutral Markdown and the
-blocks the page draws (the browser renders the Markdown).
+store). The edits made in one round of the event loop (every tab answering streams several a second)
+are written in one transaction, then shown (``rounds``). What the core shows arrives rendered by
+``DashboardFormatter``: the neutral Markdown and the blocks the page draws (the browser renders the
+Markdown).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from core.surface_api import (
     rendered_as,
 )
 from surfaces.dashboard.render import DashboardFormatter, DashboardMessage
+from surfaces.dashboard.rounds import Round
 from surfaces.dashboard.shared import SharedTranscript
-from surfaces.dashboard.transcript import Entry, Transcript
+from surfaces.dashboard.transcript import Edit, Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
            "file_url", "valid_tab"]
@@ -114,6 +117,9 @@ class DashboardSurface(SurfaceDefaults):
         self._origin = uuid.uuid4().hex  # this surface's own broadcasts come back to it: skipped
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._typing: set[str] = set()  # tabs whose "working" indicator is on (their answer runs)
+        #: Streamed edits, several a second in every tab answering: those of one round of the loop are
+        #: written in one transaction (``rounds``).
+        self._edits: Round[Edit, Entry | None] = Round(self._write_edits)
 
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
@@ -144,13 +150,19 @@ class DashboardSurface(SurfaceDefaults):
         """Replace a message's text and buttons."""
         tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
         try:
-            entry = self.transcript.update(tab, message_id, shown.text, buttons=buttons, plain=shown.plain,
-                                           blocks=shown.blocks)
+            entry = await self._edits.submit(Edit(tab, message_id, shown.text, buttons, shown.plain, shown.blocks))
         except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         if entry is None:
             raise DeliveryFailed(f"no message {message_id!r} in {conversation_key}")
-        self._publish(tab, entry.to_json())
+
+    def _write_edits(self, edits: list[Edit]) -> list[Entry | None]:
+        """The edits of one round of the loop, in one transaction; each shown once written."""
+        entries = self.transcript.update_many(edits)
+        for edit, entry in zip(edits, entries, strict=True):
+            if entry is not None:
+                self._publish(edit.tab, entry.to_json())
+        return entries
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """Remove a message (a reply that got shorter)."""
