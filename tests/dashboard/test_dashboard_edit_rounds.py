@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from core.engine.host import StoreState
 from core.engine.surface import DeliveryFailed
+from core.store import Store
+from surfaces.dashboard.shared import SharedTranscript
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 from tests.rendering import md
@@ -66,7 +69,18 @@ async def test_the_edits_of_many_tabs_at_once_are_one_commit_and_each_is_shown(
     reread.close()
 
 
-async def test_an_edit_of_a_missing_message_fails_alone(surface: DashboardSurface) -> None:
+@pytest.fixture(params=["file", "shared"])
+def either(request: pytest.FixtureRequest, tmp_path: Path) -> DashboardSurface:
+    """The transcript of its own file, or the one in the store relays share."""
+    if request.param == "file":
+        return DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=1000))
+    store = Store.open(str(tmp_path / "relay.db"))
+    request.addfinalizer(store.close)
+    return DashboardSurface(SharedTranscript(StoreState(store, "dashboard"), max_tabs=1000))
+
+
+async def test_an_edit_of_a_missing_message_fails_alone(either: DashboardSurface) -> None:
+    surface = either
     ids = await _answers(surface)
     edits = [surface.edit(conversation_key(f"tab{i}"), mid, md(surface, "grown")) for i, mid in enumerate(ids)]
     edits.insert(3, surface.edit(conversation_key("tab3"), "no-such-message", md(surface, "lost")))
@@ -77,7 +91,8 @@ async def test_an_edit_of_a_missing_message_fails_alone(surface: DashboardSurfac
 
 
 async def test_edits_of_one_message_in_one_round_are_written_and_shown_in_the_order_made(
-        surface: DashboardSurface) -> None:
+        either: DashboardSurface) -> None:
+    surface = either
     mid = await surface.send(conversation_key("tab1"), md(surface, "a"))
     with surface.subscribe("tab1") as sub:
         key = conversation_key("tab1")
