@@ -102,6 +102,7 @@ from core.plugin import (
 from core.private_files import SQLITE_COMPANIONS, private_file
 from core.redact import SecretRegistration, redact, register_secrets
 from core.refusal_log import RefusalLog
+from core.rounds import Round
 from core.store import StoreError
 
 __all__ = [
@@ -150,6 +151,7 @@ __all__ = [
     "RefusalCard",
     "RefusalLog",
     "Rendered",
+    "Round",
     "SecretRegistration",
     "StartupError",
     "StopMark",

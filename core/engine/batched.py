@@ -8,16 +8,21 @@ writer still waits until its write is in the store.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from core.rounds import Round
 from core.store import Store
 
-__all__ = ["Batched"]
+__all__ = ["Batched", "together"]
 
 T = TypeVar("T")
+
+
+def together(store: Store, writes: int) -> contextlib.AbstractContextManager[None]:
+    """One transaction around ``writes`` writes; one on its own commits by itself (no BEGIN and COMMIT)."""
+    return store.transaction() if writes > 1 else contextlib.nullcontext()
 
 
 class Batched:
@@ -27,27 +32,12 @@ class Batched:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._waiting: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        self._round: Round[Callable[[], Any], Any] = Round(self._commit)
 
     async def write(self, write: Callable[[], T]) -> T:
         """Run ``write`` with the others of this round; returns what it returned."""
-        loop = asyncio.get_running_loop()
-        if not self._waiting:
-            loop.call_soon(self._commit)
-        done: asyncio.Future[T] = loop.create_future()
-        self._waiting.append((write, done))
-        return await done
+        return cast(T, await self._round.submit(write))
 
-    def _commit(self) -> None:
-        waiting, self._waiting = [w for w in self._waiting if not w[1].done()], []  # done: given up on
-        if not waiting:
-            return
-        try:  # one on its own commits by itself: no BEGIN and COMMIT around it
-            with self._store.transaction() if len(waiting) > 1 else contextlib.nullcontext():
-                results = [write() for write, _ in waiting]
-        except Exception as exc:
-            for _, done in waiting:
-                done.set_exception(exc)
-            return
-        for (_, done), result in zip(waiting, results, strict=True):
-            done.set_result(result)
+    def _commit(self, writes: list[Callable[[], Any]]) -> list[Any]:
+        with together(self._store, len(writes)):
+            return [write() for write in writes]

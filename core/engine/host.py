@@ -9,12 +9,12 @@ the surface's state in the store, notices at the chat's pace, and the surface's 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
+from core.engine.batched import together
 from core.engine.delivery import Outbox
 from core.engine.engine import Engine
 from core.engine.lanes import Lanes
@@ -24,6 +24,7 @@ from core.engine.receiving import Receiver
 from core.engine.surface import DeliveryError, Surface
 from core.engine.tasks import TaskSet
 from core.plugin import Controls, SurfaceState
+from core.rounds import Round
 from core.store import Note, Notifier, Store
 
 __all__ = ["Hosting", "StoreState", "SurfaceHost"]
@@ -65,7 +66,7 @@ class Hosting:
         self.hosts: dict[str, SurfaceHost] = {}
         self._lines: dict[str, asyncio.Lock] = {}
         #: Messages submitted in this round of the event loop, journaled together at its end (``submit``).
-        self._submitted: list[tuple[InboundMessage, asyncio.Future[None]]] = []
+        self._submitted: Round[InboundMessage, None] = Round(self._journal)
 
     def host(self, name: str) -> SurfaceHost:
         """The host of the surface ``name`` (made on first use)."""
@@ -98,35 +99,22 @@ class Hosting:
             # a batch rolled back would leave wrong: one message at a time.
             self.take(message)
             return
-        loop = asyncio.get_running_loop()
-        if not self._submitted:
-            loop.call_soon(self.journal_submitted)
-        journaled: asyncio.Future[None] = loop.create_future()
-        self._submitted.append((message, journaled))
-        await journaled
+        await self._submitted.submit(message)
 
-    def journal_submitted(self) -> None:
-        """Journal the messages submitted so far in one transaction, then hand each over in order; when
-        the store fails, each submitter gets its error and none is handed over (none is journaled)."""
-        submitted, self._submitted = [s for s in self._submitted if not s[1].done()], []  # done: given up on
-        if not submitted:
-            return
-        try:  # one on its own commits by itself: no BEGIN and COMMIT around it
-            with self.engine.store.transaction() if len(submitted) > 1 else contextlib.nullcontext():
-                thens = [self.engine.accept(message) for message, _ in submitted]
-        except Exception as exc:
-            for _, journaled in submitted:
-                journaled.set_exception(exc)
-            return
-        for (message, journaled), then in zip(submitted, thens, strict=True):
+    def _journal(self, messages: list[InboundMessage]) -> list[None]:
+        """Journal ``messages`` in one transaction, then hand each over in order; when the store fails,
+        each submitter gets its error and none is handed over (none is journaled)."""
+        with together(self.engine.store, len(messages)):
+            thens = [self.engine.accept(message) for message in messages]
+        for message, then in zip(messages, thens, strict=True):
             if then is not None:
                 self.lanes.put(message.conversation_key, then)
-            journaled.set_result(None)
+        return [None] * len(messages)
 
     def take(self, message: InboundMessage, *, done: asyncio.Future[None] | None = None) -> None:
         """Journal ``message`` now and queue the rest of its handling in its conversation's lane, after
         every message submitted before it; ``done`` is set once it is handled (or found nothing to do)."""
-        self.journal_submitted()
+        self._submitted.flush()  # what was submitted before it is journaled and handed over first
         then = self.engine.accept(message)
         if then is None:
             if done is not None:

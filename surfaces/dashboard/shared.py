@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.surface_api import Button, SurfaceState
-from surfaces.dashboard.transcript import Entry, Role
+from surfaces.dashboard.transcript import Edit, Entry, Role
 
 __all__ = ["SharedTranscript"]
 
@@ -139,6 +139,11 @@ class SharedTranscript:
         if tab not in self._answering:  # a streamed edit is no use of its own: the answer's end is
             self._used(tab, self._state.get(_tab_key(tab)))
         return entry
+
+    def update_many(self, edits: Sequence[Edit]) -> list[Entry | None]:
+        """``update`` each of ``edits`` in turn (the store's writes are its own)."""
+        return [self.update(e.tab, e.message_id, e.text, buttons=e.buttons, plain=e.plain, blocks=e.blocks)
+                for e in edits]
 
     def get(self, tab: str, message_id: str) -> Entry | None:
         """One message, or None."""

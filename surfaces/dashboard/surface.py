@@ -3,8 +3,10 @@
 Sending, editing and deleting change the tab's transcript (SQLite, or the store relays share) and
 publish an event to every browser connection watching that tab; with a shared store, to those of
 every relay (``Host.broadcast``: the event names the message, the other relays read it in the
-store). What the core shows arrives rendered by ``DashboardFormatter``: the neutral Markdown and the
-blocks the page draws (the browser renders the Markdown).
+store). The edits made in one round of the event loop (every tab answering streams several a second)
+are written in one transaction, then shown (``core.rounds``), as are the messages people post. What
+the core shows arrives rendered by ``DashboardFormatter``: the neutral Markdown and the blocks the page
+draws (the browser renders the Markdown).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from core.surface_api import (
     DeliveryFailed,
     MessageTooLong,
     Rendered,
+    Round,
     StoreError,
     SurfaceDefaults,
     Text,
@@ -34,7 +37,7 @@ from core.surface_api import (
 )
 from surfaces.dashboard.render import DashboardFormatter, DashboardMessage
 from surfaces.dashboard.shared import SharedTranscript
-from surfaces.dashboard.transcript import Entry, Transcript
+from surfaces.dashboard.transcript import Edit, Entry, Transcript
 
 __all__ = ["CAPABILITIES", "COMMANDS", "SURFACE_NAME", "DashboardSurface", "Subscriber", "conversation_key",
            "file_url", "valid_tab"]
@@ -114,8 +117,11 @@ class DashboardSurface(SurfaceDefaults):
         self._origin = uuid.uuid4().hex  # this surface's own broadcasts come back to it: skipped
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._typing: set[str] = set()  # tabs whose "working" indicator is on (their answer runs)
-        #: The person's messages posted in this round of the loop, to write together (``post_user``).
-        self._posting: list[tuple[str, Entry, asyncio.Future[Entry | None]]] = []
+        #: Streamed edits, several a second in every tab answering: those of one round of the loop are
+        #: written in one transaction (``rounds``).
+        self._edits: Round[Edit, Entry | None] = Round(self._write_edits)
+        #: The person's messages posted in one round of the loop, written in one transaction (``post_user``).
+        self._posted: Round[tuple[str, Entry], Entry | None] = Round(self._write_posted)
 
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
@@ -146,13 +152,19 @@ class DashboardSurface(SurfaceDefaults):
         """Replace a message's text and buttons."""
         tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
         try:
-            entry = self.transcript.update(tab, message_id, shown.text, buttons=buttons, plain=shown.plain,
-                                           blocks=shown.blocks)
+            entry = await self._edits.submit(Edit(tab, message_id, shown.text, buttons, shown.plain, shown.blocks))
         except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         if entry is None:
             raise DeliveryFailed(f"no message {message_id!r} in {conversation_key}")
-        self._publish(tab, entry.to_json())
+
+    def _write_edits(self, edits: list[Edit]) -> list[Entry | None]:
+        """The edits of one round of the loop, in one transaction; each shown once written."""
+        entries = self.transcript.update_many(edits)
+        for edit, entry in zip(edits, entries, strict=True):
+            if entry is not None:
+                self._publish(edit.tab, entry.to_json())
+        return entries
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """Remove a message (a reply that got shorter)."""
@@ -182,25 +194,15 @@ class DashboardSurface(SurfaceDefaults):
         The messages posted in one round of the event loop are written together, in one transaction: a
         burst of tabs writing at once paid a commit each, ahead of every first answer (issue 24).
         """
-        loop = asyncio.get_running_loop()
-        if not self._posting:
-            loop.call_soon(self._write_posted)
-        written: asyncio.Future[Entry | None] = loop.create_future()
-        self._posting.append((tab, Entry(f"u-{message_id}", "user", redact(text)), written))
-        return await written
+        return await self._posted.submit((tab, Entry(f"u-{message_id}", "user", redact(text))))
 
-    def _write_posted(self) -> None:
-        posting, self._posting = [p for p in self._posting if not p[2].done()], []  # done: given up on
-        try:
-            entries = self.transcript.add_many([(tab, entry) for tab, entry, _ in posting])
-        except Exception as exc:  # each poster's to report (sqlite3.Error, StoreError: the server's 500)
-            for _, _, written in posting:
-                written.set_exception(exc)
-            return
-        for (tab, _, written), entry in zip(posting, entries, strict=True):
+    def _write_posted(self, posted: list[tuple[str, Entry]]) -> list[Entry | None]:
+        """The person's messages of one round of the loop, in one transaction; each shown once written."""
+        entries = self.transcript.add_many(posted)
+        for (tab, _), entry in zip(posted, entries, strict=True):
             if entry is not None:
                 self._publish(tab, entry.to_json())
-            written.set_result(entry)
+        return entries
 
     def snapshot(self, tab: str) -> Event:
         """Everything the tab shows now: the first event of every browser connection."""

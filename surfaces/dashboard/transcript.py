@@ -29,11 +29,11 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from core.surface_api import SQLITE_COMPANIONS, Button, private_file
 
-__all__ = ["Entry", "Transcript"]
+__all__ = ["Edit", "Entry", "Transcript"]
 
 Role = Literal["agent", "user"]
 
@@ -99,6 +99,17 @@ class Entry:
         """An entry from a row of ``_SELECT``."""
         ident, role, text, buttons, plain, blocks = row
         return cls(ident, role, text, _buttons(buttons), bool(plain), tuple(json.loads(blocks)))
+
+
+class Edit(NamedTuple):
+    """A message's new content (``Transcript.update_many``)."""
+
+    tab: str
+    message_id: str
+    text: str
+    buttons: tuple[Button, ...] = ()
+    plain: bool = False
+    blocks: tuple[dict[str, Any], ...] = ()
 
 
 def _buttons_json(buttons: tuple[Button, ...]) -> str:
@@ -216,14 +227,29 @@ class Transcript:
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""
         with self._lock:
+            return self._update(Edit(tab, message_id, text, buttons, plain, blocks), time.time())
+
+    def update_many(self, edits: Sequence[Edit]) -> list[Entry | None]:
+        """``update`` each of ``edits`` in turn, in one transaction (one commit for the lot); each comes back,
+        or None where there is no such message."""
+        if len(edits) == 1:  # a transaction of its own already
+            edit = edits[0]
+            return [self.update(edit.tab, edit.message_id, edit.text, buttons=edit.buttons, plain=edit.plain,
+                                blocks=edit.blocks)]
+        with self._lock, self._transaction():
             now = time.time()
-            rows = self._conn.execute(
-                "UPDATE messages SET text = ?, buttons = ?, plain = ?, blocks = ?, updated_at = ?"
-                " WHERE tab = ? AND id = ? RETURNING role",
-                (text, _buttons_json(buttons), int(plain), _blocks_json(blocks), now, tab, message_id)).fetchall()
-            if not rows:
-                return None
-            self._hold_use(tab, now)
+            return [self._update(edit, now) for edit in edits]
+
+    def _update(self, edit: Edit, now: float) -> Entry | None:
+        """Write one edit (lock held)."""
+        tab, message_id, text, buttons, plain, blocks = edit
+        rows = self._conn.execute(
+            "UPDATE messages SET text = ?, buttons = ?, plain = ?, blocks = ?, updated_at = ?"
+            " WHERE tab = ? AND id = ? RETURNING role",
+            (text, _buttons_json(buttons), int(plain), _blocks_json(blocks), now, tab, message_id)).fetchall()
+        if not rows:
+            return None
+        self._hold_use(tab, now)
         return Entry(message_id, rows[0][0], text, buttons, plain, blocks)
 
     def get(self, tab: str, message_id: str) -> Entry | None:

@@ -6,6 +6,7 @@ runs, never timed."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from core.engine.batched import Batched
@@ -51,9 +52,17 @@ async def test_new_conversations_starting_at_once_keep_their_sessions_in_one_tra
     r, count = await relay(), 4
     keys = [f"memory:n{i}" for i in range(count)]
     bindings = [r.engine.conversation(key, r.surface).binding for key in keys]
-    runtime = await bindings[0].runtime()  # started: the sessions' answers come together
+    runtime = await bindings[0].runtime()
+    assert all([await binding.runtime() is runtime for binding in bindings])  # each asks for its session at once
     with traced(r.store) as statements:
-        sessions = await asyncio.gather(*(binding.ensure([]) for binding in bindings))
+        starting = asyncio.ensure_future(asyncio.gather(*(binding.ensure([]) for binding in bindings)))
+        for _ in range(100):  # until every session/new is out (none answered: the loop has not read yet)
+            if len(runtime.conn._pending) == count:
+                break
+            await asyncio.sleep(0)
+        assert len(runtime.conn._pending) == count
+        time.sleep(0.5)  # the loop held still: the agent's answers wait in the pipe and are read together
+        sessions = await starting
         kinds = [k for k in map(_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT conversations")]
     assert kinds == ["BEGIN", *["INSERT conversations"] * count, "COMMIT"], kinds
     for key, session in zip(keys, sessions, strict=True):
