@@ -12,7 +12,7 @@ from pathlib import Path
 from core.engine.batched import Batched
 from core.store import ConversationRecord, Store, StoreError
 from tests.engine.conftest import RelayFactory
-from tests.engine.test_store_statements import _kind, traced
+from tests.engine.test_store_statements import statement_kind, traced
 
 
 def _record(n: int) -> ConversationRecord:
@@ -25,13 +25,13 @@ async def test_writes_made_in_one_round_commit_together_and_each_gets_its_result
     with traced(store) as statements:
         saved = await asyncio.gather(*(batched.write(lambda n=n: store.save_conversation(_record(n)))
                                        for n in range(3)))
-        kinds = [_kind(s) for s in statements]
+        kinds = [statement_kind(s) for s in statements]
     assert kinds == ["BEGIN", *["INSERT conversations"] * 3, "COMMIT"], kinds
     assert saved == [True, True, True]
     assert [store.get_conversation(f"memory:k{n}").session_id for n in range(3)] == ["s0", "s1", "s2"]  # type: ignore[union-attr]
     with traced(store) as statements:
         await batched.write(lambda: store.save_conversation(_record(9)))
-    assert [_kind(s) for s in statements] == ["INSERT conversations"], "a write on its own: no transaction"
+    assert [statement_kind(s) for s in statements] == ["INSERT conversations"], "a write on its own: no transaction"
     store.close()
 
 
@@ -63,7 +63,7 @@ async def test_new_conversations_starting_at_once_keep_their_sessions_in_one_tra
         assert len(runtime.conn._pending) == count
         time.sleep(0.5)  # the loop held still: the agent's answers wait in the pipe and are read together
         sessions = await starting
-        kinds = [k for k in map(_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT conversations")]
+        kinds = [k for k in map(statement_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT conversations")]
     assert kinds == ["BEGIN", *["INSERT conversations"] * count, "COMMIT"], kinds
     for key, session in zip(keys, sessions, strict=True):
         assert session.runtime is runtime

@@ -17,7 +17,7 @@ from core.store import Store
 from tests.engine.conftest import Relay, RelayFactory, make_surface
 
 
-def _kind(statement: str) -> str:
+def statement_kind(statement: str) -> str:
     """``"UPDATE inbound"``, ``"SELECT conversations"``, ``"BEGIN"``...: what a traced statement does to which table."""
     head = statement.lstrip().upper()
     for word in ("BEGIN", "COMMIT", "ROLLBACK"):
@@ -46,7 +46,7 @@ def traced(store: Store) -> Iterator[list[str]]:
 async def _answered(r: Relay, text: str, key: str) -> Counter[str]:
     with traced(r.store) as statements:
         await r.ask(text, key=key)
-    return Counter(_kind(s) for s in statements)
+    return Counter(statement_kind(s) for s in statements)
 
 
 async def test_a_new_conversations_answer_reads_its_record_once_and_completes_its_message_once(

@@ -10,7 +10,7 @@ import asyncio
 
 from core.store import StoreError
 from tests.engine.conftest import RelayFactory
-from tests.engine.test_store_statements import _kind, traced
+from tests.engine.test_store_statements import statement_kind, traced
 from tests.waiting import until
 
 
@@ -21,7 +21,7 @@ async def test_messages_submitted_at_once_are_journaled_in_one_transaction(relay
     others = [r.message(f"hello {i}", key=f"memory:k{i}") for i in range(4)]
     with traced(r.store) as statements:
         await asyncio.gather(*(host.submit(m) for m in (first, second, *others, first)))  # first: redelivered
-        kinds = [k for k in map(_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT inbound")]
+        kinds = [k for k in map(statement_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT inbound")]
         journaled = r.store.unfinished_inbound()
     assert kinds[:kinds.index("COMMIT") + 1] == ["BEGIN", *["INSERT inbound"] * 7, "COMMIT"], kinds
     assert [j.message_id for j in journaled][:6] == [m.message_id for m in (first, second, *others)], \
@@ -68,5 +68,5 @@ async def test_a_message_submitted_on_its_own_is_one_statement(relay: RelayFacto
     host = r.lifecycle.host(r.surface.name)
     with traced(r.store) as statements:
         await host.submit(r.message("alone"))
-        kinds = [k for k in map(_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT inbound")]
+        kinds = [k for k in map(statement_kind, statements) if k in ("BEGIN", "COMMIT", "INSERT inbound")]
     assert kinds == ["INSERT inbound"], "no transaction around a batch of one"
