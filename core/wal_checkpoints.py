@@ -11,10 +11,12 @@ releases the GIL while SQLite works, and a PASSIVE checkpoint never waits for (n
 A checkpoint does not make a commit durable: a commit is in the log once it returns, and a killed
 process loses none (``synchronous=NORMAL`` in WAL mode; only a power cut may lose the last ones).
 
-The log starts over (the next writer rewinds it) only after a checkpoint that copied all of it. In a
-burst the writer commits during every checkpoint, so none of them finishes and the log would grow for
-as long as the burst lasts; once it holds ``cap`` pages, the checkpointer holds the writer's own lock
-(its commits wait, as one in SQLite's own checkpoint would) for one checkpoint that finishes.
+The log starts over only after a checkpoint that copied all of it, at the next write, which fsyncs
+the log's new header: the checkpointer makes that write itself (``_start_over``) while it holds the
+writer's own lock, taken only if free. In a burst the writer commits during every checkpoint, so none
+of them finishes and the log would grow for as long as the burst lasts; once it holds ``cap`` pages
+the checkpointer waits for the writer's lock (the writer's commits then wait, as one running SQLite's
+own checkpoint would) for one checkpoint that finishes.
 """
 
 from __future__ import annotations
@@ -44,7 +46,22 @@ class _Lock(Protocol):
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # No busy wait: a file another process writes is tried again next time, not waited for.
+    return sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+
+
+def _start_over(conn: sqlite3.Connection) -> None:
+    """After a checkpoint that copied the whole log, with the writer held off: one write, so that it is
+    this thread that rewinds the log and fsyncs its new header (SQLite does at the first write after),
+    not the writer's next commit. It writes the file's ``user_version`` as it is."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class WalCheckpointer:
@@ -115,15 +132,17 @@ class WalCheckpointer:
                 conn.close()
 
     def _checkpoint(self, conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
-        """One checkpoint (and one that finishes, holding the writer off, past ``cap``)."""
+        """One checkpoint; then, holding the writer off, one that finishes and the log's start-over."""
         self.runs += 1
         try:
             if conn is None:  # opened here: the event loop never waits for it
                 conn = self._connect(self.path)
             self.last = conn.execute(_PASSIVE).fetchone()
-            if self.last is not None and self.last[1] >= self.cap and self._hold_writer():
+            if self.last is not None and self._held(*self.last):
                 try:
-                    self.last = conn.execute(_PASSIVE).fetchone()
+                    self.last = conn.execute(_PASSIVE).fetchone()  # nothing left to copy if it finished
+                    if self.last is not None and self.last[2] == self.last[1] > 0:
+                        _start_over(conn)
                 finally:
                     self._writer_lock.release()
         except sqlite3.Error as exc:
@@ -132,6 +151,14 @@ class WalCheckpointer:
                 _log.warning("SQLite file %s: its write-ahead log could not be checkpointed (%s); the log grows "
                              "until a checkpoint works (commits are not affected)", self.path, exc)
         return conn
+
+    def _held(self, busy: int, log: int, copied: int) -> bool:
+        """After a checkpoint: whether to hold the writer off (now held) for one that finishes, then
+        the log's start-over. Past ``cap``, wait for the writer; after one that copied the whole log,
+        only if the writer is not writing (then it is the writer's next commit that would start over)."""
+        if log >= self.cap:
+            return self._hold_writer()
+        return copied == log > 0 and self._writer_lock.acquire(blocking=False)
 
     def _hold_writer(self) -> bool:
         """Take the writer's lock (False once stopping: ``stop`` may be waiting with it held)."""

@@ -49,6 +49,27 @@ async def test_the_writer_never_checkpoints_and_the_thread_does(tmp_path: Path) 
     conn.close()
 
 
+def _restarts(path: str) -> int:
+    """How many times the log started over: its header's checkpoint sequence number."""
+    with open(path + "-wal", "rb") as wal:
+        return int.from_bytes(wal.read(16)[12:16], "big")
+
+
+async def test_the_log_starts_over_on_the_thread_not_at_the_writers_next_commit(tmp_path: Path) -> None:
+    """The write after a checkpoint that copied the whole log rewinds it and fsyncs its new header."""
+    conn, path = _wal_file(tmp_path)
+    lock = threading.Lock()
+    checkpoints = WalCheckpointer.start(conn, path, lock, every=10)
+    for _ in range(10):
+        with lock:
+            conn.execute("INSERT INTO t (data) VALUES (?)", (os.urandom(6000),))
+        checkpoints.committed()
+    await until(lambda: _restarts(path) == 1, "the log started over with no commit of the writer's")
+    checkpoints.stop()
+    assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (10,)
+    conn.close()
+
+
 async def test_the_log_stays_bounded_while_the_writer_never_pauses(tmp_path: Path) -> None:
     """Every checkpoint overlaps a commit, so none copies the whole log and the log never starts over,
     unless the checkpointer holds the writer off for one once the log is past its cap."""
