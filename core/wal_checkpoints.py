@@ -5,8 +5,10 @@ database file and fsyncs both. SQLite runs one itself, in the committing call, o
 1,000 pages (``wal_autocheckpoint``): on the relay that call is the event loop's, so every few hundred
 commits one of them stalls for milliseconds (fsyncs), and in a burst every conversation waits for it.
 The relay's connections turn that off; a ``WalCheckpointer`` runs ``PRAGMA wal_checkpoint(PASSIVE)``
-on a connection of its own instead, every ``every`` commits the writer reports. Python's sqlite3
-releases the GIL while SQLite works, and a PASSIVE checkpoint never waits for (nor blocks) a writer.
+on a connection of its own instead, every ``every`` commits the writer reports (400 by default: a
+few pages each, about as much log as SQLite would let grow; checkpointing more often cost more CPU for
+no shorter stalls). Python's sqlite3 releases the GIL while SQLite works, and a PASSIVE checkpoint
+never waits for (nor blocks) a writer.
 
 A checkpoint does not make a commit durable: a commit is in the log once it returns, and a killed
 process loses none (``synchronous=NORMAL`` in WAL mode; only a power cut may lose the last ones).
@@ -67,7 +69,7 @@ def _start_over(conn: sqlite3.Connection) -> None:
 class WalCheckpointer:
     """One SQLite file's checkpoints, on a thread of its own (``start``); ``stop`` ends it."""
 
-    def __init__(self, path: str, writer_lock: _Lock, *, every: int = 100, cap: int = 4000,
+    def __init__(self, path: str, writer_lock: _Lock, *, every: int = 400, cap: int = 4000,
                  connect: Callable[[str], sqlite3.Connection] = _connect) -> None:
         """Use :meth:`WalCheckpointer.start`. ``writer_lock`` is held by the writer around each of its
         statements and transactions; ``cap`` is in pages of the log; ``connect`` opens the thread's
@@ -89,7 +91,7 @@ class WalCheckpointer:
 
     @classmethod
     def start(cls, conn: sqlite3.Connection, path: str, writer_lock: _Lock, *, owner: object = None,
-              every: int = 100, cap: int = 4000,
+              every: int = 400, cap: int = 4000,
               connect: Callable[[str], sqlite3.Connection] = _connect) -> WalCheckpointer:
         """Turn ``conn``'s own checkpoints off and checkpoint ``path`` beside it from now on, until
         ``stop`` (or until ``owner``, the object that writes, is dropped without being closed)."""

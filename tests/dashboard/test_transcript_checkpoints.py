@@ -23,13 +23,13 @@ async def test_a_thread_checkpoints_the_transcript_and_closing_ends_it(tmp_path:
     assert transcript._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,), "the loop's commits never do"
     assert [t.name for t in _checkpoint_threads() - before] == ["wal-checkpoints t.db"]
     empty = os.path.getsize(path)
-    for i in range(300):
+    for i in range(1000):
         transcript.add(f"tab{i}", "user", "hello " * 50)
     await until(lambda: os.path.getsize(path) > empty, "the thread copied the log into the database file")
     transcript.close()
     transcript.close()
     assert not _checkpoint_threads() - before
     reopened = Transcript.open(path)
-    assert [e.text for e in reopened.entries("tab299")] == ["hello " * 50]
+    assert [e.text for e in reopened.entries("tab999")] == ["hello " * 50]
     reopened.close()
 

@@ -37,7 +37,7 @@ async def test_a_thread_checkpoints_the_store_and_closing_ends_it(tmp_path: Path
     assert store.backend.execute("PRAGMA wal_autocheckpoint").rows == [(0,)], "the loop's commits never do"
     assert [t.name for t in _checkpoint_threads() - before] == ["wal-checkpoints relay.db"]
     empty = os.path.getsize(path)
-    for i in range(300):
+    for i in range(1000):
         store.record_inbound("dashboard", str(i), "dashboard:tab", {"text": "hello " * 50})
     await until(lambda: os.path.getsize(path) > empty, "the thread copied the log into the database file")
     store.close()
