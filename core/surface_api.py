@@ -20,6 +20,7 @@ through it. What is here:
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``LISTEN_BACKLOG`` (an HTTP server's accept queue), ``register_secrets``, ``private_file``,
+  ``WalCheckpointer`` (a SQLite file's checkpoints off the event loop),
   ``route`` (is a text one of the surface's commands),
   ``command_word`` (an agent command's name as every platform spells it),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
@@ -104,6 +105,7 @@ from core.redact import SecretRegistration, redact, register_secrets
 from core.refusal_log import RefusalLog
 from core.rounds import Round
 from core.store import StoreError
+from core.wal_checkpoints import WalCheckpointer
 
 __all__ = [
     "INTERNAL_FAILURE",
@@ -165,6 +167,7 @@ __all__ = [
     "Text",
     "ToolLine",
     "Tools",
+    "WalCheckpointer",
     "close_open_fence",
     "code_lines",
     "command_word",

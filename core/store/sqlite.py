@@ -1,8 +1,9 @@
 """The SQLite backend: one file, WAL mode, ``synchronous=NORMAL``.
 
 A commit survives a relay crash and a call takes well under a millisecond, so the event loop calls
-directly. Relays sharing a SQLite file must share a machine; the leases still work among them (a
-write transaction excludes every other), with the machine's clock.
+directly; the log's checkpoints (its fsyncs) run on a thread of their own (``core.wal_checkpoints``).
+Relays sharing a SQLite file must share a machine; the leases still work among them (a write
+transaction excludes every other), with the machine's clock.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from core.store.backend import Backend, Clock, Result, Transaction
 from core.store.dialect import SQLITE
 from core.store.notes import LocalHub, Note
 from core.store.records import StoreError
+from core.wal_checkpoints import WalCheckpointer
 
 __all__ = ["SqliteBackend"]
 
@@ -36,6 +38,8 @@ class SqliteBackend(Backend):
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         super().__init__(path)
         self._conn = conn
+        #: The file's checkpoints (none in memory, nor before ``open`` switched the file to WAL).
+        self._checkpoints: WalCheckpointer | None = None
         # Stores opened on one file in one process are one relay's (or a test's two): they hear each other.
         self._hub = LocalHub() if path == ":memory:" else _HUBS.setdefault(path, LocalHub())
 
@@ -56,6 +60,8 @@ class SqliteBackend(Backend):
             if mode != "wal" and name != ":memory:":
                 _log.warning("store %s: journal_mode is %s, not wal", name, mode)
             backend.execute("PRAGMA synchronous = NORMAL")
+            if mode == "wal":
+                backend._checkpoints = WalCheckpointer.start(conn, name, backend._lock, owner=backend)
         except BaseException:
             conn.close()
             raise
@@ -77,15 +83,20 @@ class SqliteBackend(Backend):
     def _execute(self, sql: str, params: Sequence[Any]) -> Result:
         try:
             cur = self._conn.execute(sql, tuple(params))
-            return Result(cur.rowcount, cur.fetchall())
+            result = Result(cur.rowcount, cur.fetchall())
         except sqlite3.Error as exc:
             raise self._error(_describe(exc)) from exc
+        if self._checkpoints is not None and result.rowcount > 0 and not self._conn.in_transaction:
+            self._checkpoints.committed()  # a write outside a transaction commits on its own
+        return result
 
     def _begin(self) -> None:
         self._execute("BEGIN IMMEDIATE", ())
 
     def _commit(self) -> None:
         self._execute("COMMIT", ())
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
 
     def _rollback(self) -> None:
         try:
@@ -95,6 +106,8 @@ class SqliteBackend(Backend):
             _log.warning("store %s: rollback failed", self.location, exc_info=True)
 
     def _close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.stop()  # first: the file's last connection to close checkpoints it (this one)
         self._conn.close()
 
     def _notify(self, note: Note) -> None:

@@ -16,6 +16,9 @@ writes nothing: which tabs answer is known in memory (a new run answers nothing 
 changed since are written to the index, in bulk, in the transaction that evicts, before it reads it;
 the uses of tabs already kept are held in memory the same way. The file also keeps the files the
 relay posted in a tab (the rest of an answer too long to show), for download.
+
+The file's write-ahead log is checkpointed on a thread of its own (``WalCheckpointer``), so no
+commit on the event loop waits for the fsyncs.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from core.surface_api import SQLITE_COMPANIONS, Button, private_file
+from core.surface_api import SQLITE_COMPANIONS, Button, WalCheckpointer, private_file
 
 __all__ = ["Edit", "Entry", "Transcript"]
 
@@ -144,6 +147,7 @@ class Transcript:
         #: (``_prune``), in bulk.
         self._uses: dict[str, tuple[float, int]] = {}
         self._touch = 0
+        self._checkpoints: WalCheckpointer | None = None  # none in memory
 
     @classmethod
     def open(cls, path: str | Path, *, max_tabs: int | None = None) -> Transcript:
@@ -176,10 +180,14 @@ class Transcript:
             (transcript._touch,) = conn.execute("SELECT COALESCE(MAX(touch), 0) FROM tabs").fetchone()
             transcript._count_quiet()
             transcript._prune()
+        if name != ":memory:":
+            transcript._checkpoints = WalCheckpointer.start(conn, name, transcript._lock, owner=transcript)
         return transcript
 
     def close(self) -> None:
         """Close the connection; idempotent."""
+        if self._checkpoints is not None:
+            self._checkpoints.stop()  # first: the file's last connection to close checkpoints it (this one)
         with self._lock:
             with contextlib.suppress(sqlite3.Error):  # closed already
                 self._note_uses()
@@ -227,7 +235,10 @@ class Transcript:
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""
         with self._lock:
-            return self._update(Edit(tab, message_id, text, buttons, plain, blocks), time.time())
+            entry = self._update(Edit(tab, message_id, text, buttons, plain, blocks), time.time())
+            if entry is not None:  # a statement of its own, committed (several: ``_transaction`` counts)
+                self._committed()
+            return entry
 
     def update_many(self, edits: Sequence[Edit]) -> list[Entry | None]:
         """``update`` each of ``edits`` in turn, in one transaction (one commit for the lot); each comes back,
@@ -273,6 +284,7 @@ class Transcript:
         with self._lock:
             self._conn.execute("INSERT INTO files (tab, id, name, data) VALUES (?, ?, ?, ?)",
                                (tab, file_id, name, data))
+            self._committed()
         return file_id
 
     def file(self, tab: str, file_id: str) -> tuple[str, bytes] | None:
@@ -295,6 +307,12 @@ class Transcript:
                 self._count_quiet()
             raise
         self._conn.execute("COMMIT")
+        self._committed()
+
+    def _committed(self) -> None:
+        """A write committed (lock held): count it toward the next checkpoint."""
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
 
     def _count_quiet(self) -> None:
         """Count the rows of tabs not answering from the file (lock held): at open, after a rollback."""
