@@ -29,8 +29,13 @@ def _wal_file(tmp_path: Path) -> tuple[sqlite3.Connection, str]:
     return conn, path
 
 
+def checkpoint_threads() -> set[threading.Thread]:
+    """The checkpointing threads running now (the store's, the transcript's, any other)."""
+    return {t for t in threading.enumerate() if t.name.startswith("wal-checkpoints")}
+
+
 def _threads(checkpoints: WalCheckpointer) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == f"wal-checkpoints {Path(checkpoints.path).name}"]
+    return [t for t in checkpoint_threads() if t.name == f"wal-checkpoints {Path(checkpoints.path).name}"]
 
 
 async def test_the_writer_never_checkpoints_and_the_thread_does(tmp_path: Path) -> None:

@@ -5,30 +5,26 @@ it (``tests/test_wal_checkpoints.py`` has the rest)."""
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 from surfaces.dashboard.transcript import Transcript
+from tests.test_wal_checkpoints import checkpoint_threads
 from tests.waiting import until
-
-
-def _checkpoint_threads() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if t.name.startswith("wal-checkpoints")}
 
 
 async def test_a_thread_checkpoints_the_transcript_and_closing_ends_it(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
-    before = _checkpoint_threads()
+    before = checkpoint_threads()
     transcript = Transcript.open(path)
     assert transcript._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,), "the loop's commits never do"
-    assert [t.name for t in _checkpoint_threads() - before] == ["wal-checkpoints t.db"]
+    assert [t.name for t in checkpoint_threads() - before] == ["wal-checkpoints t.db"]
     empty = os.path.getsize(path)
     for i in range(1000):
         transcript.add(f"tab{i}", "user", "hello " * 50)
     await until(lambda: os.path.getsize(path) > empty, "the thread copied the log into the database file")
     transcript.close()
     transcript.close()
-    assert not _checkpoint_threads() - before
+    assert not checkpoint_threads() - before
     reopened = Transcript.open(path)
     assert [e.text for e in reopened.entries("tab999")] == ["hello " * 50]
     reopened.close()

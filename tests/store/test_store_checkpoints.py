@@ -9,10 +9,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from core.store import Store
+from tests.test_wal_checkpoints import checkpoint_threads
 from tests.waiting import until
 
 _WRITER = """
@@ -26,39 +26,35 @@ sys.stdin.read()  # until killed
 """
 
 
-def _checkpoint_threads() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if t.name.startswith("wal-checkpoints")}
-
-
 async def test_a_thread_checkpoints_the_store_and_closing_ends_it(tmp_path: Path) -> None:
     path = tmp_path / "relay.db"
-    before = _checkpoint_threads()
+    before = checkpoint_threads()
     store = Store.open(path)
     assert store.backend.execute("PRAGMA wal_autocheckpoint").rows == [(0,)], "the loop's commits never do"
-    assert [t.name for t in _checkpoint_threads() - before] == ["wal-checkpoints relay.db"]
+    assert [t.name for t in checkpoint_threads() - before] == ["wal-checkpoints relay.db"]
     empty = os.path.getsize(path)
     for i in range(1000):
         store.record_inbound("dashboard", str(i), "dashboard:tab", {"text": "hello " * 50})
     await until(lambda: os.path.getsize(path) > empty, "the thread copied the log into the database file")
     store.close()
     store.close()
-    assert not _checkpoint_threads() - before
+    assert not checkpoint_threads() - before
 
 
 def test_a_store_dropped_unclosed_leaves_no_thread(tmp_path: Path) -> None:
-    before = _checkpoint_threads()
+    before = checkpoint_threads()
     store = Store.open(tmp_path / "relay.db")
-    assert _checkpoint_threads() - before
+    assert checkpoint_threads() - before
     del store
     gc.collect()
-    assert not _checkpoint_threads() - before
+    assert not checkpoint_threads() - before
 
 
 def test_a_store_in_memory_has_no_checkpoints() -> None:
-    before = _checkpoint_threads()
+    before = checkpoint_threads()
     with Store.open(":memory:") as store:
         store.record_inbound("dashboard", "1", "dashboard:tab", {})
-        assert not _checkpoint_threads() - before
+        assert not checkpoint_threads() - before
 
 
 def test_a_killed_relay_loses_no_commit(tmp_path: Path) -> None:
