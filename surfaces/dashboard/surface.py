@@ -160,11 +160,7 @@ class DashboardSurface(SurfaceDefaults):
 
     def _write_edits(self, edits: list[Edit]) -> list[Entry | None]:
         """The edits of one round of the loop, in one transaction; each shown once written."""
-        entries = self.transcript.update_many(edits)
-        for edit, entry in zip(edits, entries, strict=True):
-            if entry is not None:
-                self._publish(edit.tab, entry.to_json())
-        return entries
+        return self._shown([edit.tab for edit in edits], self.transcript.update_many(edits))
 
     async def delete(self, conversation_key: str, message_id: str) -> None:
         """Remove a message (a reply that got shorter)."""
@@ -198,8 +194,11 @@ class DashboardSurface(SurfaceDefaults):
 
     def _write_posted(self, posted: list[tuple[str, Entry]]) -> list[Entry | None]:
         """The person's messages of one round of the loop, in one transaction; each shown once written."""
-        entries = self.transcript.add_many(posted)
-        for (tab, _), entry in zip(posted, entries, strict=True):
+        return self._shown([tab for tab, _ in posted], self.transcript.add_many(posted))
+
+    def _shown(self, tabs: list[str], entries: list[Entry | None]) -> list[Entry | None]:
+        """Publish each entry written (None: not written) to its tab; returns ``entries``."""
+        for tab, entry in zip(tabs, entries, strict=True):
             if entry is not None:
                 self._publish(tab, entry.to_json())
         return entries

@@ -196,13 +196,7 @@ class Transcript:
     def add(self, tab: str, role: Role, text: str, *, buttons: tuple[Button, ...] = (), plain: bool = False,
             blocks: tuple[dict[str, Any], ...] = (), message_id: str | None = None) -> Entry | None:
         """Append a message; returns it, or None when ``message_id`` is already in this tab."""
-        entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks)
-        with self._lock, self._transaction():
-            now = time.time()
-            written, new_tab = self._insert(tab, entry, now)
-            if new_tab:
-                self._prune()
-        return entry if written else None
+        return self.add_many([(tab, Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks))])[0]
 
     def add_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
         """Append messages, each ``(tab, entry)``, in one transaction (one commit for the lot); each comes
@@ -234,19 +228,17 @@ class Transcript:
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""
-        with self._lock:
-            entry = self._update(Edit(tab, message_id, text, buttons, plain, blocks), time.time())
-            if entry is not None:  # a statement of its own, committed (several: ``_transaction`` counts)
-                self._committed()
-            return entry
+        return self.update_many([Edit(tab, message_id, text, buttons, plain, blocks)])[0]
 
     def update_many(self, edits: Sequence[Edit]) -> list[Entry | None]:
         """``update`` each of ``edits`` in turn, in one transaction (one commit for the lot); each comes back,
         or None where there is no such message."""
-        if len(edits) == 1:  # a transaction of its own already
-            edit = edits[0]
-            return [self.update(edit.tab, edit.message_id, edit.text, buttons=edit.buttons, plain=edit.plain,
-                                blocks=edit.blocks)]
+        if len(edits) == 1:  # one statement: a transaction of its own already
+            with self._lock:
+                entry = self._update(edits[0], time.time())
+                if entry is not None:  # committed (several commit in ``_transaction``, which counts them)
+                    self._committed()
+                return [entry]
         with self._lock, self._transaction():
             now = time.time()
             return [self._update(edit, now) for edit in edits]
