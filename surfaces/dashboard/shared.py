@@ -117,10 +117,15 @@ class SharedTranscript:
             self._evict()
         return entry
 
-    def add_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
-        """``add`` each ``(tab, entry)`` in turn (the store's writes are its own)."""
-        return [self.add(tab, entry.role, entry.text, buttons=entry.buttons, plain=entry.plain, blocks=entry.blocks,
-                         message_id=entry.id) for tab, entry in posted]
+    def add_many(self, posted: Sequence[tuple[str, Entry]], *, rewrite: bool = False) -> list[Entry | None]:
+        """``add`` each ``(tab, entry)`` in turn (the store's writes are its own); ``rewrite``: a message whose
+        id is already in its tab is rewritten with the entry, in its place (and None comes back for it)."""
+        added = [self.add(tab, entry.role, entry.text, buttons=entry.buttons, plain=entry.plain, blocks=entry.blocks,
+                          message_id=entry.id) for tab, entry in posted]
+        for (tab, entry), new in zip(posted, added, strict=True):
+            if new is None and rewrite:
+                self.update(tab, entry.id, entry.text, buttons=entry.buttons, plain=entry.plain, blocks=entry.blocks)
+        return added
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:

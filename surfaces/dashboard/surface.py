@@ -3,7 +3,9 @@
 Sending, editing and deleting change the tab's transcript (SQLite, or the store relays share) and
 publish an event to every browser connection watching that tab; with a shared store, to those of
 every relay (``Host.broadcast``: the event names the message, the other relays read it in the
-store). The edits made in one round of the event loop (every tab answering streams several a second)
+store). A piece of an answer is the message whose id its place in the answer makes (``send_once``), so
+a relay killed before the store noted the message as the answer's leaves nothing a restart posts
+again. The edits made in one round of the event loop (every tab answering streams several a second)
 are written in one transaction, then shown (``core.rounds``), as are the messages people post. What
 the core shows arrives rendered by ``DashboardFormatter``: the neutral Markdown and the blocks the page
 draws (the browser renders the Markdown).
@@ -12,6 +14,7 @@ draws (the browser renders the Markdown).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
@@ -70,6 +73,12 @@ def file_url(tab: str, file_id: str) -> str:
     return f"/api/conversations/{tab}/files/{file_id}"
 
 
+def _piece_id(key: str) -> str:
+    """The message id of the answer's piece ``key`` names: hex of a random id's length (``SharedTranscript``
+    deletes by prefix, so the relay's ids must all be one length)."""
+    return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+
+
 def conversation_key(tab: str) -> str:
     """The engine's conversation key for a tab."""
     return _PREFIX + tab
@@ -126,13 +135,28 @@ class DashboardSurface(SurfaceDefaults):
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
         """Append a relay message to the tab; returns its id."""
+        return self._add(conversation_key, message, buttons, uuid.uuid4().hex)
+
+    async def send_once(self, conversation_key: str, message: Rendered, *, key: str,
+                        buttons: tuple[Button, ...] = (), reply_to: str | None = None) -> str:
+        """Append a piece of an answer as the message whose id ``key`` makes (the piece's place in the
+        answer): the transcript's row says which piece it shows. A relay killed after the transcript
+        took it and before the store noted it as the answer's left that message, claimed by nobody; the
+        restarted relay (or, sharing a store, the one that took the conversation over) asks for the piece
+        again with the same key and that message is rewritten with it instead of posted again below."""
+        return self._add(conversation_key, message, buttons, _piece_id(key), once=True)
+
+    def _add(self, conversation_key: str, message: Rendered, buttons: tuple[Button, ...], message_id: str,
+             *, once: bool = False) -> str:
+        """Write a relay message into its tab's transcript, then show it; returns its id."""
         tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
+        entry = Entry(message_id, "agent", shown.text, buttons, shown.plain, shown.blocks)
         try:
-            entry = self.transcript.add(tab, "agent", shown.text, buttons=buttons, plain=shown.plain,
-                                        blocks=shown.blocks)
+            [added] = self.transcript.add_many([(tab, entry)], rewrite=once)  # a fresh id never collides
         except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
-        assert entry is not None  # a fresh id never collides
+        if added is None:
+            log.info("took up the message %s a killed relay left in tab %s", message_id, tab)
         self._publish(tab, entry.to_json())
         return entry.id
 

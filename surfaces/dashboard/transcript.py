@@ -198,15 +198,19 @@ class Transcript:
         """Append a message; returns it, or None when ``message_id`` is already in this tab."""
         return self.add_many([(tab, Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks))])[0]
 
-    def add_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
+    def add_many(self, posted: Sequence[tuple[str, Entry]], *, rewrite: bool = False) -> list[Entry | None]:
         """Append messages, each ``(tab, entry)``, in one transaction (one commit for the lot); each comes
-        back, or None when its id is already in its tab. The tabs beyond ``max_tabs`` go once all are in,
-        the same tabs as adding them one at a time makes go."""
+        back, or None when its id is already in its tab (``rewrite``: that message is then rewritten with
+        the entry, in its place). The tabs beyond ``max_tabs`` go once all are in, the same tabs as adding
+        them one at a time makes go. A message is rewritten only once its insert found the id taken:
+        appending costs the same either way."""
         added: list[Entry | None] = []
         with self._lock, self._transaction():
             now, new_tab = time.time(), False
             for tab, entry in posted:
                 written, new = self._insert(tab, entry, now)
+                if not written and rewrite:
+                    self._update(Edit(tab, entry.id, entry.text, entry.buttons, entry.plain, entry.blocks), now)
                 added.append(entry if written else None)
                 new_tab = new_tab or new
             if new_tab:

@@ -1,6 +1,7 @@
 """``acp-relay run`` with the dashboard, killed with SIGKILL while an answer streams into a tab, then
 started again: the tab shows the answer once, finished in the message it had begun in (what a reload
-of the page shows is the transcript file, read here directly)."""
+of the page shows is the transcript file, read here directly), also when the kill came between the
+transcript taking that message and the store noting it as the answer's."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from core.store import Store
 from surfaces.dashboard.transcript import Entry, Transcript
 from tests.conftest import FAKE_AGENT_PATH
 
@@ -83,27 +88,77 @@ def wait_for(pred: object, what: str) -> None:
         time.sleep(0.02)
 
 
-def test_a_relay_killed_mid_answer_finishes_it_in_the_same_dashboard_message(tmp_path: Path) -> None:
-    port = free_port()
-    first = start(tmp_path, port)
-    second: subprocess.Popen[bytes] | None = None
+@contextmanager
+def relays() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The relays a test starts (it appends them); one still running at the end is killed."""
+    started: list[subprocess.Popen[bytes]] = []
     try:
-        post(port, LONG, "m1")
-        wait_for(lambda: any("w200" in e.text for e in agent_messages(tmp_path)), "the answer streams")
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=HANG_GUARD_S)
-        [cut] = agent_messages(tmp_path)
-        assert "⏱" not in cut.text
-
-        second = start(tmp_path, port)
-        wait_for(lambda: any("⏱" in e.text for e in agent_messages(tmp_path)), "relay 2 finishes the answer")
-        time.sleep(0.5)  # a second copy would be on its way by now
-        second.send_signal(signal.SIGTERM)
-        assert second.wait(timeout=HANG_GUARD_S) == 0
+        yield started
     finally:
-        for proc in (first, second):
-            if proc is not None and proc.poll() is None:
+        for proc in started:
+            if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def kill(relay: subprocess.Popen[bytes]) -> None:
+    relay.send_signal(signal.SIGKILL)
+    relay.wait(timeout=HANG_GUARD_S)
+
+
+def restart_until(tmp: Path, port: int, started: list[subprocess.Popen[bytes]], shows: str) -> None:
+    """Start the relay again; stop it once a message of the tab shows ``shows`` (and a second copy would
+    be on its way)."""
+    second = start(tmp, port)
+    started.append(second)
+    wait_for(lambda: any(shows in e.text for e in agent_messages(tmp)), f"relay 2 shows {shows!r}")
+    time.sleep(0.5)  # a second copy would be on its way by now
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(timeout=HANG_GUARD_S) == 0
+
+
+def test_a_relay_killed_mid_answer_finishes_it_in_the_same_dashboard_message(tmp_path: Path) -> None:
+    port = free_port()
+    with relays() as started:
+        started.append(first := start(tmp_path, port))
+        post(port, LONG, "m1")
+        wait_for(lambda: any("w200" in e.text for e in agent_messages(tmp_path)), "the answer streams")
+        kill(first)
+        [cut] = agent_messages(tmp_path)
+        assert "⏱" not in cut.text
+        restart_until(tmp_path, port, started, "⏱")
     [answer] = agent_messages(tmp_path)
     assert answer.id == cut.id and answer.text.count("w0 ") == 1 and "the end" in answer.text
+
+
+def prompted(tmp: Path) -> bool:
+    record = tmp / "record.jsonl"
+    return record.exists() and '"session/prompt"' in record.read_text()
+
+
+def test_a_relay_killed_between_the_transcript_and_the_store_finishes_the_answer_in_that_message(
+        tmp_path: Path) -> None:
+    """The kill window: the transcript has the answer's first message, the store does not yet say it is
+    the answer's (its write waits on the store's file, held here). The restarted relay takes that
+    message up instead of posting the answer again below it."""
+    port = free_port()
+    with relays() as started:
+        started.append(first := start(tmp_path, port))
+        post(port, "sleep 3\n" + LONG, "m1")
+        wait_for(lambda: prompted(tmp_path), "the agent is asked")
+        held = sqlite3.connect(tmp_path / "relay.db", isolation_level=None)
+        try:
+            held.execute("BEGIN IMMEDIATE")  # the relay's next store write waits: the answer's record
+            wait_for(lambda: agent_messages(tmp_path), "the answer's first message is in the transcript")
+            kill(first)
+        finally:
+            held.close()
+        [cut] = agent_messages(tmp_path)
+        with Store.open(tmp_path / "relay.db") as store:
+            [unfinished] = store.unfinished_inbound()
+            assert store.reply_messages(unfinished.surface, unfinished.message_id) == [], \
+                "the store noted the message before it was held (the test took over 3 s to hold it)"
+        restart_until(tmp_path, port, started, "the end")
+    shown = agent_messages(tmp_path)
+    assert [e.id for e in shown] == [cut.id], [e.text[:40] for e in shown]  # not posted again below it
+    assert shown[0].text.count("w0 ") == 1 and "the end" in shown[0].text

@@ -20,6 +20,7 @@ from core.surface_api import Button, Text
 from surfaces.dashboard.render import DashboardFormatter, DashboardMessage
 from surfaces.dashboard.shared import ANSWERING_HELD_S, SharedTranscript
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
+from surfaces.dashboard.transcript import Entry
 from tests.postgres import PostgresServer
 from tests.store.conftest import BACKENDS, Place, place_for
 
@@ -53,6 +54,17 @@ def test_a_tab_written_by_one_relay_reads_the_same_on_another(place: Place) -> N
         file_id = a.add_file(TAB, "answer-rest.md", "é\x00rest".encode())
         assert b.file(TAB, file_id) == ("answer-rest.md", "é\x00rest".encode())
         assert b.file("another-tab", file_id) is None
+
+
+def test_a_message_a_dead_relay_posted_is_rewritten_in_its_place_by_the_next(place: Place) -> None:
+    with place.open() as a_store, place.open() as b_store:
+        a, b = SharedTranscript(StoreState(a_store, "dashboard")), SharedTranscript(StoreState(b_store, "dashboard"))
+        cut = Entry("0" * 32, "agent", "the answer so f")
+        assert a.add_many([(TAB, cut)], rewrite=True) == [cut]
+        b.add(TAB, "user", "and then?", message_id="u-2")
+        assert b.add_many([(TAB, Entry("0" * 32, "agent", "the answer so far", plain=True))], rewrite=True) == [None]
+        assert [(e.id, e.text, e.plain) for e in a.entries(TAB)] == [
+            ("0" * 32, "the answer so far", True), ("u-2", "and then?", False)]
 
 
 async def test_a_change_on_the_owner_reaches_the_tabs_watching_on_another_relay(place: Place) -> None:

@@ -14,7 +14,7 @@ from core.engine.router import ACTIONS, route
 from core.engine.surface import Button, DeliveryFailed, MessageTooLong, Surface
 from core.redact import register_secrets
 from surfaces.dashboard.surface import COMMANDS, DashboardSurface, conversation_key, valid_tab
-from surfaces.dashboard.transcript import Transcript
+from surfaces.dashboard.transcript import Entry, Transcript
 from tests.rendering import blocks, md
 
 KEY = conversation_key("tab1")
@@ -154,6 +154,42 @@ async def test_the_transcript_survives_a_restart(tmp_path: Path) -> None:
     assert await second.post_user("tab1", "hello", "m1") is None  # a resend of the same message
     await second.edit(KEY, mid, md(second, "answer, edited after the restart"))
     assert second.transcript.get("tab1", mid).text == "answer, edited after the restart"  # type: ignore[union-attr]
+
+
+async def test_a_piece_of_an_answer_sent_again_after_a_restart_rewrites_the_message_it_was_posted_in(
+        tmp_path: Path) -> None:
+    """A relay killed after the transcript took a piece and before the store noted it left a message
+    nobody claims: the piece sent again with its key is written into that message, where it stands."""
+    first = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    await first.post_user("tab1", "hello", "m1")
+    cut = await first.send_once(KEY, md(first, "the answer so f"), key=f"{KEY}|m1|0|0")
+    first.transcript.close()
+    second = DashboardSurface(Transcript.open(tmp_path / "t.db"))
+    await second.post_user("tab1", "and then?", "m2")  # posted while the answer was cut off
+    with second.subscribe("tab1") as sub:
+        taken = await second.send_once(KEY, md(second, "the answer so far"), key=f"{KEY}|m1|0|0",
+                                       buttons=(Button("Stop", "s", "danger"),))
+        below = await second.send_once(KEY, md(second, "its second piece"), key=f"{KEY}|m1|0|1")
+        events = drain(sub.queue)
+    assert taken == cut and below != cut
+    assert [(e.id, e.text) for e in second.transcript.entries("tab1")] == [
+        ("u-m1", "hello"), (cut, "the answer so far"), ("u-m2", "and then?"), (below, "its second piece")]
+    assert [(e["id"], e["text"], e["buttons"]) for e in events if e] == [
+        (cut, "the answer so far", [{"label": "Stop", "token": "s", "style": "danger"}]),
+        (below, "its second piece", [])]
+
+
+def test_messages_added_together_rewrite_the_ones_whose_id_the_tab_has_and_append_the_rest(tmp_path: Path) -> None:
+    transcript = Transcript.open(tmp_path / "t.db", max_tabs=1)
+    kept = transcript.add("tab1", "agent", "the answer so f", message_id="a" * 32)
+    new, rewritten = Entry("b" * 32, "agent", "below it"), Entry("a" * 32, "agent", "the answer so far", plain=True)
+    assert transcript.add_many([("tab1", rewritten), ("tab1", new)], rewrite=True) == [None, new]
+    assert transcript.entries("tab1") == [rewritten, new] and kept is not None
+    assert transcript.add_many([("tab1", Entry("a" * 32, "agent", "left as it is"))]) == [None]  # no rewrite
+    assert transcript.get("tab1", "a" * 32) == rewritten
+    transcript.add_many([("tab2", Entry("c" * 32, "agent", "another tab"))], rewrite=True)
+    assert transcript.entries("tab1") == []  # one tab kept: a new tab still evicts
+    transcript.close()
 
 
 def test_tab_ids_are_validated() -> None:
