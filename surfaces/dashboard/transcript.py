@@ -14,8 +14,11 @@ its own, indexed, and the tabs not answering are counted, so finding the tabs to
 those rows of the index, however many tabs and messages the file holds. A turn starting or ending
 writes nothing: which tabs answer is known in memory (a new run answers nothing yet), and the marks
 changed since are written to the index, in bulk, in the transaction that evicts, before it reads it;
-the uses of tabs already kept are held in memory the same way. The file also keeps the files the
-relay posted in a tab (the rest of an answer too long to show), for download.
+the uses of tabs already kept are held in memory the same way. Which tabs the index holds is
+remembered too (``_known``, a bounded memory of what the index was seen to hold): a message of a tab
+already kept (an answer's first words) is then one statement, and a turn starting or ending reads
+nothing. The file also keeps the files the relay posted in a tab (the rest of an answer too long to
+show), for download.
 
 The file's write-ahead log is checkpointed on a thread of its own (``WalCheckpointer``), so no
 commit on the event loop waits for the fsyncs.
@@ -76,6 +79,8 @@ _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
 _NEW_TAB = "INSERT OR IGNORE INTO tabs (tab, used_at, touch, answering) VALUES (?, ?, ?, ?)"
 #: Uses of tabs already kept, and marks of tabs answering, held in memory before they are written.
 _USES_HELD = 256
+#: Tabs remembered as held by the index (``Transcript._known``); past it the memory starts over.
+_KNOWN_HELD = 4096
 _SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
 
 
@@ -147,6 +152,9 @@ class Transcript:
         #: (``_prune``), in bulk.
         self._uses: dict[str, tuple[float, int]] = {}
         self._touch = 0
+        #: Tabs the index holds, as far as this run saw (a subset: a tab missing is looked up). A tab
+        #: leaves it when its row is deleted, and all leave on a rollback (a row inserted may be undone).
+        self._known: set[str] = set()
         self._checkpoints: WalCheckpointer | None = None  # none in memory
 
     @classmethod
@@ -202,15 +210,25 @@ class Transcript:
         """Append messages, each ``(tab, entry)``, in one transaction (one commit for the lot); each comes
         back, or None when its id is already in its tab. The tabs beyond ``max_tabs`` go once all are in,
         the same tabs as adding them one at a time makes go."""
+        with self._lock:
+            if len(posted) == 1 and posted[0][0] in self._known:  # one statement: a transaction of its own
+                written, _ = self._insert(*posted[0], time.time())
+                if written:
+                    self._committed()
+                return [posted[0][1] if written else None]
+            with self._transaction():
+                return self._insert_all(posted)
+
+    def _insert_all(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
+        """``add_many`` (lock held, in a transaction)."""
         added: list[Entry | None] = []
-        with self._lock, self._transaction():
-            now, new_tab = time.time(), False
-            for tab, entry in posted:
-                written, new = self._insert(tab, entry, now)
-                added.append(entry if written else None)
-                new_tab = new_tab or new
-            if new_tab:
-                self._prune()
+        now, new_tab = time.time(), False
+        for tab, entry in posted:
+            written, new = self._insert(tab, entry, now)
+            added.append(entry if written else None)
+            new_tab = new_tab or new
+        if new_tab:
+            self._prune()
         return added
 
     def _insert(self, tab: str, entry: Entry, now: float) -> tuple[bool, bool]:
@@ -295,6 +313,7 @@ class Transcript:
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
                 self._marks = None  # the marks written in it are undone: write them all next time
+                self._known.clear()  # so may be the rows of new tabs
                 self._conn.execute("ROLLBACK")
                 self._count_quiet()
             raise
@@ -313,17 +332,31 @@ class Transcript:
 
     def _kept(self, tab: str) -> bool:
         """The file holds the tab (lock held)."""
-        return self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is not None
+        if tab in self._known:
+            return True
+        if self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is None:
+            return False
+        self._know(tab)
+        return True
+
+    def _know(self, tab: str) -> None:
+        """Remember that the index holds the tab (lock held)."""
+        if len(self._known) >= _KNOWN_HELD:
+            self._known.clear()
+        self._known.add(tab)
 
     def _used(self, tab: str, now: float) -> bool:
         """Note the tab's use (lock held); True when it is a tab the file did not hold yet."""
-        answering = tab in self._answering
-        if self._conn.execute(_NEW_TAB, (tab, now, self._touch + 1, int(answering))).rowcount == 0:
-            self._hold_use(tab, now)
-            return False
-        self._touch += 1
-        self._quiet += not answering
-        return True
+        if tab not in self._known:
+            answering = tab in self._answering
+            new = self._conn.execute(_NEW_TAB, (tab, now, self._touch + 1, int(answering))).rowcount == 1
+            self._know(tab)
+            if new:
+                self._touch += 1
+                self._quiet += not answering
+                return True
+        self._hold_use(tab, now)
+        return False
 
     def _hold_use(self, tab: str, now: float) -> None:
         """Note a kept tab's use in memory (lock held); written with the others once many are held."""
@@ -348,6 +381,7 @@ class Transcript:
         """Drop these tabs' messages, files and their row (lock held)."""
         for tab in tabs:
             self._uses.pop(tab, None)
+            self._known.discard(tab)
             self._conn.execute("DELETE FROM messages WHERE tab = ?", (tab,))
             self._conn.execute("DELETE FROM files WHERE tab = ?", (tab,))
             gone = self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,)).rowcount

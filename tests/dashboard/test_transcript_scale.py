@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from core.surface_api import Text
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 
@@ -132,7 +133,7 @@ def test_a_message_of_a_kept_tab_and_an_edit_take_one_write_each(tmp_path: Path)
     assert first is not None
     ran = _statements(transcript)
     transcript.add("a", "agent", "second")
-    assert [s for s in ran if s not in ("BEGIN", "COMMIT")] == ["INSERT", "INSERT"], ran
+    assert ran == ["INSERT"], ran  # nor its row looked up again, nor a transaction around one statement
     ran.clear()
     edited = transcript.update("a", first.id, "first, edited")
     assert ran == ["UPDATE"] and edited is not None and edited.role == "user"
@@ -220,3 +221,34 @@ async def test_a_batch_of_messages_that_cannot_be_written_fails_each_and_shows_n
         assert watching.queue.empty()
     assert surface.transcript._conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (0,)
     surface.transcript.close()
+
+
+async def test_an_answers_first_words_in_a_kept_tab_take_one_statement(tmp_path: Path) -> None:
+    # Issue 24: the first words of every answer in a burst ran four statements (BEGIN, the message, the
+    # tab's row looked up again, COMMIT) and the turn's start and end looked the tab's row up once each.
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
+    await surface.post_user("a", "first", "m1")
+    ran = _statements(surface.transcript)
+    await surface.typing(conversation_key("a"), True)
+    await surface.send(conversation_key("a"), surface.formatter.render((Text("an answer"),)))
+    await surface.typing(conversation_key("a"), False)
+    assert ran == ["INSERT"], ran
+    assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first", "an answer"]
+    surface.transcript.close()
+
+
+def test_a_tab_whose_row_was_rolled_back_counts_again_when_it_is_used(tmp_path: Path) -> None:
+    # The tabs the index holds are remembered: a new tab's row undone with its transaction must not be.
+    transcript = Transcript.open(tmp_path / "t.db", max_tabs=1)
+    transcript.add("a", "user", "first")
+    conn = transcript._conn  # a disk that fails once, while "b" evicts "a"
+    conn.execute("CREATE TEMP TRIGGER fail BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    with pytest.raises(sqlite3.IntegrityError):
+        transcript.add("b", "user", "second")
+    conn.execute("DROP TRIGGER fail")
+    transcript.add("b", "user", "second, again")
+    assert transcript.entries("a") == [], "b is a new tab again: past max_tabs, a goes"
+    assert [e.text for e in transcript.entries("b")] == ["second, again"]
+    transcript.add("a", "user", "a new first")  # a's row went: a new tab again too
+    assert transcript.entries("b") == [] and [e.text for e in transcript.entries("a")] == ["a new first"]
+    transcript.close()
