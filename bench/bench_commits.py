@@ -1,8 +1,9 @@
 """What the SQLite commits on the relay's path to a first text cost the calling thread (the event loop):
-the dashboard transcript's ``post_user`` and the store's ``record_inbound``, each call timed, in a
-stream of conversations that each also write what a one-chunk answer writes (the agent's message, its
-edits, its turn's marks; the journal's completion). The calls' tail is where checkpoints show: a
-commit that runs one waits for its fsyncs (``core.wal_checkpoints``).
+the dashboard transcript's write of a person's message (``post_many``, what ``post_user`` writes) and
+the store's ``record_inbound``, each call timed, in a stream of conversations that each also write what
+a one-chunk answer writes (the agent's message, its edits, its turn's marks; the journal's completion).
+The calls' tail is where checkpoints show: a commit that runs one waits for its fsyncs
+(``core.wal_checkpoints``).
 
 Run: ``python -m bench.bench_commits [conversations]``. Figures, not assertions.
 """
@@ -17,8 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.store import Store
-from surfaces.dashboard.surface import DashboardSurface
-from surfaces.dashboard.transcript import Transcript
+from surfaces.dashboard.transcript import Entry, Transcript
 
 
 def _figures(name: str, times: list[float]) -> str:
@@ -35,19 +35,23 @@ def _timed(call: Callable[[], object], into: list[float]) -> None:
 
 
 def transcript(folder: Path, count: int) -> list[float]:
-    """``post_user`` of ``count`` new tabs (``max_tabs`` 100, as configured by default)."""
-    surface = DashboardSurface(Transcript.open(folder / "relay-dashboard.db", max_tabs=100))
+    """The person's message of ``count`` new tabs, one at a time (``max_tabs`` 100, as configured by default).
+
+    ``post_user`` itself is a coroutine written with the others of its round of the loop: timed here is
+    its write alone, a round of one (calling it without awaiting timed making the coroutine, no write).
+    """
+    transcript = Transcript.open(folder / "relay-dashboard.db", max_tabs=100)
     times: list[float] = []
     for i in range(count):
-        tab = f"tab{i}"
-        _timed(lambda: surface.post_user(tab, "please summarise the README in three sentences", f"m{i}"), times)  # noqa: B023
-        surface.transcript.answering(tab, True)
-        entry = surface.transcript.add(tab, "agent", "The README")
+        tab, asked = f"tab{i}", Entry(f"u-m{i}", "user", "please summarise the README in three sentences")
+        _timed(lambda: transcript.post_many([(tab, asked)]), times)  # noqa: B023
+        transcript.answering(tab, True)
+        entry = transcript.add(tab, "agent", "The README")
         assert entry is not None
         for words in ("The README says", "The README says what the relay does", "The README says it all."):
-            surface.transcript.update(tab, entry.id, words)
-        surface.transcript.answering(tab, False)
-    surface.transcript.close()
+            transcript.update(tab, entry.id, words)
+        transcript.answering(tab, False)
+    transcript.close()
     return times
 
 
@@ -68,7 +72,7 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     with tempfile.TemporaryDirectory(prefix="bench-commits-") as tmp:
         print(f"{count:,} conversations, in {tmp}")
-        print(_figures("post_user", transcript(Path(tmp), count)))
+        print(_figures("post_many", transcript(Path(tmp), count)))
         print(_figures("record_inbound", store(Path(tmp), count)))
 
 

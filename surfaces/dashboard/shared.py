@@ -127,6 +127,12 @@ class SharedTranscript:
                 self.update(tab, entry.id, entry.text, buttons=entry.buttons, plain=entry.plain, blocks=entry.blocks)
         return added
 
+    def post_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
+        """The person's messages: ``add_many``. Unlike the SQLite file, a tab waiting for its answer to
+        start is not held past ``max_tabs``: its answer may run on another relay, whose start and end this
+        one does not see, so nothing here would end the wait."""
+        return self.add_many(posted)
+
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
         """Replace a message's content; returns it, or None when there is no such message."""

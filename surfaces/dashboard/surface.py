@@ -218,7 +218,7 @@ class DashboardSurface(SurfaceDefaults):
 
     def _write_posted(self, posted: list[tuple[str, Entry]]) -> list[Entry | None]:
         """The person's messages of one round of the loop, in one transaction; each shown once written."""
-        return self._shown([tab for tab, _ in posted], self.transcript.add_many(posted))
+        return self._shown([tab for tab, _ in posted], self.transcript.post_many(posted))
 
     def _shown(self, tabs: list[str], entries: list[Entry | None]) -> list[Entry | None]:
         """Publish each entry written (None: not written) to its tab; returns ``entries``."""

@@ -6,16 +6,21 @@ neutral Markdown of what the relay sent and its blocks as the page draws them
 (``surfaces.dashboard.render``); a row from before blocks were kept has none, and the page renders
 its Markdown.
 
-The file holds at most ``max_tabs`` tabs: when a new tab's first message would make one more, the
-tab used least recently (by its last message added or edited) loses its whole transcript. A tab whose
-answer is still running (``answering``) is never evicted and does not count: more tabs answering at
-once than ``max_tabs`` must not evict each other mid-answer. Each tab's last use is kept in a table of
-its own, indexed, and the tabs not answering are counted, so finding the tabs to evict reads only
-those rows of the index, however many tabs and messages the file holds. A turn starting or ending
-writes nothing: which tabs answer is known in memory (a new run answers nothing yet), and the marks
-changed since are written to the index, in bulk, in the transaction that evicts, before it reads it;
-the uses of tabs already kept are held in memory the same way. The file also keeps the files the
-relay posted in a tab (the rest of an answer too long to show), for download.
+The file holds at most ``max_tabs`` tabs: when a tab would make one more (a new tab's message, an
+answer that ended), the tab used least recently (by its last message added or edited) loses its whole
+transcript. A tab whose answer is still running (``answering``) is never evicted and does not count:
+more tabs answering at once than ``max_tabs`` must not evict each other mid-answer. Nor does a tab
+whose person's message waits for its answer to start (``post_many``): in a burst of more tabs than
+``max_tabs``, the new tabs evicted those still waiting for their turn, whose answers then showed
+without the question. Each tab's last use is kept in a table of its own, indexed, and the tabs not
+answering are counted, so finding the tabs to evict reads only those rows of the index, however many
+tabs and messages the file holds. A turn starting or ending writes nothing: which tabs answer is known
+in memory (a new run answers nothing yet), and the marks changed since are written to the index, in
+bulk, in the transaction that evicts, before it reads it; the uses of tabs already kept are held in
+memory the same way. Which tabs the index holds is remembered too (``_known``, a bounded memory of what
+the index was seen to hold): a message of a tab already kept (an answer's first words) is then one
+statement, and a turn starting or ending reads nothing. The file also keeps the files the relay posted
+in a tab (the rest of an answer too long to show), for download.
 
 The file's write-ahead log is checkpointed on a thread of its own (``WalCheckpointer``), so no
 commit on the event loop waits for the fsyncs.
@@ -76,6 +81,8 @@ _TABS_FROM_MESSAGES = ("INSERT OR IGNORE INTO tabs (tab, used_at, touch)"
 _NEW_TAB = "INSERT OR IGNORE INTO tabs (tab, used_at, touch, answering) VALUES (?, ?, ?, ?)"
 #: Uses of tabs already kept, and marks of tabs answering, held in memory before they are written.
 _USES_HELD = 256
+#: Tabs remembered as held by the index (``Transcript._known``); past it the memory starts over.
+_KNOWN_HELD = 4096
 _SELECT = "SELECT id, role, text, buttons, plain, blocks FROM messages"
 
 
@@ -137,7 +144,9 @@ class Transcript:
         self._lock = threading.Lock()
         self.path = path
         self.max_tabs = max_tabs
-        self._answering: set[str] = set()  # tabs whose answer runs now
+        self._answering: set[str] = set()  # tabs whose answer runs now, or waits to (``_waiting``)
+        #: Tabs whose person's message waits for its answer to start (``post_many``): answering already.
+        self._waiting: set[str] = set()
         #: Tabs whose answer started or ended since the tabs table last had their mark, by their mark
         #: now; None after a rollback, when any mark in the table may be stale.
         self._marks: dict[str, bool] | None = {}
@@ -147,6 +156,9 @@ class Transcript:
         #: (``_prune``), in bulk.
         self._uses: dict[str, tuple[float, int]] = {}
         self._touch = 0
+        #: Tabs the index holds, as far as this run saw (a subset: a tab missing is looked up). A tab
+        #: leaves it when its row is deleted, and all leave on a rollback (a row inserted may be undone).
+        self._known: set[str] = set()
         self._checkpoints: WalCheckpointer | None = None  # none in memory
 
     @classmethod
@@ -195,26 +207,65 @@ class Transcript:
 
     def add(self, tab: str, role: Role, text: str, *, buttons: tuple[Button, ...] = (), plain: bool = False,
             blocks: tuple[dict[str, Any], ...] = (), message_id: str | None = None) -> Entry | None:
-        """Append a message; returns it, or None when ``message_id`` is already in this tab."""
+        """Append a message; returns it, or None when ``message_id`` is already in this tab. The relay's
+        message in a tab waiting for its answer (a command's answer: no turn started) ends the wait."""
         return self.add_many([(tab, Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks))])[0]
 
-    def add_many(self, posted: Sequence[tuple[str, Entry]], *, rewrite: bool = False) -> list[Entry | None]:
+    def post_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
+        """``add_many`` of the person's messages: each tab written to waits for its answer from now on,
+        and counts as answering until its answer starts and ends (``answering``) or the relay writes in
+        it without one (a command's answer). A resend (None) changes nothing."""
+        return self.add_many(posted, waiting=True)
+
+    def add_many(self, posted: Sequence[tuple[str, Entry]], *, waiting: bool = False,
+                 rewrite: bool = False) -> list[Entry | None]:
         """Append messages, each ``(tab, entry)``, in one transaction (one commit for the lot); each comes
         back, or None when its id is already in its tab (``rewrite``: that message is then rewritten with
         the entry, in its place). The tabs beyond ``max_tabs`` go once all are in, the same tabs as adding
-        them one at a time makes go. A message is rewritten only once its insert found the id taken:
-        appending costs the same either way."""
+        them one at a time makes go. ``waiting``: see ``post_many``. A message is rewritten only once its
+        insert found the id taken: appending costs the same either way."""
+        with self._lock:
+            if len(posted) == 1 and not waiting:
+                tab, entry = posted[0]
+                if tab in self._known and tab not in self._waiting:  # one statement: a transaction of its own
+                    now = time.time()
+                    written, _ = self._insert(tab, entry, now)
+                    if written or (rewrite and self._rewrite(tab, entry, now)):
+                        self._committed()
+                    return [entry if written else None]
+            with self._transaction():
+                return self._insert_all(posted, waiting, rewrite)
+
+    def _rewrite(self, tab: str, entry: Entry, now: float) -> bool:
+        """Write ``entry`` over the message of its id (lock held); whether there was one."""
+        return self._update(Edit(tab, entry.id, entry.text, entry.buttons, entry.plain, entry.blocks), now) is not None
+
+    def _insert_all(self, posted: Sequence[tuple[str, Entry]], waiting: bool, rewrite: bool) -> list[Entry | None]:
+        """``add_many`` (lock held, in a transaction)."""
         added: list[Entry | None] = []
-        with self._lock, self._transaction():
-            now, new_tab = time.time(), False
+        marked: list[str] = []  # tabs that wait from now
+        now, counted = time.time(), False  # counted: a tab more may count toward max_tabs
+        try:
             for tab, entry in posted:
                 written, new = self._insert(tab, entry, now)
                 if not written and rewrite:
-                    self._update(Edit(tab, entry.id, entry.text, entry.buttons, entry.plain, entry.blocks), now)
+                    self._rewrite(tab, entry, now)
                 added.append(entry if written else None)
-                new_tab = new_tab or new
-            if new_tab:
+                if written and waiting and tab not in self._answering:  # (a resend changes nothing)
+                    self._waiting.add(tab)
+                    self._mark(tab, True)
+                    marked.append(tab)
+                elif written and not waiting and tab in self._waiting:  # answered without a turn
+                    self._waiting.discard(tab)
+                    self._mark(tab, False)
+                    counted = True
+                counted = counted or new
+            if counted:
                 self._prune()
+        except BaseException:  # not written: none of them waits (the rollback counts the tabs again)
+            self._waiting.difference_update(marked)
+            self._answering.difference_update(marked)
+            raise
         return added
 
     def _insert(self, tab: str, entry: Entry, now: float) -> tuple[bool, bool]:
@@ -299,6 +350,7 @@ class Transcript:
         except BaseException:
             with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
                 self._marks = None  # the marks written in it are undone: write them all next time
+                self._known.clear()  # so may be the rows of new tabs
                 self._conn.execute("ROLLBACK")
                 self._count_quiet()
             raise
@@ -317,17 +369,33 @@ class Transcript:
 
     def _kept(self, tab: str) -> bool:
         """The file holds the tab (lock held)."""
-        return self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is not None
+        if tab in self._known:
+            return True
+        if self._conn.execute("SELECT 1 FROM tabs WHERE tab = ?", (tab,)).fetchone() is None:
+            return False
+        self._know(tab)
+        return True
+
+    def _know(self, tab: str) -> None:
+        """Remember that the index holds the tab (lock held)."""
+        if len(self._known) >= _KNOWN_HELD:
+            self._known.clear()
+        self._known.add(tab)
 
     def _used(self, tab: str, now: float) -> bool:
         """Note the tab's use (lock held); True when it is a tab the file did not hold yet."""
-        answering = tab in self._answering
-        if self._conn.execute(_NEW_TAB, (tab, now, self._touch + 1, int(answering))).rowcount == 0:
-            self._hold_use(tab, now)
-            return False
-        self._touch += 1
-        self._quiet += not answering
-        return True
+        if tab not in self._known:
+            answering = tab in self._answering
+            new = self._conn.execute(_NEW_TAB, (tab, now, self._touch + 1, int(answering))).rowcount == 1
+            self._know(tab)
+            if new:
+                if self._marks is not None:  # its row is written with its mark
+                    self._marks.pop(tab, None)
+                self._touch += 1
+                self._quiet += not answering
+                return True
+        self._hold_use(tab, now)
+        return False
 
     def _hold_use(self, tab: str, now: float) -> None:
         """Note a kept tab's use in memory (lock held); written with the others once many are held."""
@@ -352,6 +420,9 @@ class Transcript:
         """Drop these tabs' messages, files and their row (lock held)."""
         for tab in tabs:
             self._uses.pop(tab, None)
+            self._known.discard(tab)
+            if self._marks is not None:  # its row goes: a new one is written with its mark
+                self._marks.pop(tab, None)
             self._conn.execute("DELETE FROM messages WHERE tab = ?", (tab,))
             self._conn.execute("DELETE FROM files WHERE tab = ?", (tab,))
             gone = self._conn.execute("DELETE FROM tabs WHERE tab = ?", (tab,)).rowcount
@@ -361,21 +432,32 @@ class Transcript:
         """The tab's answer runs (``active``) or ended: while it runs the tab is never evicted and does not
         count toward ``max_tabs``; once it ended, the tabs beyond ``max_tabs`` go."""
         with self._lock:
-            if active != (tab in self._answering):
-                (self._answering.add if active else self._answering.discard)(tab)
-                self._hold_mark(tab, active)
-                if self._kept(tab):
-                    self._quiet += -1 if active else 1
+            self._waiting.discard(tab)  # it started (or ended): it waits no more
+            self._mark(tab, active)
             if not active:
                 self._prune()
 
+    def _mark(self, tab: str, active: bool) -> None:
+        """The tab answers (``active``) or not, from now (lock held)."""
+        if active != (tab in self._answering):
+            (self._answering.add if active else self._answering.discard)(tab)
+            self._hold_mark(tab, active)
+            if self._kept(tab):
+                self._quiet += -1 if active else 1
+
     def _hold_mark(self, tab: str, active: bool) -> None:
-        """Note the tab's mark in memory (lock held, no transaction); written with the others once many
-        are held. Without ``max_tabs`` nothing is evicted and the marks are never read: none is kept."""
+        """Note the tab's mark in memory (lock held); written with the others once many are held. Without
+        ``max_tabs`` nothing is evicted and the marks are never read: none is kept."""
         if self.max_tabs is None or self._marks is None:  # None: all of them are written next time
             return
+        if self._marks.pop(tab, None) is not None:  # changed back: the index holds this mark already
+            return
         self._marks[tab] = active
-        if len(self._marks) >= _USES_HELD:
+        if len(self._marks) < _USES_HELD:
+            return
+        if self._conn.in_transaction:  # a message's: its change and these marks commit together
+            self._note_marks()
+        else:
             with self._transaction():
                 self._note_marks()
 

@@ -204,9 +204,13 @@ async def test_past_max_tabs_the_least_recently_used_tab_loses_its_transcript(tm
     await surface.post_user("tab2", "second tab", "m2")
     for i in range(3):  # more messages in a tab already kept prune nothing
         await surface.post_user("tab2", f"again {i}", f"m2-{i}")
+    await surface.typing(conversation_key("tab2"), True)  # their answer: tab2 waits for none from now
+    await surface.typing(conversation_key("tab2"), False)
     await surface.edit(KEY, old, md(surface, "edited later, so the first tab is the more recent"))
     assert surface.snapshot("tab1")["messages"] and surface.snapshot("tab2")["messages"]
     await surface.post_user("tab3", "a third tab", "m3")
+    await surface.typing(conversation_key("tab3"), True)  # its answer ends: it counts from now
+    await surface.typing(conversation_key("tab3"), False)
     assert surface.snapshot("tab2")["messages"] == []
     assert [m["text"] for m in surface.snapshot("tab1")["messages"]] == [
         "first tab", "edited later, so the first tab is the more recent"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from core.surface_api import Text
 from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from surfaces.dashboard.transcript import Transcript
 
@@ -83,10 +84,10 @@ async def test_a_tab_whose_answer_runs_keeps_its_transcript_past_max_tabs(tmp_pa
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
     await surface.post_user("a", "first", "m1")
     await surface.typing(conversation_key("a"), True)  # its answer runs
-    await surface.post_user("b", "second", "m2")
-    await surface.post_user("c", "third", "m3")
+    for tab, text in (("b", "second"), ("c", "third")):
+        await _answered(surface, tab, text)
     assert surface.snapshot("b")["messages"], "a tab answering does not count toward max_tabs"
-    await surface.post_user("d", "fourth", "m4")
+    await _answered(surface, "d", "fourth")
     assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
     assert surface.snapshot("b")["messages"] == [], "the least recent tab not answering went instead"
     await surface.typing(conversation_key("a"), False)
@@ -103,6 +104,13 @@ async def test_the_working_indicator_keeps_nothing_per_tab_once_off(tmp_path: Pa
     assert not surface._typing, "one entry per tab ever seen, before"  # the map itself: its size is the bug
     assert surface.snapshot("tab1")["typing"] is False
     surface.transcript.close()
+
+
+async def _answered(surface: DashboardSurface, tab: str, text: str) -> None:
+    """The person's message in ``tab``, and its answer's start and end."""
+    await surface.post_user(tab, text, f"m-{text}")
+    await surface.typing(conversation_key(tab), True)
+    await surface.typing(conversation_key(tab), False)
 
 
 def _statements(transcript: Transcript) -> list[str]:
@@ -132,7 +140,7 @@ def test_a_message_of_a_kept_tab_and_an_edit_take_one_write_each(tmp_path: Path)
     assert first is not None
     ran = _statements(transcript)
     transcript.add("a", "agent", "second")
-    assert [s for s in ran if s not in ("BEGIN", "COMMIT")] == ["INSERT", "INSERT"], ran
+    assert ran == ["INSERT"], ran  # nor its row looked up again, nor a transaction around one statement
     ran.clear()
     edited = transcript.update("a", first.id, "first, edited")
     assert ran == ["UPDATE"] and edited is not None and edited.role == "user"
@@ -164,15 +172,17 @@ async def test_a_failed_eviction_leaves_no_tab_answering_unprotected(tmp_path: P
     surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=1))
     await surface.post_user("a", "first", "m1")
     await surface.typing(conversation_key("a"), True)
-    await surface.post_user("b", "second", "m2")
+    await _answered(surface, "b", "second")
+    await surface.post_user("c", "third", "m3")
+    await surface.typing(conversation_key("c"), True)
     conn = surface.transcript._conn  # a disk that fails once, mid-eviction
     conn.execute("CREATE TEMP TRIGGER fail BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
     with pytest.raises(sqlite3.IntegrityError):
-        await surface.post_user("c", "third", "m3")
+        await surface.typing(conversation_key("c"), False)  # its answer ended: b goes, c counts
     conn.execute("DROP TRIGGER fail")
     await surface.typing(conversation_key("d"), True)  # answers start and end while the marks are unsure
     await surface.typing(conversation_key("d"), False)
-    await surface.post_user("e", "fifth", "m5")
+    await _answered(surface, "e", "fifth")
     assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first"], "kept while it answers"
     assert surface.snapshot("b")["messages"] == [] and surface.snapshot("e")["messages"]
     surface.transcript.close()
@@ -202,6 +212,10 @@ async def test_messages_posted_in_many_tabs_at_once_are_written_in_one_transacti
         assert ran.count("BEGIN") == 1 and ran.count("COMMIT") == 1, ran
         assert watching.queue.get_nowait()["text"] == "hello 1", "shown once written"
     assert [e.text for e in surface.transcript.entries("t4")] == ["hello 4"]
+    assert surface.transcript.entries("old"), "no tab goes while their messages wait for their answers"
+    for i in range(5):
+        await surface.typing(conversation_key(f"t{i}"), True)
+        await surface.typing(conversation_key(f"t{i}"), False)
     assert surface.transcript.entries("old") == [] and surface.transcript.entries("t1") == [], \
         "past max_tabs the least recent tabs go, as one message at a time made them go"
     assert [e.text for e in surface.transcript.entries("t2")] == ["hello 2"]
@@ -219,4 +233,88 @@ async def test_a_batch_of_messages_that_cannot_be_written_fails_each_and_shows_n
         assert all(isinstance(each, sqlite3.Error) for each in failed), failed
         assert watching.queue.empty()
     assert surface.transcript._conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (0,)
+    surface.transcript.close()
+
+
+async def test_an_answers_first_words_in_a_kept_tab_take_one_statement(tmp_path: Path) -> None:
+    # Issue 24: the first words of every answer in a burst ran four statements (BEGIN, the message, the
+    # tab's row looked up again, COMMIT) and the turn's start and end looked the tab's row up once each.
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
+    await surface.post_user("a", "first", "m1")
+    ran = _statements(surface.transcript)
+    await surface.typing(conversation_key("a"), True)
+    await surface.send(conversation_key("a"), surface.formatter.render((Text("an answer"),)))
+    await surface.typing(conversation_key("a"), False)
+    assert ran == ["INSERT"], ran
+    assert [m["text"] for m in surface.snapshot("a")["messages"]] == ["first", "an answer"]
+    surface.transcript.close()
+
+
+def test_a_tab_whose_row_was_rolled_back_counts_again_when_it_is_used(tmp_path: Path) -> None:
+    # The tabs the index holds are remembered: a new tab's row undone with its transaction must not be.
+    transcript = Transcript.open(tmp_path / "t.db", max_tabs=1)
+    transcript.add("a", "user", "first")
+    conn = transcript._conn  # a disk that fails once, while "b" evicts "a"
+    conn.execute("CREATE TEMP TRIGGER fail BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    with pytest.raises(sqlite3.IntegrityError):
+        transcript.add("b", "user", "second")
+    conn.execute("DROP TRIGGER fail")
+    transcript.add("b", "user", "second, again")
+    assert transcript.entries("a") == [], "b is a new tab again: past max_tabs, a goes"
+    assert [e.text for e in transcript.entries("b")] == ["second, again"]
+    transcript.add("a", "user", "a new first")  # a's row went: a new tab again too
+    assert transcript.entries("b") == [] and [e.text for e in transcript.entries("a")] == ["a new first"]
+    transcript.close()
+
+
+async def test_a_message_waiting_for_its_answer_is_kept_past_max_tabs(tmp_path: Path) -> None:
+    # Issue 24: in a burst of more tabs than max_tabs, each new tab's message evicted the least recent
+    # tab, one whose message still waited for its turn: its answer then showed without the question.
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=2))
+    for tab in "abc":
+        await surface.post_user(tab, f"question {tab}", f"m{tab}")
+    for tab in "abc":
+        await surface.typing(conversation_key(tab), True)
+        await surface.send(conversation_key(tab), surface.formatter.render((Text(f"answer {tab}"),)))
+    for tab in "abc":
+        assert [m["text"] for m in surface.snapshot(tab)["messages"]] == [f"question {tab}", f"answer {tab}"]
+    for tab in "abc":
+        await surface.typing(conversation_key(tab), False)
+    assert surface.snapshot("a")["messages"] == [], "once the answers ended, the least recent tab goes"
+    assert surface.snapshot("b")["messages"] and surface.snapshot("c")["messages"]
+    surface.transcript.close()
+
+
+async def test_a_reply_without_a_turn_or_a_resend_leaves_no_tab_waiting(tmp_path: Path) -> None:
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=1))
+    await surface.post_user("a", "/help", "m1")
+    await surface.send(conversation_key("a"), surface.formatter.render((Text("a command's answer"),)))
+    await surface.post_user("b", "hello", "m2")
+    await surface.typing(conversation_key("b"), True)
+    await surface.typing(conversation_key("b"), False)
+    assert surface.snapshot("a")["messages"] == [], "answered without a turn: it waits no more, and goes"
+    assert await surface.post_user("b", "hello", "m2") is None  # a resend: nothing new waits
+    await surface.post_user("c", "hi", "m3")
+    await surface.typing(conversation_key("c"), True)
+    await surface.typing(conversation_key("c"), False)
+    assert surface.snapshot("b")["messages"] == [] and surface.snapshot("c")["messages"]
+    surface.transcript.close()
+
+
+async def test_messages_that_could_not_be_written_leave_no_tab_waiting(tmp_path: Path) -> None:
+    surface = DashboardSurface(Transcript.open(tmp_path / "t.db", max_tabs=1))
+    await surface.post_user("a", "first", "m1")
+    await surface.typing(conversation_key("a"), True)
+    await surface.typing(conversation_key("a"), False)
+    conn = surface.transcript._conn  # a disk that fails once, while "b" evicts "a"
+    conn.execute("CREATE TEMP TRIGGER fail BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    conn.execute("CREATE TEMP TRIGGER fail_b BEFORE INSERT ON messages WHEN NEW.tab = 'b'"
+                 " BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    with pytest.raises(sqlite3.IntegrityError):
+        await asyncio.gather(surface.post_user("c", "third", "m3"), surface.post_user("b", "second", "m2"))
+    conn.execute("DROP TRIGGER fail")
+    conn.execute("DROP TRIGGER fail_b")
+    await _answered(surface, "d", "fourth")  # evicts "a", the least recent tab
+    assert surface.snapshot("a")["messages"] == [] and surface.snapshot("d")["messages"]
+    assert not surface.transcript._answering, "a failed post left a tab answering forever"
     surface.transcript.close()
