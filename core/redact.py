@@ -45,6 +45,7 @@ __all__ = [
     "REDACTED",
     "SecretRegistration",
     "clear_secrets",
+    "lowered",
     "mask_args",
     "redact",
     "register_secrets",
@@ -359,7 +360,7 @@ def redact(text: str) -> str:
 
 
 def _by_format(text: str) -> str:
-    lower = _lowered(text)
+    lower = lowered(text)
     for pattern, replacement, needs, folds, gate in _RULES:
         # Skipped where it cannot match: none of its words is there, or its gate is not. A loop, not
         # ``any()`` over a generator: this look runs for every rule on every text shown.
@@ -375,13 +376,13 @@ def _by_format(text: str) -> str:
             continue
         replaced = pattern.sub(replacement, text)
         if replaced != text:
-            text, lower = replaced, _lowered(replaced)
+            text, lower = replaced, lowered(replaced)
     return text
 
 
-def _lowered(text: str) -> str | None:
-    """``text`` lowercased, to look for a case-insensitive pattern's words in; None where that could miss
-    one (``_UNLIKE_LOWER``)."""
+def lowered(text: str) -> str | None:
+    """``text`` lowercased, to look for a case-insensitive pattern's (ASCII) words in; None where that
+    could miss one (``_UNLIKE_LOWER``)."""
     if not text.isascii() and any(char in text for char in _UNLIKE_LOWER):
         return None
     return text.lower()

@@ -347,3 +347,30 @@ def test_the_chosen_spec_is_the_chosen_agent_in_the_folder_asked(tmp_path: Path)
                 assert chosen_spec(cfg, name, cwd) == (chosen, agent_spec(chosen, agent, cwd))
     assert chosen_spec(configs[0], None)[1].command == on_path and chosen_spec(configs[0])[0] == "here"
     assert chosen_spec(configs[1])[1].command == str(tmp_path / "none"), "missing: spawning it says so"
+
+
+def test_an_agent_command_is_looked_up_on_path_once_a_round_and_again_in_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst's new conversations resolve their agent's command in one round of the loop: one PATH
+    search serves that round; a command installed meanwhile is found in the next round."""
+    import asyncio
+    import os
+
+    from core.agents import resolve_command
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    command = tmp_path / "late-agent"
+
+    async def rounds() -> tuple[str | None, str | None, str | None]:
+        before = resolve_command("late-agent")
+        command.write_text("#!/bin/sh\n")
+        os.chmod(command, 0o755)
+        same_round = resolve_command("late-agent")
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the round that was running when the first lookup came is over
+        return before, same_round, resolve_command("late-agent")
+
+    assert asyncio.run(rounds()) == (None, None, str(command))
+    assert resolve_command("late-agent") == str(command), "outside a loop: looked up every time"
+    command.unlink()
+    assert resolve_command("late-agent") is None

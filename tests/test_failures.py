@@ -1039,3 +1039,57 @@ def test_a_silent_timeout_of_an_agent_that_retries_by_itself_names_the_rate_limi
     answered = classify(AcpTimeoutError("no answer", partial_output="half an answer"), backend=backend).prose
     assert "rate-limiting" not in answered, "it was answering: a plain timeout"
     assert "rate-limiting" not in classify(AcpTimeoutError("no answer"), backend="claude").prose
+
+
+def _literal_runs_cover(items: Any, words: tuple[str, ...]) -> bool:
+    """Every text the parsed pattern ``items`` matches holds one of ``words`` (lowercase), as far as its
+    literal runs show: a run of literal characters (zero-width assertions between them change nothing)
+    holds a word, or a part every match goes through (a group, a repeat of at least one, each branch of
+    an alternation) does."""
+    import re._constants as sre  # the parser's own op codes (tests only: not a public module)
+
+    run: list[str] = []
+    for op, arg in [*items, (None, None)]:
+        if op is sre.LITERAL:
+            run.append(chr(arg))
+            continue
+        if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            continue
+        if any(word in "".join(run).lower() for word in words):
+            return True
+        run = []
+        if op is sre.SUBPATTERN and _literal_runs_cover(arg[-1], words):
+            return True
+        if op is sre.BRANCH and all(_literal_runs_cover(alt, words) for alt in arg[1]):
+            return True
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and arg[0] >= 1 and _literal_runs_cover(arg[2], words):
+            return True
+    return False
+
+
+def test_each_failure_pattern_holds_one_of_its_words_wherever_it_matches() -> None:
+    """``text_kind`` tries no pattern on a text without any of their words (most first chunks of an
+    answer): each pattern's words must stand in whatever it matches, or a failure would read as an answer."""
+    import re._parser as sre_parse
+
+    patterns = {rule.pattern for rule in failures._RULES if rule.pattern is not None}
+    assert set(failures._WORDS) == patterns
+    for pattern, words in failures._WORDS.items():
+        assert words and all(word == word.lower() for word in words), pattern.pattern
+        assert _literal_runs_cover(sre_parse.parse(pattern.pattern, pattern.flags), words), pattern.pattern
+
+
+@pytest.mark.parametrize(("name", "text", "advertised", "kind"), [s for s in SAMPLES if not s[2]],
+                         ids=[f"{s[0]}:{s[1][:20]}" for s in SAMPLES if not s[2]])
+def test_a_bare_sentence_names_its_failure_in_any_case_and_with_odd_letters(
+        name: str, text: str, advertised: tuple[str, ...], kind: str) -> None:
+    """The look for the patterns' words first finds them in any case, also where a letter the patterns
+    take for "s" or "i" is not one ``str.lower`` makes (the patterns are tried then)."""
+    odd = text.replace("s", "\u017f").replace("i", "\u0131")
+    for variant in (text.upper(), text.swapcase(), f"é {text} →", odd):
+        assert failures.text_kind(variant) == failures.classify({"message": variant}).kind
+
+
+@pytest.mark.parametrize("text", ["Answer begins.", "Sure, here is the function you asked for:", "Done.\n\n"])
+def test_an_answer_naming_no_failure_is_of_no_kind(text: str) -> None:
+    assert failures.text_kind(text) == "unknown" == failures.classify({"message": text}).kind

@@ -25,6 +25,8 @@ DEFAULT_LINE_CAP = 16 * 1024 * 1024
 _CHUNK = 256 * 1024
 #: One encoder for every frame written (``json.dumps`` with separators makes a new one per call).
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+#: What ``json.loads`` decodes a text with (it is called for every frame read: no keyword checks).
+_DECODE = json.JSONDecoder().decode
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]
@@ -159,7 +161,12 @@ class JsonRpcConnection:
             self._skip_non_json(stripped)
             return
         try:
-            frame = json.loads(stripped)
+            # UTF-8 decoded here, as ``json.loads`` would for a line starting "{" and no NUL (no UTF-16
+            # or -32): its look for the encoding costs more than the rest of a short frame's decoding.
+            if stripped[1:2] == b"\0":
+                frame = json.loads(stripped)
+            else:
+                frame = _DECODE(stripped.decode("utf-8", "surrogatepass"))
         except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             self._skip_non_json(stripped)
             return

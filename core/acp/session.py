@@ -32,7 +32,7 @@ from core.acp.gate_modes import (
 from core.acp.session_handle import AcpRuntimeDead
 from core.acp.session_runtime import SessionRuntime
 from core.acp.tool_gate import Approver, decide
-from core.acp.turn_state import EventSink
+from core.acp.turn_state import EventSink, first_done
 from core.acp.turn_state import TurnState as _Turn
 from core.acp.types import (
     STOP_REASON_CANCELLED,
@@ -319,8 +319,7 @@ class AcpSession(GateKeeping):
         finished = False
         try:
             await self.runtime.conn.drained(answer)
-            done, _ = await asyncio.wait({answer, ended, failed}, timeout=timeout_s,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done = await first_done((answer, ended, failed), timeout_s)
             if failed in done and not (answer.done() or ended.done()):
                 # Our side failed the turn (no approver, a failing consumer) and sent session/cancel:
                 # give the agent the cancel wait to end it, never the whole prompt budget.

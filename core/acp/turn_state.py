@@ -13,13 +13,13 @@ from core.acp.exchange import ElicitationRequest
 from core.acp.tool_gate import Approver
 from core.acp.types import STOP_REASON_END_TURN, AcpEvent, AcpPromptStats, ToolCall
 
-__all__ = ["EventSink", "Signal", "TurnState"]
+__all__ = ["EventSink", "Signal", "TurnState", "first_done"]
 
 EventSink = Callable[[AcpEvent], None]
 
 
 class Signal:
-    """Set once. ``asyncio.wait`` takes its ``future`` beside a request's answer, where an
+    """Set once. ``first_done`` takes its ``future`` beside a request's answer, where an
     asyncio.Event would need a task of its own to be waited on (a prompt turn makes none)."""
 
     __slots__ = ("future",)
@@ -35,6 +35,29 @@ class Signal:
     def is_set(self) -> bool:
         """It was set."""
         return self.future.done()
+
+
+async def first_done(futures: tuple[asyncio.Future[Any], ...], timeout_s: float) -> set[asyncio.Future[Any]]:
+    """``asyncio.wait(futures, timeout=timeout_s, return_when=FIRST_COMPLETED)``'s done set, for futures
+    only: a prompt turn waits so once, in a burst ahead of every first text, and ``asyncio.wait`` also
+    makes a set, checks each future for a coroutine (an ABC check each) and wraps it (about 10 us more)."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    timer = loop.call_later(timeout_s, wake)
+    for future in futures:
+        future.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        for future in futures:
+            future.remove_done_callback(wake)
+    return {future for future in futures if future.done()}
 
 
 @dataclass(eq=False)

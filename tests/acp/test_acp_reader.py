@@ -137,3 +137,20 @@ async def test_oversized_line_at_any_boundary_costs_one_count(feed_size: int) ->
                                  line_cap=100_000)
     assert [m for m, _ in seen] == ["ok", "ok", "ok"]
     assert conn.stats.oversized == 2
+
+
+async def test_a_frame_reads_as_json_loads_reads_its_bytes() -> None:
+    """Frames are decoded as UTF-8 by the reader itself (not ``json.loads``' look for an encoding): the
+    same values, and the same lines skipped, for text that is not ASCII, escapes, bad UTF-8 and UTF-16."""
+    import json
+
+    params = ['"é → 日本 🎉"', '"\\ud83c\\udf89 \\u00e9"', '"\\ud800"', '{"a": [1, 2.5, null, true]}', '"x"  ']
+    good = [b'{"jsonrpc":"2.0","method":"n","params":%s}' % p.encode() for p in params]
+    good.append('{"jsonrpc":"2.0","method":"n","params":1}'.encode("utf-16-le"))  # json.loads reads it too
+    bad = [b'{"jsonrpc":"2.0","method":"n","params":"\xff\xfe"}', b"{", b'{"jsonrpc":"2.0"} {}']
+    conn, seen = await _read_all(b"\n".join([*good, *bad]) + b"\n", feed_size=1 << 20)
+    assert [p for _, p in seen] == [json.loads(line)["params"] for line in good]
+    assert conn.stats.non_json == len(bad)
+    for line in bad:
+        with pytest.raises(ValueError):
+            json.loads(line)
