@@ -101,7 +101,10 @@ class RelayClient(discord.Client):
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout,
                          heartbeat_timeout=heartbeat_timeout, max_ratelimit_timeout=MAX_RATELIMIT_WAIT_S,
-                         chunk_guilds_at_startup=False)
+                         chunk_guilds_at_startup=False, max_messages=None)
+        # (max_messages None: no cache of messages. The relay reads none from it, and discord.py walks
+        # its 1,000 messages for every edit, deletion or reaction Discord reports: each edit of an
+        # answer comes back as one, and the relay's own messages are not in it to be found early.)
         self.events = events or Events(_ignore, _ignore, _nothing, _nothing)
         self.stopping = False
         self.identify_delay_s = identify_delay_s
