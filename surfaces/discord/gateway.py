@@ -74,6 +74,22 @@ async def _nothing() -> None:
     return None
 
 
+def _people_only(parse: Callable[[Any], None]) -> Callable[[Any], None]:
+    """MESSAGE_CREATE's parser for messages a bot wrote skips them before discord.py reads them: the
+    relay answers people only (``Router.is_person``), and most such messages are its own answers coming
+    back. Read, each cost a ``Message``, a task for ``on_message`` and a place in discord.py's cache, in
+    a burst while other conversations still waited for their first words. An author that is no user
+    object still goes to the parser (which skips it as unreadable, logged once)."""
+
+    def parse_people(data: Any) -> None:
+        author = data.get("author") if isinstance(data, dict) else None
+        if isinstance(author, dict) and author.get("bot") is True:
+            return
+        parse(data)
+
+    return parse_people
+
+
 class RelayClient(discord.Client):
     """A ``discord.Client`` with the relay's intents, handing its events to ``Events``."""
 
@@ -85,7 +101,10 @@ class RelayClient(discord.Client):
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout,
                          heartbeat_timeout=heartbeat_timeout, max_ratelimit_timeout=MAX_RATELIMIT_WAIT_S,
-                         chunk_guilds_at_startup=False)
+                         chunk_guilds_at_startup=False, max_messages=None)
+        # (max_messages None: no cache of messages. The relay reads none from it, and discord.py walks
+        # its 1,000 messages for every edit, deletion or reaction Discord reports: each edit of an
+        # answer comes back as one, and the relay's own messages are not in it to be found early.)
         self.events = events or Events(_ignore, _ignore, _nothing, _nothing)
         self.stopping = False
         self.identify_delay_s = identify_delay_s
@@ -109,6 +128,7 @@ class RelayClient(discord.Client):
                     self.events.on_unreadable(event, ident, type(exc).__name__)
             return parse_or_skip
 
+        parsers["MESSAGE_CREATE"] = _people_only(parsers["MESSAGE_CREATE"])
         for event, parse in list(parsers.items()):
             if event not in _UNGUARDED:
                 parsers[event] = guarded(event, parse)

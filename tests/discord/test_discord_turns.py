@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
+from tests.fakes.discord_api import user
+
+OTHER_BOT = 111_000_000_000_000_777
 
 
 async def test_a_dm_is_one_conversation_streamed_by_send_and_edit(relay: RelayFactory) -> None:
@@ -53,6 +58,30 @@ async def test_a_channel_that_is_not_allowed_gets_nothing(relay: RelayFactory) -
     assert r.bot_texts(r.other_channel) == [] and r.bot_texts(r.channel) == []
     assert not [c for c in r.fake.channels.values() if c.type == 11]  # no thread opened
     assert r.prompts() == ["ping"]
+
+
+async def test_what_bots_write_is_never_read_not_even_the_relays_own_answers(relay: RelayFactory) -> None:
+    """A bot's message (another bot's mention, the relay's own answers coming back on the gateway) is
+    skipped before discord.py reads it: nothing answers it and discord.py hands it to no one; nor does
+    discord.py keep a cache of messages (the relay reads none from it)."""
+    r = await relay()
+    client = r.launched.client
+    bots_read = asyncio.ensure_future(client.wait_for("message", check=lambda m: m.author.bot))
+    r.fake.users[OTHER_BOT] = user(OTHER_BOT, "other-bot", bot=True)
+    await r.fake.say(r.channel, OTHER_BOT, "hello relay", mention=True)
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "ping")
+    await until(lambda: any("echo: ping" in t for t in r.bot_texts(dm)), "the DM answer")
+    await r.settled()
+    # The gateway is in order: once discord.py has read this one, it has read the answer's echo too.
+    later = asyncio.ensure_future(client.wait_for("message", check=lambda m: m.content == "pong"))
+    await r.fake.say(dm, ALICE, "pong")
+    await asyncio.wait_for(later, 10)
+    assert not bots_read.done()
+    bots_read.cancel()
+    assert r.bot_texts(r.channel) == [] and r.prompts()[0] == "ping"
+    assert not [c for c in r.fake.channels.values() if c.type == 11]  # no thread opened for the bot
+    assert list(client.cached_messages) == []
 
 
 async def test_a_person_not_allowed_is_refused_once_with_their_id_and_never_gets_a_thread(
