@@ -51,6 +51,19 @@ class _UnusedTokenWarning(logging.Filter):
 logging.getLogger("acp_relay.slack.bolt").addFilter(_UnusedTokenWarning())
 
 
+def _library_logger(name: str) -> logging.Logger:
+    """The logger ``name`` for slack-sdk or slack-bolt, its own level set to the one in effect now.
+
+    Both libraries ask a logger's own level (``logger.level``), not the one in effect, whether to
+    format a debug line, and a named logger's own level is NOTSET (0): so every Web API call formatted
+    its request and Slack's answer (headers, the text itself) into a debug line no handler kept
+    (3-5% of a call's CPU against the fake). With debug logging on at start their lines still show."""
+    logger = logging.getLogger(name)
+    logger.setLevel(logging.NOTSET)  # a relay started earlier in this process may have set it
+    logger.setLevel(logger.getEffectiveLevel())
+    return logger
+
+
 #: Web API calls out at once. aiohttp's default pool holds 100 connections and hands one on only when
 #: the event loop gets round to the answer that frees it: in a burst of 1,000 conversations the loop is
 #: busy, so 896 of the 1,000 first texts queued there, for 2-4 s each (an aiohttp trace of the relay;
@@ -63,7 +76,7 @@ def web_client(settings: SlackConfig, token: str, session: aiohttp.ClientSession
     """The Web API client: a 429 is retried once by slack-sdk after its ``Retry-After``; a second one
     reaches the core, which holds the chat and sends again."""
     return AsyncWebClient(token=token, base_url=settings.api_base_url or _DEFAULT_API, session=session,
-                          logger=logging.getLogger("acp_relay.slack.sdk"),
+                          logger=_library_logger("acp_relay.slack.sdk"),
                           retry_handlers=[AsyncConnectionErrorRetryHandler(),
                                           AsyncRateLimitErrorRetryHandler(max_retry_count=1)])
 
@@ -138,7 +151,7 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
         # is journaled (see ``listeners``), never before.
         app = AsyncApp(client=client, signing_secret=tokens.signing_secret or "unused-in-socket-mode",
                        request_verification_enabled=False, process_before_response=True,
-                       logger=logging.getLogger("acp_relay.slack.bolt"))
+                       logger=_library_logger("acp_relay.slack.bolt"))
         host.attach(surface, settings.allowed_user_ids)
         threads = Threads(host.state)
         threads.prune()  # threads quiet for months: a reply there needs a mention again
