@@ -26,7 +26,7 @@ class Described:
 
 
 def describe(exc: BaseException, *, backend: str = "generic", advertised_models: Sequence[str] = ()) -> Described:
-    """Any exception as a person reads it. The ACP families go through the shared ``_RE_*`` rows (a
+    """Any exception as a person reads it. The ACP families go through the shared ``RE_*`` rows (a
     plain AcpError's code names the kind found: ``acp.malformed``); a RelayError ``worded`` for a person
     says its message; anything else is the relay's own failure: the one fixed ``INTERNAL_FAILURE``."""
     if isinstance(exc, AcpError | AcpRuntimeError):

@@ -1,7 +1,7 @@
 """Classification and wording of every failure a turn can end with (spec: error-handling.md).
 
 One table, ``_RULES``, says what every failure is: each row matches a raw error's words (a
-module-level ``_RE_*`` pattern) or the exception raised (``raised``), and gives its kind, its retry
+``RE_*`` pattern of ``core.failure_patterns``) or the exception raised (``raised``), and gives its kind, its retry
 verdict and its prose. ``_is_transient_raw_error`` and ``_format_acp_error`` (the spec's names, used
 here only) both read that one match, so wording and retry verdict never drift apart. The public
 face is ``core.describing.describe``: any exception -> prose, verdict and stable code. The
@@ -35,10 +35,28 @@ from core.errors import (
     AcpToolGateUnroutable,
     AcpWorkspaceBindingError,
 )
+from core.failure_patterns import (
+    RE_AUTH,
+    RE_CONNECTION_REFUSED,
+    RE_CONTEXT_OVERFLOW,
+    RE_KIRO_ENVELOPE,
+    RE_MALFORMED,
+    RE_MODEL_NOT_AVAILABLE,
+    RE_MODEL_TEMP_UNAVAILABLE,
+    RE_OVERLOADED,
+    RE_OVERSIZED,
+    RE_PROMPT_BUSY,
+    RE_RATE_LIMIT,
+    RE_REFUSAL,
+    RE_SERVER_ERROR,
+    RE_SESSION_LOST,
+    RE_STREAM_TIMEOUT,
+    RE_USAGE_LIMIT,
+    may_name_a_failure,
+)
 from core.gate_text import suggests_reset as gate_suggests_reset
 from core.gate_text import tool_gate_prose
 from core.provider_text import cut, flatten, person_text, strip_ansi, unwrap
-from core.redact import lowered
 from core.signin import auth_prose, login_command
 
 __all__ = [
@@ -54,94 +72,11 @@ __all__ = [
     "text_kind",
 ]
 
-_I = re.IGNORECASE
-# Not a class by itself: Kiro wraps many failures in it; classification reads what follows.
-_RE_KIRO_ENVELOPE = re.compile(r"encountered an error in the response stream:\s*", _I)
-_RE_PROMPT_BUSY = re.compile(r"\bprompt (?:is )?already in progress", _I)
-# Only the agent's own "this session is unknown" wordings, said at the start of a line: "MCP tool not
-# found in this session" is about a tool. -32002 (resource not found) counts too, see _match.
-_RE_SESSION_LOST = re.compile(
-    r"""(?:^|:\s+)(?:(?:session|conversation)(?: (?:with )?id)?(?: [`'"]?[\w.:-]+[`'"]?)?"""
-    r""" (?:not found|does not exist|is unknown|no longer exists)|(?:unknown|no such) session"""
-    r"""|no (?:conversation|session) found with session id|--resume requires a valid session id)\b""", _I | re.M)
-_RE_AUTH = re.compile(
-    r"\bauthentication[ _](?:required|failed|error)|\bnot (?:logged|signed) in\b|\bplease (?:log|sign) in\b"
-    r"|\bunauthori[sz]ed\b|\b(?:invalid|incorrect) (?:x-)?api[ -]?key|\bapi key (?:is )?(?:invalid|missing|expired)"
-    r"|\b(?:status|code|error)[:\s]*401\b|\(401\)|\boauth token (?:has )?expired", _I)
-_RE_REFUSAL = re.compile(r"\busage polic(?:y|ies)\b|\bsafeguards flagged\b|anthropic\.com/legal/aup", _I)
-_RE_MODEL_NOT_AVAILABLE = re.compile(
-    r"""\bthe model (?:(?P<q>[`'"])(?P<model>[^`'"\n]{1,80})(?P=q)|(?P<bare>[\w.:/-]+))"""
-    r""" (?:is not available|does not exist|is not supported)|\bmodel[_ ]not[_ ]found\b""", _I)
-_RE_MODEL_TEMP_UNAVAILABLE = re.compile(
-    r"\bmodel (?:[^.\n]{0,40} )?is (?:temporarily|currently) unavailable"
-    r"|\bmodel[_ ]temporarily[_ ]unavailable|\bModelNotReadyException\b", _I)
-_RE_USAGE_LIMIT = re.compile(
-    r"\busage limit\b|\busage_limit(?:_exceeded|_reached)?\b|\binsufficient_quota\b"
-    r"|\bexceeded your current quota\b|\bcredit balance is too low\b", _I)
-_RE_CONTEXT_OVERFLOW = re.compile(
-    r"\bcontext (?:limit|window|length) (?:exceeded|is full|reached)|\bexceeds? (?:the )?(?:model's )?"
-    r"(?:maximum )?context (?:window|length|limit)|\bcontext_(?:length|window)_exceeded\b"
-    r"|\bmaximum context length\b|\bprompt is too long\b", _I)
-_RE_OVERSIZED = re.compile(
-    r"\binput is too long\b|\bcontent_length_exceeds_threshold\b|\binput content length exceeds\b"
-    r"|\brequest[_ ](?:entity[_ ])?too[_ ]large\b|\bpayload too large\b|\blength limit exceeded\b"
-    r"|\b(?:status|code|error)[:\s]*413\b|\(413\)", _I)
-_RE_MALFORMED = re.compile(
-    r"\bimproperly[ -]formed request\b|\bmalformed (?:request|input|payload)\b"
-    r"|\brequest (?:was|is) malformed\b", _I)
-# A bare number never counts: "429" inside a request id or a port is not a status.
-_RE_RATE_LIMIT = re.compile(
-    r"\brate[ _-]?limit|\bthrottl(?:ed|ing)\b|\bThrottlingException\b|\btoo many requests\b"
-    r"|\bresource (?:has been |is )?exhausted\b|\bRESOURCE_EXHAUSTED\b"
-    r"|\b(?:status|code|error)[:\s]*429\b|\(429\)|\b429 too many\b", _I)
-_RE_OVERLOADED = re.compile(r"(?<![a-z])overloaded(?![a-z])|\b(?:status|code|error)[:\s]*529\b|\(529\)", _I)
-_RE_STREAM_TIMEOUT = re.compile(
-    r"\bstream timed out\b|\btimed out receiving the response\b|\bstream(?:ing)? timeout\b"
-    r"|\bresponse_stream_disconnected\b|\bstream disconnected\b", _I)
-_RE_CONNECTION_REFUSED = re.compile(
-    r"\bconnection refused\b|\bECONNREFUSED\b|\bECONNRESET\b|\bconnection reset\b|\bfailed to connect\b"
-    r"|\berror sending request\b|\bhttp_connection_failed\b|\bresponse_stream_connection_failed\b"
-    r"|\bsocket hang up\b|\bfetch failed\b", _I)
-_RE_SERVER_ERROR = re.compile(
-    r"\binternal server error\b|\bbad gateway\b|\bservice unavailable\b|\bgateway time-?out\b"
-    r"|\b(?:internal_)?server_error\b|\bInternalServerException\b|\bServiceUnavailableException\b"
-    r"|\b(?:status|code|error)[:\s]*5\d\d\b|\(5\d\d\)", _I)
-
-#: Words (lowercase) a text holds, in any case, wherever one of these patterns matches it: one of its
-#: pattern's words stands in every text the pattern matches (``tests/test_failures.py`` checks that
-#: against each pattern's parse). ``text_kind`` runs on every answer's first chunk, and most answers
-#: name no failure: none of these words, no pattern tried (16 patterns cost a few microseconds per
-#: character, 0.2 ms on a chunk of 115).
-_WORDS: dict[re.Pattern[str], tuple[str, ...]] = {
-    _RE_PROMPT_BUSY: ("already in progress",),
-    _RE_SESSION_LOST: ("session", "not found", "does not exist", "is unknown", "no longer exists"),
-    _RE_AUTH: ("authentication", "logged", "signed", "please ", "unauthori", "api", "401", "oauth token "),
-    _RE_REFUSAL: ("usage polic", "safeguards flagged", "anthropic.com/legal/aup"),
-    _RE_MODEL_NOT_AVAILABLE: ("model",),
-    _RE_MODEL_TEMP_UNAVAILABLE: ("unavailable", "modelnotreadyexception"),
-    _RE_USAGE_LIMIT: ("usage limit", "usage_limit", "insufficient_quota", "exceeded your current quota",
-                      "credit balance is too low"),
-    _RE_CONTEXT_OVERFLOW: ("context", "prompt is too long"),
-    _RE_OVERSIZED: ("input is too long", "content_length_exceeds_threshold", "input content length exceeds",
-                    "large", "length limit exceeded", "413"),
-    _RE_MALFORMED: ("formed request", "malformed"),
-    _RE_RATE_LIMIT: ("limit", "throttl", "too many requests", "exhausted", "429"),
-    _RE_OVERLOADED: ("overloaded", "529"),
-    _RE_STREAM_TIMEOUT: ("timed out", "timeout", "disconnected"),
-    _RE_CONNECTION_REFUSED: ("connection refused", "econnrefused", "econnreset", "connection reset",
-                             "failed to connect", "error sending request", "http_connection_failed",
-                             "response_stream_connection_failed", "socket hang up", "fetch failed"),
-    _RE_SERVER_ERROR: ("internal server error", "bad gateway", "service unavailable", "gateway time", "server_error",
-                       "internalserverexception", "serviceunavailableexception", "5"),
-}
-#: Every word above, each once: a text with none of them names no failure by its words.
-_ANY_WORD = tuple(sorted({word for words in _WORDS.values() for word in words}))
-
 #: Backends whose agent retries a failed model call by itself before it fails the turn (Copilot CLI
 #: five times, gemini-cli about ten, opencode and Qwen Code for minutes, Qwen without a word).
 AGENTS_THAT_RETRY = frozenset({"copilot", "gemini", "opencode", "qwen"})
 _HTTP_STATUSES = (400, 599)  # a JSON-RPC code in this range is an HTTP status (gemini-cli)
-_PERIOD = re.compile(r"\b(monthly|daily|weekly|hourly)\b", _I)
+_PERIOD = re.compile(r"\b(monthly|daily|weekly|hourly)\b", re.IGNORECASE)
 _SUGGESTED_MODEL = re.compile(r"/model\s+([\w.:-]+)")
 _PROVIDER = {"kiro": "Kiro", "claude": "Claude", "codex": "Codex"}
 _RETRY = {"claude": "try your request again"}
@@ -201,7 +136,7 @@ def _retry(backend: str) -> str:
 
 
 def _model_name(match: re.Match[str] | None) -> str:
-    if match is None or match.re is not _RE_MODEL_NOT_AVAILABLE:
+    if match is None or match.re is not RE_MODEL_NOT_AVAILABLE:
         return ""
     return (match.group("model") or match.group("bare") or "").strip()
 
@@ -343,8 +278,8 @@ _MALFORMED = (
 #: What a person reads when the relay itself failed; the traceback is in the log (written at the funnel).
 INTERNAL_FAILURE = ("The relay hit a problem it did not expect, so this message was not answered; "
                     "its log has the details.")
-_AUTH_RULE = _Rule(_RE_AUTH, "auth", False, _auth_rule_prose, raised=AcpAuthRequired)
-_SESSION_LOST_RULE = _Rule(_RE_SESSION_LOST, "session_lost", False, _SESSION_LOST)
+_AUTH_RULE = _Rule(RE_AUTH, "auth", False, _auth_rule_prose, raised=AcpAuthRequired)
+_SESSION_LOST_RULE = _Rule(RE_SESSION_LOST, "session_lost", False, _SESSION_LOST)
 _UNKNOWN_RULE = _Rule(None, "unknown", False, _unknown_prose)
 # Our own bug, not the agent's: its text (paths, internals) is for the log, not a person.
 _INTERNAL_RULE = _Rule(None, "unknown", False, INTERNAL_FAILURE)
@@ -352,25 +287,25 @@ _INTERNAL_RULE = _Rule(None, "unknown", False, INTERNAL_FAILURE)
 # one) by its words, where the first match wins, so the specific wordings come before the generic
 # status classes. A subclass's row comes before its base's.
 _RULES: tuple[_Rule, ...] = (
-    _Rule(_RE_PROMPT_BUSY, "prompt_busy", False, _BUSY, raised=AcpPromptBusy),
+    _Rule(RE_PROMPT_BUSY, "prompt_busy", False, _BUSY, raised=AcpPromptBusy),
     _SESSION_LOST_RULE,
     _AUTH_RULE,
-    _Rule(_RE_REFUSAL, "refusal", False, _refusal_prose),
+    _Rule(RE_REFUSAL, "refusal", False, _refusal_prose),
     # "The model 'X' is not available": capacity when X is advertised to us, else not entitled.
-    _Rule(_RE_MODEL_NOT_AVAILABLE, "model_temporarily_unavailable", True, _capacity_prose, _advertised),
-    _Rule(_RE_MODEL_NOT_AVAILABLE, "model_not_entitled", False, _not_entitled_prose, raised=AcpModelUnavailable),
-    _Rule(_RE_MODEL_TEMP_UNAVAILABLE, "model_temporarily_unavailable", True,
+    _Rule(RE_MODEL_NOT_AVAILABLE, "model_temporarily_unavailable", True, _capacity_prose, _advertised),
+    _Rule(RE_MODEL_NOT_AVAILABLE, "model_not_entitled", False, _not_entitled_prose, raised=AcpModelUnavailable),
+    _Rule(RE_MODEL_TEMP_UNAVAILABLE, "model_temporarily_unavailable", True,
           "The selected model is temporarily unavailable; {retry} shortly."),
-    _Rule(_RE_USAGE_LIMIT, "usage_limit", False, _usage_prose),
-    _Rule(_RE_CONTEXT_OVERFLOW, "context_overflow", False, _OVERFLOW),
-    _Rule(_RE_OVERSIZED, "oversized", False, _oversized_prose),
-    _Rule(_RE_MALFORMED, "malformed", False, _MALFORMED),
-    _Rule(_RE_RATE_LIMIT, "rate_limit", True, "{who} is rate-limiting requests right now; {retry} soon."),
-    _Rule(_RE_OVERLOADED, "overloaded", True, "{who} is overloaded right now; {retry} in a moment."),
-    _Rule(_RE_STREAM_TIMEOUT, "stream_timeout", True, "The response stream stalled and timed out; {retry}."),
-    _Rule(_RE_CONNECTION_REFUSED, "connection_refused", True,
+    _Rule(RE_USAGE_LIMIT, "usage_limit", False, _usage_prose),
+    _Rule(RE_CONTEXT_OVERFLOW, "context_overflow", False, _OVERFLOW),
+    _Rule(RE_OVERSIZED, "oversized", False, _oversized_prose),
+    _Rule(RE_MALFORMED, "malformed", False, _MALFORMED),
+    _Rule(RE_RATE_LIMIT, "rate_limit", True, "{who} is rate-limiting requests right now; {retry} soon."),
+    _Rule(RE_OVERLOADED, "overloaded", True, "{who} is overloaded right now; {retry} in a moment."),
+    _Rule(RE_STREAM_TIMEOUT, "stream_timeout", True, "The response stream stalled and timed out; {retry}."),
+    _Rule(RE_CONNECTION_REFUSED, "connection_refused", True,
           "The agent could not connect to its model provider; {retry} in a moment."),
-    _Rule(_RE_SERVER_ERROR, "server_error", True, "{who} had a server error; {retry} in a moment."),
+    _Rule(RE_SERVER_ERROR, "server_error", True, "{who} had a server error; {retry} in a moment."),
     # Only an exception reaches these rows: its fields, never its text, make the prose.
     _Rule(None, "agent_missing", False, _agent_missing_prose, _setup("agent_missing"), AcpError),
     _Rule(None, "cwd_missing", False, "The agent's working folder does not exist; check agents.{agent}.cwd in "
@@ -400,9 +335,9 @@ def _facts(error: _Failure, backend: str, advertised: Sequence[str]) -> _Facts:
     if isinstance(data, Mapping):
         fields += [data[k] for k in ("errorKind", "errorType") if isinstance(data.get(k), str)]
         fields += flatten(data.get("codex_error_info"))
-    sentences = (unwrap(f, for_matching=False, envelope=_RE_KIRO_ENVELOPE) for f in spoken if isinstance(f, str))
+    sentences = (unwrap(f, for_matching=False, envelope=RE_KIRO_ENVELOPE) for f in spoken if isinstance(f, str))
     sentence = cut(next((s for s in sentences if s), ""), 400)
-    text = "\n".join(unwrap(f, for_matching=True, envelope=_RE_KIRO_ENVELOPE) for f in fields)
+    text = "\n".join(unwrap(f, for_matching=True, envelope=RE_KIRO_ENVELOPE) for f in fields)
     if isinstance(code, int) and _HTTP_STATUSES[0] <= code <= _HTTP_STATUSES[1]:
         # gemini-cli's convention: the provider's HTTP status as the JSON-RPC code (JSON-RPC's own
         # codes are negative). Read as the words "status N", so the same rows decide.
@@ -457,21 +392,10 @@ def classify(error: _Failure, *, backend: str = "generic",
 def text_kind(text: str, *, backend: str = "generic") -> str:
     """The kind of failure a bare sentence from an agent names (``unknown`` for none), by the same
     ``_RE_*`` rows; cheap enough for every streamed first chunk (no prose is built)."""
-    matched = unwrap(text, for_matching=True, envelope=_RE_KIRO_ENVELOPE)
-    if not _may_name_a_failure(matched):
+    matched = unwrap(text, for_matching=True, envelope=RE_KIRO_ENVELOPE)
+    if not may_name_a_failure(matched):
         return _UNKNOWN_RULE.kind  # what ``_match`` finds where no row's pattern matches (no code, no error)
     return _match(_Facts(None, matched, "", False, backend, (), None, None))[0].kind
-
-
-def _may_name_a_failure(text: str) -> bool:
-    """False where no row's pattern can match ``text``: it holds none of their words (``_WORDS``)."""
-    lower = lowered(text)
-    if lower is None:
-        return True
-    for word in _ANY_WORD:  # noqa: SIM110  (a loop: half the time of ``any()`` over a generator)
-        if word in lower:
-            return True
-    return False
 
 
 def _is_transient_raw_error(error: _Failure, *, backend: str = "generic",

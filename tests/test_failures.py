@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from core import failures
+from core import failure_patterns, failures
 from core.acp.client import (
     AcpAuthRequired,
     AcpError,
@@ -513,47 +513,47 @@ def test_captured_401_names_how_to_log_in_per_backend() -> None:
 # Each sample's kind, and which kinds are transient, are written down here by hand: the table in
 # core.failures is what is under test, so no expectation is read from it.
 PATTERN_SAMPLES: dict[str, list[tuple[str, tuple[str, ...], str]]] = {
-    "_RE_PROMPT_BUSY": [("Prompt already in progress", (), "prompt_busy")],
-    "_RE_SESSION_LOST": [
+    "RE_PROMPT_BUSY": [("Prompt already in progress", (), "prompt_busy")],
+    "RE_SESSION_LOST": [
         ("Session not found", (), "session_lost"),
         ("Session 0c1e-22 not found", (), "session_lost"),
         ("Unknown session: 0c1e-22", (), "session_lost"),
         ("Error: No conversation found with session ID: 0c1e-22", (), "session_lost"),
     ],
-    "_RE_AUTH": [("You are not logged in, please log in with kiro-cli login", (), "auth"), ("status 401", (), "auth"),
+    "RE_AUTH": [("You are not logged in, please log in with kiro-cli login", (), "auth"), ("status 401", (), "auth"),
                  # OpenAI's wording, through qwen-code's data.details
                  ("401 Incorrect API key provided: test-key. You can find your API key at "
                   "https://platform.openai.com/account/api-keys.", (), "auth"),
                  # Copilot CLI's own, in its answer text
                  ("Authentication failed with provider at http://127.0.0.1:9/v1 (HTTP 401).", (), "auth")],
-    "_RE_REFUSAL": [("appears to violate our Usage Policy", (), "refusal")],
-    "_RE_MODEL_NOT_AVAILABLE": [
+    "RE_REFUSAL": [("appears to violate our Usage Policy", (), "refusal")],
+    "RE_MODEL_NOT_AVAILABLE": [
         (NOT_AVAILABLE, (), "model_not_entitled"),
         (NOT_AVAILABLE, ("claude-opus-4.5",), "model_temporarily_unavailable"),  # advertised: capacity
     ],
-    "_RE_MODEL_TEMP_UNAVAILABLE": [
+    "RE_MODEL_TEMP_UNAVAILABLE": [
         ("The model you've selected is temporarily unavailable.", (), "model_temporarily_unavailable"),
     ],
-    "_RE_USAGE_LIMIT": [("The monthly usage limit has been reached", (), "usage_limit"),
+    "RE_USAGE_LIMIT": [("The monthly usage limit has been reached", (), "usage_limit"),
                         ("insufficient_quota", (), "usage_limit")],
-    "_RE_CONTEXT_OVERFLOW": [
+    "RE_CONTEXT_OVERFLOW": [
         ("context_length_exceeded", (), "context_overflow"),
         ("prompt is too long: 9 tokens > 8 maximum", (), "context_overflow"),
     ],
-    "_RE_OVERSIZED": [("413 Request Entity Too Large", (), "oversized"), ("Input is too long.", (), "oversized")],
-    "_RE_MALFORMED": [("Improperly formed request.", (), "malformed")],
-    "_RE_RATE_LIMIT": [
+    "RE_OVERSIZED": [("413 Request Entity Too Large", (), "oversized"), ("Input is too long.", (), "oversized")],
+    "RE_MALFORMED": [("Improperly formed request.", (), "malformed")],
+    "RE_RATE_LIMIT": [
         ("ThrottlingException", (), "rate_limit"),
         ("Request rejected (429)", (), "rate_limit"),
         ("Too Many Requests", (), "rate_limit"),
         ("Resource has been exhausted (e.g. check quota).", (), "rate_limit"),  # Gemini's 429
         ("RESOURCE_EXHAUSTED", (), "rate_limit"),
     ],
-    "_RE_OVERLOADED": [("API Error: 529 Overloaded", (), "overloaded"), ("overloaded_error", (), "overloaded")],
-    "_RE_SERVER_ERROR": [("502 Bad Gateway", (), "server_error"), ("Internal Server Error", (), "server_error"),
+    "RE_OVERLOADED": [("API Error: 529 Overloaded", (), "overloaded"), ("overloaded_error", (), "overloaded")],
+    "RE_SERVER_ERROR": [("502 Bad Gateway", (), "server_error"), ("Internal Server Error", (), "server_error"),
                          ("status: 503", (), "server_error")],
-    "_RE_STREAM_TIMEOUT": [("The stream timed out receiving the response after 2000ms", (), "stream_timeout")],
-    "_RE_CONNECTION_REFUSED": [("connect ECONNREFUSED 127.0.0.1:443", (), "connection_refused"),
+    "RE_STREAM_TIMEOUT": [("The stream timed out receiving the response after 2000ms", (), "stream_timeout")],
+    "RE_CONNECTION_REFUSED": [("connect ECONNREFUSED 127.0.0.1:443", (), "connection_refused"),
                                ("error sending request", (), "connection_refused")],
 }
 TRANSIENT_KINDS = {"model_temporarily_unavailable", "rate_limit", "overloaded", "server_error", "stream_timeout",
@@ -579,11 +579,11 @@ SAMPLES = [(name, text, adv, kind) for name, items in PATTERN_SAMPLES.items() fo
 
 
 def test_every_pattern_in_the_module_has_samples() -> None:
-    patterns = {name for name, value in vars(failures).items() if name.startswith("_RE_")}
-    assert all(isinstance(getattr(failures, name), re.Pattern) for name in patterns)
-    assert patterns == set(PATTERN_SAMPLES) | {"_RE_KIRO_ENVELOPE"}
+    patterns = {name for name, value in vars(failure_patterns).items() if name.startswith("RE_")}
+    assert all(isinstance(getattr(failure_patterns, name), re.Pattern) for name in patterns)
+    assert patterns == set(PATTERN_SAMPLES) | {"RE_KIRO_ENVELOPE"}
     in_table = {rule.pattern for rule in failures._RULES if rule.pattern is not None}
-    assert in_table == {getattr(failures, n) for n in PATTERN_SAMPLES}
+    assert in_table == {getattr(failure_patterns, n) for n in PATTERN_SAMPLES}
 
 
 @pytest.mark.parametrize(
@@ -592,7 +592,7 @@ def test_every_pattern_in_the_module_has_samples() -> None:
 def test_each_pattern_sample_agrees_on_verdict_and_wording(
     name: str, text: str, advertised: tuple[str, ...], kind: str
 ) -> None:
-    assert getattr(failures, name).search(text)
+    assert getattr(failure_patterns, name).search(text)
     transient = kind in TRANSIENT_KINDS
     raw = kiro(text)
     got = classify(raw, advertised_models=advertised)
@@ -1073,8 +1073,8 @@ def test_each_failure_pattern_holds_one_of_its_words_wherever_it_matches() -> No
     import re._parser as sre_parse
 
     patterns = {rule.pattern for rule in failures._RULES if rule.pattern is not None}
-    assert set(failures._WORDS) == patterns
-    for pattern, words in failures._WORDS.items():
+    assert set(failure_patterns.WORDS) == patterns
+    for pattern, words in failure_patterns.WORDS.items():
         assert words and all(word == word.lower() for word in words), pattern.pattern
         assert _literal_runs_cover(sre_parse.parse(pattern.pattern, pattern.flags), words), pattern.pattern
 

@@ -6,7 +6,7 @@ it once, as the relay's prose, never as if it were the answer:
 - claude-agent-acp streams a failed model call's text ("API Error: 400 Improperly formed request.",
   "Invalid API key · Fix external API key") as an ordinary chunk just before the JSON-RPC error, and
   codex-acp 0.16 the provider's JSON. An attempt's first chunk is held while it reads like a failure
-  (the same ``_RE_*`` rows as every error, plus the raw shapes): more text, or the turn ending,
+  (the same ``RE_*`` rows as every error, plus the raw shapes): more text, or the turn ending,
   releases it; the attempt failing with that very error drops it (:class:`AttemptText`,
   :func:`is_echo`), and a longer echo already shown is taken back (:func:`strip_echo`).
 - codex-acp 2.x answers a failed model call with no error at all: ``session_info_update`` with
