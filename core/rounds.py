@@ -29,12 +29,17 @@ class Round(Generic[T, R]):
 
     async def submit(self, item: T) -> R:
         """``item``'s result, once written with the others of this round."""
+        return await self.put(item)
+
+    def put(self, item: T) -> asyncio.Future[R]:
+        """Queue ``item`` in this round without waiting for it: the future is its result once written.
+        Work queued afterwards in another ``Round`` of the same round of the loop is written after it."""
         loop = asyncio.get_running_loop()
         if not self._waiting:
             loop.call_soon(self.flush)
         written: asyncio.Future[R] = loop.create_future()
         self._waiting.append((item, written))
-        return await written
+        return written
 
     def flush(self) -> None:
         """Write what is waiting now (also called at the round's end): for work that must come after it."""

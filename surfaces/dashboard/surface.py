@@ -214,7 +214,12 @@ class DashboardSurface(SurfaceDefaults):
         The messages posted in one round of the event loop are written together, in one transaction: a
         burst of tabs writing at once paid a commit each, ahead of every first answer (issue 24).
         """
-        return await self._posted.submit((tab, Entry(f"u-{message_id}", "user", redact(text))))
+        return await self.posting_user(tab, text, message_id)
+
+    def posting_user(self, tab: str, text: str, message_id: str) -> asyncio.Future[Entry | None]:
+        """``post_user`` without waiting: the message is written at the end of this round of the loop,
+        before anything queued after it in this round (the journal of the same message)."""
+        return self._posted.put((tab, Entry(f"u-{message_id}", "user", redact(text))))
 
     def _write_posted(self, posted: list[tuple[str, Entry]]) -> list[Entry | None]:
         """The person's messages of one round of the loop, in one transaction; each shown once written."""

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 import socket
-from collections.abc import AsyncIterator
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import ClientTimeout
+from aiohttp import ClientTimeout, web
 from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.typedefs import Handler
 
 from core.config import RelayConfig
 from core.engine import wording
-from core.engine.surface import StartupError
+from core.engine.surface import InboundMessage, StartupError
+from core.rounds import Round
 from surfaces.dashboard import server
 from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
 from surfaces.dashboard.launching import Dashboard
@@ -425,3 +430,82 @@ async def test_queued_events_arrive_in_order_and_a_quiet_stream_gets_keep_alives
     assert (await asyncio.wait_for(stream.next(), 5))["active"] is False  # and the stream goes on after it
     response.close()
     await until(lambda: "tab1" not in served.surface._subscribers, "a browser that went away is noticed")
+
+
+@dataclass
+class JournalingHost(StandInHost):
+    """Journals as the core's host does: what is submitted in one round of the loop, together
+    (``core.rounds.Round``); notes the round of the loop of each journal and what the tab showed then."""
+
+    rounds: list[int] = dataclasses.field(default_factory=list)
+    shown_then: list[list[str]] = dataclasses.field(default_factory=list)
+    surface: DashboardSurface | None = None
+    tick: Callable[[], int] = lambda: 0
+
+    def __post_init__(self) -> None:
+        self._journal: Round[InboundMessage, None] = Round(self._write)
+
+    async def submit(self, message: InboundMessage) -> None:
+        await self._journal.submit(message)
+
+    def _write(self, messages: list[InboundMessage]) -> list[None]:
+        assert self.surface is not None
+        self.rounds.append(self.tick())
+        self.shown_then.append([m["text"] for m in self.surface.snapshot("tab1")["messages"]])
+        self.messages.extend(messages)
+        return [None] * len(messages)
+
+
+async def test_a_message_is_in_the_transcript_and_journaled_in_the_round_of_the_loop_it_came(
+        tmp_path: Path) -> None:
+    """Issue 24: the transcript's write and the journal's were a round of the loop each, one after the
+    other, ahead of every first answer in a burst; both now come at the end of the round it came in,
+    the transcript's first (the answer never shows above its question)."""
+    loop = asyncio.get_running_loop()
+    rounds = 0
+
+    def count() -> None:
+        nonlocal rounds
+        rounds += 1
+        ticking[0] = loop.call_soon(count)
+
+    ticking = [loop.call_soon(count)]
+    engine = JournalingHost(tick=lambda: rounds)
+    surface = DashboardSurface(Transcript.open(tmp_path / "dash.db"))
+    engine.surface = surface
+    app = create_app(surface, engine)
+    started: list[int] = []
+
+    @web.middleware
+    async def note_start(request: web.Request, handler: Handler) -> web.StreamResponse:
+        started.append(rounds)
+        return await handler(request)
+
+    app.middlewares.append(note_start)
+    client = TestClient(TestServer(app), headers={"Authorization": f"Bearer {app[AUTH].access_token}"})
+    await client.start_server()
+    try:
+        async with client.post(f"{API}/messages", json={"text": "hello", "id": "m1"}) as r:
+            assert r.status == 202
+    finally:
+        ticking[0].cancel()
+        await client.close()
+    assert [m.message_id for m in engine.messages] == ["m1"]
+    assert engine.shown_then == [["hello"]]  # in the transcript before it was journaled
+    assert [journaled - start for journaled, start in zip(engine.rounds, started, strict=True)] == [1]
+
+
+async def test_a_transcript_that_fails_is_the_requests_failure_and_the_message_is_still_answered(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The message is journaled in the round its transcript write failed in: it is answered (a resend
+    of the same id is the same message), and the request says it failed, logged once."""
+    s, _ = await serve(tmp_path)
+    s.surface.transcript.close()  # the transcript's file is gone from under it
+    try:
+        with caplog.at_level(logging.ERROR):
+            async with s.client.post(f"{API}/messages", json={"text": "hello", "id": "m1"}) as r:
+                assert r.status == 500 and (await r.json()) == {"error": INTERNAL_FAILURE}
+    finally:
+        await s.client.close()
+    assert [m.message_id for m in s.engine.messages] == ["m1"]
+    assert [type(r.exc_info[1]) for r in caplog.records if r.exc_info] == [sqlite3.ProgrammingError]
