@@ -1,9 +1,12 @@
 """A busy relay: bursts of conversations at once, new conversations after many known ones, and memory.
 
-Each part runs the whole ``acp-relay run`` process against a platform's fake server, with the
-scripted agent as its one agent process, and, for the bursts, a naive bot in the same run as the
-yardstick: a process of its own written with the same platform library and the ACP SDK that sends
-one platform call per agent chunk, with no pacing and no journal (``bench/burst/naive_<surface>.py``).
+Each part runs the whole ``acp-relay run`` process against a platform's fake server, with one agent
+process, and, for the bursts, a naive bot in the same run as the yardstick: a process of its own
+written with the same platform library and the ACP SDK that sends one platform call per agent chunk,
+with no pacing and no journal (``bench/burst/naive_<surface>.py``). Both bots run the same agent:
+``--agent scripted`` (the default, the figures of record) is the scripted test agent, whose own CPU
+per frame caps both bots in a burst of 1,000; ``--agent bench`` is a lean agent of one event loop
+(``bench/burst/bench_agent.py``) that leaves the bots' own cost in view.
 
 The fakes run in this process's event loop, beside nothing but the people writing: every part
 prints how late that loop woke (its p95 stayed within a few ms, against first-text figures of 0.1 s
@@ -29,7 +32,7 @@ Printed, not asserted; the targets of issue 24 are printed beside the ratios.
 
     python -m bench.bench_burst [--surface telegram,discord,slack,dashboard] [--sizes 100,1000]
                                 [--known 500,10000] [--new 500] [--repeat 1] [--idle-s S] [--profile DIR]
-                                [--profiler py-spy|cprofile] [--heap DIR]
+                                [--profiler py-spy|cprofile] [--heap DIR] [--agent scripted|bench]
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.burst.bench_agent import AGENTS, command
 from bench.burst.heap import diff_lines
 from bench.burst.phases import SIDES, Known, Options, Run, Unfinished, burst, known
 from bench.burst.procs import Profiler
@@ -100,7 +104,7 @@ async def bursts(surface: str, sizes: list[int], repeat: int, naive: bool, opts:
     found: dict[int, list[tuple[Run, Run | None]]] = {}
     for size in sizes:
         say(f"burst {surface}: {size:,} conversations write at once (answers of {opts.chunks} chunks over "
-            f"{opts.seconds:g} s)")
+            f"{opts.seconds:g} s; agent {opts.agent})")
         for rep in range(repeat):
             tag = f"-{rep + 1}" if repeat > 1 else ""
             started = time.monotonic()
@@ -176,7 +180,8 @@ async def run(args: argparse.Namespace) -> int:
         profiler = Profiler(Path(args.profile).resolve() if args.profile else None, args.profiler)
         opts = Options(work, chunks=args.chunks, seconds=args.seconds, deadline_s=args.deadline_s,
                        batch=args.batch, idle_s=args.idle_s, profiler=profiler,
-                       heap=Path(args.heap).resolve() if args.heap else None)
+                       heap=Path(args.heap).resolve() if args.heap else None, agent=args.agent)
+        say(f"agent: {args.agent} ({' '.join(command(args.agent))}), for the relay and the naive bot alike")
         for surface in surfaces:
             started = time.monotonic()
             try:
@@ -220,6 +225,10 @@ def main() -> None:
                              "figures)")
     parser.add_argument("--heap", default="",
                         help="run the known part's relay under tracemalloc, snapshots in this directory")
+    parser.add_argument("--agent", choices=AGENTS, default="scripted",
+                        help="the agent both bots run: the scripted test agent (default; the figures of record) "
+                             "or the lean bench agent, whose own cost per frame is small enough not to cap "
+                             "either bot in a burst of 1,000")
     parser.add_argument("--keep", default="", help="keep stores, configs and logs in this directory")
     args = parser.parse_args()
     sys.exit(asyncio.run(run(args)))

@@ -1,12 +1,19 @@
 """The burst benchmark's own bookkeeping (``bench.burst``): when an answer counts as shown and as whole,
-and its profile reader. The figures themselves are never asserted (``make bench`` prints them)."""
+its profile reader, and the lean bench agent (as a real child process). The figures themselves are
+never asserted (``make bench`` prints them)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bench.burst.bench_agent import command
 from bench.burst.phases import SIDES, Options, burst
 from bench.burst.platform import BEGIN, END, FOOTER, script
 from bench.burst.profile import Profile
@@ -82,15 +89,144 @@ def test_a_profile_is_read_by_function_with_the_suspects_shares(tmp_path: Path) 
     assert any("Pacer._forget_idle 25.0%" in line for line in profile.lines(5))
 
 
-@pytest.mark.parametrize("surface", sorted(SIDES))
-async def test_the_burst_harness_measures_the_relay_and_the_naive_bot_on_each_surface(surface: str,
+@pytest.mark.parametrize(("surface", "agent"), [*((s, "scripted") for s in sorted(SIDES)), ("slack", "bench")])
+async def test_the_burst_harness_measures_the_relay_and_the_naive_bot_on_each_surface(surface: str, agent: str,
                                                                                      tmp_path: Path) -> None:
     """Two people at once, against the relay process and the naive bot: both answer every conversation
     and the harness sees it (so a change in the relay, its config or a fake that breaks the benchmark
-    fails here, not in the middle of a long ``make bench``)."""
-    opts = Options(tmp_path, chunks=2, seconds=0.1, deadline_s=60.0)
+    fails here, not in the middle of a long ``make bench``); with the lean bench agent on one surface."""
+    opts = Options(tmp_path, chunks=2, seconds=0.1, deadline_s=60.0, agent=agent)
     for kind in ("relay", "naive"):
         run = await burst(surface, kind, 2, opts)
         assert (run.bot, run.size, run.missing, len(run.first)) == (kind, 2, 0, 2)
         assert all(0 < t < 60 for t in run.first)
         assert run.cpu_s >= 0 and run.calls  # (NaN if the bot had exited; /proc counts in 10 ms ticks)
+    config = json.loads((tmp_path / f"{surface}-relay-2" / "config.json").read_text(encoding="utf-8"))
+    agent_spec = config["agents"]["fake"]
+    assert [agent_spec["command"], *agent_spec["args"]] == command(agent)
+
+
+class _Peer:
+    """The bench agent as a real child process, spoken to over its pipes one JSON-RPC line at a time."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.ids = itertools.count(1)
+
+    def send(self, obj: dict[str, Any] | bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(obj if isinstance(obj, bytes) else json.dumps(obj).encode() + b"\n")
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        req_id = next(self.ids)
+        self.send({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params or {}})
+        return req_id
+
+    async def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        async with asyncio.timeout(10):
+            line = await self.proc.stdout.readline()
+        assert line, "the agent closed its stdout"
+        frame: dict[str, Any] = json.loads(line)
+        return frame
+
+    async def until_answer(self, req_id: int, seen: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Frames up to the answer to ``req_id`` (those before it go to ``seen``)."""
+        while (frame := await self.read()).get("id") != req_id or "method" in frame:
+            if seen is not None:
+                seen.append(frame)
+        return frame
+
+    async def session(self) -> str:
+        answer = await self.until_answer(self.request("session/new", {"cwd": "/", "mcpServers": []}))
+        sid: str = answer["result"]["sessionId"]
+        return sid
+
+    def prompt(self, sid: str, text: str) -> int:
+        return self.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
+
+
+def _chunks(frames: list[dict[str, Any]], sid: str) -> list[str]:
+    return [f["params"]["update"]["content"]["text"] for f in frames
+            if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
+            and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+
+
+@pytest.fixture
+async def bench_agent() -> AsyncIterator[_Peer]:
+    program, *args = command("bench")
+    proc = await asyncio.create_subprocess_exec(program, *args, stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE)
+    peer = _Peer(proc)
+    try:
+        yield peer
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            async with asyncio.timeout(10):
+                await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+async def test_the_bench_agent_initializes_like_the_scripted_agent_with_close(bench_agent: _Peer) -> None:
+    answer = await bench_agent.until_answer(bench_agent.request("initialize", {"protocolVersion": 1}))
+    result = answer["result"]
+    assert result["protocolVersion"] == 1
+    assert result["agentCapabilities"]["sessionCapabilities"] == {"close": {}}
+    assert result["agentCapabilities"]["loadSession"] is True
+    first, second = await bench_agent.session(), await bench_agent.session()
+    assert first != second
+    closed = await bench_agent.until_answer(bench_agent.request("session/close", {"sessionId": first}))
+    assert closed["result"] == {}
+    refused = await bench_agent.until_answer(bench_agent.prompt(first, "hello"))
+    assert refused["error"]["code"] == -32002
+
+
+async def test_a_bench_agent_prompt_streams_its_script_in_order_then_ends_the_turn(bench_agent: _Peer) -> None:
+    sid = await bench_agent.session()
+    seen: list[dict[str, Any]] = []
+    answer = await bench_agent.until_answer(bench_agent.prompt(sid, "text a b\nsleep 0.01\ntext c"), seen)
+    assert _chunks(seen, sid) == ["a b", "c"]
+    assert answer["result"] == {"stopReason": "end_turn"}
+    seen.clear()
+    answer = await bench_agent.until_answer(bench_agent.prompt(sid, "hello there"), seen)
+    assert _chunks(seen, sid) == ["echo: hello there"] and answer["result"] == {"stopReason": "end_turn"}
+
+
+async def test_the_bench_agent_runs_prompts_of_two_sessions_at_once(bench_agent: _Peer) -> None:
+    slow, quick = await bench_agent.session(), await bench_agent.session()
+    slow_id = bench_agent.prompt(slow, "text first\nsleep 2\ntext late")
+    quick_id = bench_agent.prompt(quick, "text quick")
+    seen: list[dict[str, Any]] = []
+    answer = await bench_agent.until_answer(quick_id, seen)
+    assert answer["result"] == {"stopReason": "end_turn"}
+    assert _chunks(seen, quick) == ["quick"] and "late" not in _chunks(seen, slow)
+    bench_agent.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": slow}})
+    assert (await bench_agent.until_answer(slow_id))["result"] == {"stopReason": "cancelled"}
+
+
+async def test_session_cancel_ends_the_running_bench_agent_prompt_as_cancelled(bench_agent: _Peer) -> None:
+    sid = await bench_agent.session()
+    req_id = bench_agent.prompt(sid, "text started\nsleep 30\ntext never")
+    seen: list[dict[str, Any]] = []
+    while _chunks(seen, sid) != ["started"]:
+        seen.append(await bench_agent.read())
+    bench_agent.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
+    answer = await bench_agent.until_answer(req_id, seen)
+    assert answer["result"] == {"stopReason": "cancelled"} and "never" not in _chunks(seen, sid)
+    again = await bench_agent.until_answer(bench_agent.prompt(sid, "text again"))
+    assert again["result"] == {"stopReason": "end_turn"}
+
+
+async def test_a_malformed_line_does_not_stop_the_bench_agent_and_unknown_methods_are_32601(
+        bench_agent: _Peer) -> None:
+    bench_agent.send(b"{not json\n")
+    assert (await bench_agent.read()) == {"jsonrpc": "2.0", "id": None,
+                                          "error": {"code": -32700, "message": "Parse error"}}
+    answer = await bench_agent.until_answer(bench_agent.request("session/fork"))
+    assert answer["error"]["code"] == -32601
+    assert (await bench_agent.until_answer(bench_agent.request("initialize")))["result"]["protocolVersion"] == 1

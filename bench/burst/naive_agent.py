@@ -10,14 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import sys
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import AgentMessageChunk, TextContentBlock
 
-from tests.conftest import FAKE_AGENT_PATH
+from bench.burst.bench_agent import AGENT_ENV, command
 
 __all__ = ["Agent", "agent", "arguments"]
 
@@ -71,10 +71,12 @@ class Agent:
 
 @contextlib.asynccontextmanager
 async def agent(cwd: str) -> AsyncIterator[Agent]:
-    """The scripted agent started and initialised."""
+    """The agent named in ``AGENT_ENV`` (the scripted one by default) started, as the relay starts it,
+    and initialised."""
     client = _Client()
     transport = {"limit": 50 * 1024 * 1024, "stderr": asyncio.subprocess.DEVNULL}
-    async with spawn_agent_process(client, sys.executable, str(FAKE_AGENT_PATH), cwd=cwd,
+    program, *args = command(os.environ.get(AGENT_ENV) or "scripted")
+    async with spawn_agent_process(client, program, *args, cwd=cwd,
                                    transport_kwargs=transport) as (conn, _process):
         await conn.initialize(protocol_version=PROTOCOL_VERSION)
         link = Agent(conn, cwd)

@@ -46,6 +46,7 @@ class Options:
     batch: int = 250
     idle_s: float | None = None  # the relay's timeouts.idle_s (None: its default)
     heap: Path | None = None  # run the relay of the known part under tracemalloc, snapshots here
+    agent: str = "scripted"  # the agent both bots run (``bench_agent.AGENTS``)
     profiler: Profiler = field(default_factory=lambda: Profiler(None))
 
     def deadline(self, size: int) -> float:
@@ -153,17 +154,18 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
 
 
 @contextlib.asynccontextmanager
-async def _running(surface: str, kind: str, people: int, tmp: Path, idle_s: float | None = None,
+async def _running(surface: str, kind: str, people: int, tmp: Path, agent: str, idle_s: float | None = None,
                    profiler: Profiler | None = None, heap: Path | None = None) -> AsyncIterator[tuple[Platform, Bot]]:
-    """A fresh fake with ``people`` on it and a bot (``relay`` or ``naive``) connected to it."""
+    """A fresh fake with ``people`` on it and a bot (``relay`` or ``naive``, running ``agent``) connected to
+    it."""
     side = SIDES[surface](Timeline(BEGIN, (END, FOOTER) if kind == "relay" else (END,)))
     await side.start()
     try:
         side.people(people)
         if kind == "relay":
-            bot = await relay(tmp, surface, side.relay_settings(), side.env(), idle_s, profiler, heap)
+            bot = await relay(tmp, surface, side.relay_settings(), side.env(), idle_s, profiler, heap, agent)
         else:
-            bot = await naive_bot(tmp, surface, side.naive_args(), side.env())
+            bot = await naive_bot(tmp, surface, side.naive_args(), side.env(), agent)
         try:
             yield side, bot
         finally:
@@ -193,7 +195,8 @@ async def _warm_up(side: Platform, bot: Bot, i: int) -> None:
 async def burst(surface: str, kind: str, size: int, opts: Options, tag: str = "") -> Run:
     """``size`` people write at once to a bot that has answered one conversation before."""
     name = f"{surface}-{kind}-{size}{tag}"
-    async with _running(surface, kind, size + 1, opts.work / name, profiler=opts.profiler) as (side, bot):
+    async with _running(surface, kind, size + 1, opts.work / name, opts.agent,
+                        profiler=opts.profiler) as (side, bot):
         await _warm_up(side, bot, size)
         return await _measure(side, bot, range(size), script(opts.chunks, opts.seconds), opts.deadline(size),
                               f"{surface}-burst-{size}{tag}" if kind == "relay" else "", opts.profiler)
@@ -207,7 +210,8 @@ async def known(surface: str, levels: list[int], new: int, opts: Options) -> Kno
     people = top + new * len(levels) + 1
     name = f"{surface}-known-{top}"
     heap = opts.heap / surface if opts.heap else None
-    async with _running(surface, "relay", people, opts.work / name, opts.idle_s, opts.profiler, heap) as (side, bot):
+    async with _running(surface, "relay", people, opts.work / name, opts.agent, opts.idle_s, opts.profiler,
+                        heap) as (side, bot):
         await asyncio.sleep(1.0)
         await bot.cpu.settle(limit_s=15.0)
         found = Known(idle_rss=bot.cpu.rss())

@@ -1,8 +1,9 @@
 """The processes under measurement: ``acp-relay run`` and a naive bot, each with its own agent process.
 
 Both are started with a clean environment (no tokens or proxies from the developer's shell, HOME and
-the state directory under the run's own directory). CPU is read with psutil as user + system time of
-the bot's own process, and separately of its children (the scripted agent); RSS of the bot's process.
+the state directory under the run's own directory). Both run the same agent (``bench_agent.AGENTS``:
+the scripted test agent, or the lean bench agent). CPU is read with psutil as user + system time of
+the bot's own process, and separately of its children (its agent); RSS of the bot's process.
 A profile can be taken of the relay with py-spy while a phase runs (``Profiler``).
 """
 
@@ -22,8 +23,9 @@ from typing import Any
 
 import psutil
 
+from bench.burst.bench_agent import AGENT_ENV
+from bench.burst.bench_agent import command as agent_command
 from bench.burst.cprofiled import OUTPUT
-from tests.conftest import FAKE_AGENT_PATH
 
 __all__ = ["Bot", "Cpu", "Profiler", "naive_bot", "relay"]
 
@@ -140,20 +142,17 @@ class Bot:
         return None
 
 
-def agent_args() -> list[str]:
-    """The scripted agent, as both bots start it: it offers ``session/close``, as current agents do."""
-    return [sys.executable, str(FAKE_AGENT_PATH), "--close"]
-
-
 async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str, str],
-                idle_s: float | None = None, profiler: Profiler | None = None, heap: Path | None = None) -> Bot:
-    """``acp-relay run`` with the scripted agent and one surface; production defaults otherwise (but
-    ``timeouts.idle_s`` when given). A cProfile ``profiler`` runs it under ``bench.burst.cprofiled``;
-    with ``heap``, under tracemalloc (``bench.burst.heap``), its snapshots written there."""
+                idle_s: float | None = None, profiler: Profiler | None = None, heap: Path | None = None,
+                agent: str = "scripted") -> Bot:
+    """``acp-relay run`` with ``agent`` (of ``bench_agent.AGENTS``) and one surface; production defaults
+    otherwise (but ``timeouts.idle_s`` when given). A cProfile ``profiler`` runs it under
+    ``bench.burst.cprofiled``; with ``heap``, under tracemalloc (``bench.burst.heap``), its snapshots
+    written there."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "work").mkdir(exist_ok=True)
-    command, *args = agent_args()
-    config: dict[str, Any] = {"agents": {"fake": {"command": command, "args": args, "cwd": str(tmp / "work")}},
+    program, *args = agent_command(agent)
+    config: dict[str, Any] = {"agents": {"fake": {"command": program, "args": args, "cwd": str(tmp / "work")}},
                               "store": {"path": str(tmp / "relay.db")},
                               "surfaces": {"dashboard": {"enabled": False}, surface: settings}}
     if idle_s is not None:
@@ -172,15 +171,17 @@ async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str
     return Bot("relay", proc, log, heap)
 
 
-async def naive_bot(tmp: Path, surface: str, args: list[str], env: dict[str, str]) -> Bot:
-    """``python -m bench.burst.naive_<surface>`` with the scripted agent."""
+async def naive_bot(tmp: Path, surface: str, args: list[str], env: dict[str, str],
+                    agent: str = "scripted") -> Bot:
+    """``python -m bench.burst.naive_<surface>`` with ``agent`` (named to it in ``AGENT_ENV``)."""
+    agent_command(agent)  # an unknown name fails here, not in the bot's process
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "work").mkdir(exist_ok=True)
     log = tmp / "naive.out"
     with open(log, "wb") as out:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", f"bench.burst.naive_{surface}", "--cwd", str(tmp / "work"), *args, cwd=ROOT,
-            env=_environ(tmp, env), stdout=out, stderr=out)
+            env=_environ(tmp, {**env, AGENT_ENV: agent}), stdout=out, stderr=out)
     return Bot("naive", proc, log)
 
 
