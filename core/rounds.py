@@ -33,7 +33,7 @@ class Round(Generic[T, R]):
 
     def put(self, item: T) -> asyncio.Future[R]:
         """Queue ``item`` in this round without waiting for it: the future is its result once written.
-        Work queued afterwards in another ``Round`` of the same round of the loop is written after it."""
+        Rounds first given work in the same round of the loop are written in that order."""
         loop = asyncio.get_running_loop()
         if not self._waiting:
             loop.call_soon(self.flush)

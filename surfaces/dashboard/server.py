@@ -119,7 +119,7 @@ async def finish_when_gone(request: web.Request, handler: Handler) -> web.Stream
     return await asyncio.shield(task)
 
 
-def _retrieved(task: asyncio.Future[web.StreamResponse]) -> None:
+def _retrieved(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()
 
@@ -268,28 +268,19 @@ async def post_message(request: web.Request) -> web.StreamResponse:
         return _error(400, wording.EMPTY_MESSAGE)
     if len(text) > MAX_TEXT:
         return _error(413, wording.too_long_text(MAX_TEXT))
-    # Written in the transcript at the end of this round of the loop, just before the journal takes the
-    # message in the same round: a burst of tabs paid a round for each, ahead of every first answer.
+    # Written in the transcript at the end of this round of the loop, and journaled in the same round (one
+    # after the other, it took three rounds in a burst, ahead of every first answer).
     shown = request.app[SURFACE].posting_user(tab, text, message_id)
     try:
         await request.app[HOST].submit(InboundMessage(
             surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,
             message_id=message_id, display_name="you"))
     except BaseException:
-        _abandon(shown)
+        shown.cancel()  # not taken: not written either, if it still waits
+        shown.add_done_callback(_retrieved)  # if written already, the journal's failure is the one to report
         raise
     await shown  # a transcript that failed is this request's failure (the message is journaled: answered)
     return web.json_response({"id": message_id}, status=202)
-
-
-def _abandon(shown: asyncio.Future[Any]) -> None:
-    """The message was not taken: not written if it still waits; if already written, the failure to
-    report is the journal's (the transcript's own outcome is read here, so it is not logged as lost)."""
-    if shown.done():
-        if not shown.cancelled():
-            shown.exception()
-    else:
-        shown.cancel()
 
 
 async def download(request: web.Request) -> web.StreamResponse:

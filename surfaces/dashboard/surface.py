@@ -218,7 +218,8 @@ class DashboardSurface(SurfaceDefaults):
 
     def posting_user(self, tab: str, text: str, message_id: str) -> asyncio.Future[Entry | None]:
         """``post_user`` without waiting: the message is written at the end of this round of the loop,
-        before anything queued after it in this round (the journal of the same message)."""
+        before the journal of the same message queued after it (unless another surface's message opened
+        the journal's round first: it is then written just after, still rounds before any answer)."""
         return self._posted.put((tab, Entry(f"u-{message_id}", "user", redact(text))))
 
     def _write_posted(self, posted: list[tuple[str, Entry]]) -> list[Entry | None]:
