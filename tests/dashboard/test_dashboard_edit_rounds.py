@@ -203,4 +203,5 @@ async def test_a_round_of_new_messages_the_disk_refuses_fails_each_and_shows_non
         await surface.send(conversation_key("tab0"), md(surface, "written"))
         event = sub.queue.get_nowait()
     assert event is not None and event["text"] == "written"
-    assert [[e.text for e in surface.transcript.entries(f"tab{i}")] for i in range(TABS)] == [["written"]] + [[]] * (TABS - 1)
+    texts = [[e.text for e in surface.transcript.entries(f"tab{i}")] for i in range(TABS)]
+    assert texts == [["written"]] + [[]] * (TABS - 1)
