@@ -92,8 +92,11 @@ class Engine(Pickups):
         if store.backend.kind != "sqlite":
             self.ownership = Ownership(store, config.store.relay_name or default_relay_name(), config.store.lease_s,
                                        pickup=self._spawn_pickup, on_lost=self._disown, serves=self._serves)
+        #: A store of its own: the writes of a burst (new sessions, answers' messages) made in one round of
+        #: the loop, in one transaction. Shared, each write is fenced by its conversation's lease instead.
+        batched = Batched(store) if self.ownership is None else None
         self.journal = Journal(store, self.ownership.fenced if self.ownership is not None else None,
-                               self.ownership.deferred if self.ownership is not None else None)
+                               self.ownership.deferred if self.ownership is not None else None, batched)
         #: Relays sharing a store: what another relay asks of the owner here, and this relay of owners.
         self.calls: OwnerCalls | None = None
         if self.ownership is not None:
@@ -130,7 +133,7 @@ class Engine(Pickups):
                                      replies))
         self._deps = ConversationDeps(config, store, self.journal, pool, self.tasks, runner, self.approvals,
                                       self.choices, cancel_wait_s, self.receipts, self.picks,
-                                      Batched(store) if self.ownership is None else None)
+                                      batched)
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         self.conversations_in_memory = conversations_in_memory
         self.state: State = "new"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.acp.types import ToolCall
+from core.engine.batched import Batched
 from core.engine.deferred import DeferredWrites
 from core.engine.messages import Attachment, InboundMessage
 from core.engine.streamed import Posted
@@ -44,12 +45,15 @@ class Unfinished:
 
 class ReplyRecorder:
     """A ``ReplyLog`` writing one message's answer to the store, as each platform message is made
-    (kept until the database answers, with ``deferred``)."""
+    (kept until the database answers, with ``deferred``; with ``batched``, the messages of every
+    answer noted in one round of the loop are written in one transaction)."""
 
-    def __init__(self, store: Store, msg: InboundMessage, deferred: DeferredWrites | None = None) -> None:
+    def __init__(self, store: Store, msg: InboundMessage, deferred: DeferredWrites | None = None,
+                 batched: Batched | None = None) -> None:
         self.store = store
         self.surface, self.message_id, self.key = msg.surface, msg.message_id, msg.conversation_key
         self.deferred = deferred
+        self.batched = batched
         self._started = False  # a record of this reply marked it started (or is kept to, in order)
 
     def _write(self, write: Callable[[], object]) -> None:
@@ -58,11 +62,22 @@ class ReplyRecorder:
         else:
             self.deferred.write(self.key, write)
 
-    def posted(self, entry: Posted) -> None:
-        """Record where a piece is shown (the first one also marks the reply started)."""
+    async def posted(self, entry: Posted) -> None:
+        """Record where a piece is shown (the first one also marks the reply started).
+
+        In a burst every answer's first message is recorded at once: with ``batched`` they are written
+        together, at the end of the round (each was a transaction of its own, ahead of every first
+        words shown after it: issue 24)."""
         store, surface, message_id, started = self.store, self.surface, self.message_id, self._started
-        self._write(lambda: store.record_reply_message(surface, message_id, entry.part, entry.piece,
-                                                       entry.message_id, entry.kind, started=started))
+
+        def record() -> None:
+            store.record_reply_message(surface, message_id, entry.part, entry.piece, entry.message_id, entry.kind,
+                                       started=started)
+
+        if self.batched is not None:
+            await self.batched.write_through(record)
+        else:
+            self._write(record)
         self._started = True
 
     def removed(self, part: int, piece: int) -> None:
@@ -93,10 +108,13 @@ class Journal:
     and kept in ``deferred`` while the database does not answer)."""
 
     def __init__(self, store: Store, fenced: Callable[[str], Store] | None = None,
-                 deferred: DeferredWrites | None = None) -> None:
+                 deferred: DeferredWrites | None = None, batched: Batched | None = None) -> None:
+        """``batched``: where the answers' messages are recorded with the others of the same round (None:
+        each at once)."""
         self.store = store
         self.fenced: Callable[[str], Store] = fenced or (lambda key: store)
         self.deferred = deferred
+        self.batched = batched
 
     def _owner(self, msg: InboundMessage) -> Store:
         return self.fenced(msg.conversation_key)
@@ -140,7 +158,7 @@ class Journal:
 
     def reply_log(self, msg: InboundMessage) -> ReplyRecorder:
         """Where the streamer of ``msg``'s answer notes its messages."""
-        return ReplyRecorder(self._owner(msg), msg, self.deferred)
+        return ReplyRecorder(self._owner(msg), msg, self.deferred, self.batched)
 
     def reply_messages(self, msg: InboundMessage) -> list[Posted]:
         """The platform messages ``msg``'s answer was shown in before a restart, by part and piece."""

@@ -69,7 +69,7 @@ class Resuming:
             if mid is not None:
                 thread.sent.append(Sent(mid, text, at=self._clock(), resumed=True))
                 if len(thread.sent) - 1 != entry.piece or mid != entry.message_id or entry.kind == "stream":
-                    self._posted(thread, len(thread.sent) - 1, mid)
+                    await self._posted(thread, len(thread.sent) - 1, mid)
 
     async def _end_foreign_stream(self, stream_id: str) -> str | None:
         """End a stream a killed relay started; the id of the message now showing it, if any."""
@@ -101,9 +101,9 @@ class Resuming:
     def _reply_thread(self) -> Thread:
         return Thread(reply_to=None if self._threads else self._reply_to, part=len(self._threads))
 
-    def _posted(self, thread: Thread, piece: int, message_id: str, kind: str = "message") -> None:
+    async def _posted(self, thread: Thread, piece: int, message_id: str, kind: str = "message") -> None:
         if self._log is not None and thread.part is not None:
-            self._log.posted(Posted(thread.part, piece, message_id, "stream" if kind == "stream" else "message"))
+            await self._log.posted(Posted(thread.part, piece, message_id, "stream" if kind == "stream" else "message"))
 
     def _removed(self, thread: Thread, piece: int) -> None:
         if self._log is not None and thread.part is not None:

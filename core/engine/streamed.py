@@ -27,8 +27,9 @@ class ReplyLog(Protocol):
     """Where a streamer notes, as they happen, the messages its reply occupies (the store, so a
     restarted relay continues the reply in them)."""
 
-    def posted(self, entry: Posted) -> None:
-        """``entry`` now shows its piece (replacing whatever showed it before)."""
+    async def posted(self, entry: Posted) -> None:
+        """``entry`` now shows its piece (replacing whatever showed it before): noted when this returns
+        (the store may write it with the others noted in the same round of the loop)."""
         ...
 
     def removed(self, part: int, piece: int) -> None:

@@ -389,7 +389,7 @@ class Streamer(Resuming):
         else:
             thread.sent.append(sent)
         if mid:
-            self._posted(thread, i, mid)
+            await self._posted(thread, i, mid)
 
     async def _clear_below(self, thread: Thread, final: bool) -> None:
         """A part grows past the messages it had before a restart: the interrupted later parts below
@@ -439,7 +439,7 @@ class Streamer(Resuming):
             return
         if stream is None:
             thread.stream = LiveStream(stream_id, piece, self._clock())
-            self._posted(thread, len(thread.sent), stream_id, "stream")
+            await self._posted(thread, len(thread.sent), stream_id, "stream")
         else:
             stream.piece = piece
 
@@ -458,7 +458,7 @@ class Streamer(Resuming):
             mid = None
         if mid is not None:
             thread.sent.append(Sent(mid, last.text, False, (), stream.started_at))
-            self._posted(thread, len(thread.sent) - 1, mid)
+            await self._posted(thread, len(thread.sent) - 1, mid)
         else:
             self._removed(thread, len(thread.sent))  # a preview: the piece is posted as a message, if at all
 

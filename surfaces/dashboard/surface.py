@@ -6,7 +6,8 @@ every relay (``Host.broadcast``: the event names the message, the other relays r
 store). A piece of an answer is the message whose id its place in the answer makes (``send_once``), so
 a relay killed before the store noted the message as the answer's leaves nothing a restart posts
 again. The edits made in one round of the event loop (every tab answering streams several a second)
-are written in one transaction, then shown (``core.rounds``), as are the messages people post. What
+are written in one transaction, then shown (``core.rounds``), as are the messages people post and the
+relay's own (a burst's first answers). What
 the core shows arrives rendered by ``DashboardFormatter``: the neutral Markdown and the blocks the page
 draws (the browser renders the Markdown).
 """
@@ -131,11 +132,13 @@ class DashboardSurface(SurfaceDefaults):
         self._edits: Round[Edit, Entry | None] = Round(self._write_edits)
         #: The person's messages posted in one round of the loop, written in one transaction (``post_user``).
         self._posted: Round[tuple[str, Entry], Entry | None] = Round(self._write_posted)
+        #: The relay's messages (in a burst, every answer's first words at once), the same way.
+        self._added: Round[tuple[str, Entry], Entry | None] = Round(self._write_added)
 
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
         """Append a relay message to the tab; returns its id."""
-        return self._add(conversation_key, message, buttons, uuid.uuid4().hex)
+        return await self._add(conversation_key, message, buttons, uuid.uuid4().hex)
 
     async def send_once(self, conversation_key: str, message: Rendered, *, key: str,
                         buttons: tuple[Button, ...] = (), reply_to: str | None = None) -> str:
@@ -144,21 +147,30 @@ class DashboardSurface(SurfaceDefaults):
         took it and before the store noted it as the answer's left that message, claimed by nobody; the
         restarted relay (or, sharing a store, the one that took the conversation over) asks for the piece
         again with the same key and that message is rewritten with it instead of posted again below."""
-        return self._add(conversation_key, message, buttons, _piece_id(key), once=True)
+        return await self._add(conversation_key, message, buttons, _piece_id(key))
 
-    def _add(self, conversation_key: str, message: Rendered, buttons: tuple[Button, ...], message_id: str,
-             *, once: bool = False) -> str:
-        """Write a relay message into its tab's transcript, then show it; returns its id."""
+    async def _add(self, conversation_key: str, message: Rendered, buttons: tuple[Button, ...],
+                   message_id: str) -> str:
+        """Write a relay message into its tab's transcript with the others of this round, then show it;
+        returns its id."""
         tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
         entry = Entry(message_id, "agent", shown.text, buttons, shown.plain, shown.blocks)
         try:
-            [added] = self.transcript.add_many([(tab, entry)], rewrite=once)  # a fresh id never collides
+            added = await self._added.submit((tab, entry))
         except (sqlite3.Error, StoreError) as exc:
             raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
         if added is None:
             log.info("took up the message %s a killed relay left in tab %s", message_id, tab)
-        self._publish(tab, entry.to_json())
         return entry.id
+
+    def _write_added(self, added: list[tuple[str, Entry]]) -> list[Entry | None]:
+        """The relay's messages of one round of the loop, in one transaction; each shown once written
+        (None: a message of that id was there, left by a killed relay: rewritten, and shown, in its place).
+        Only ``send_once``'s ids can be there already: a fresh id never collides."""
+        written = self.transcript.add_many(added, rewrite=True)
+        for tab, entry in added:
+            self._publish(tab, entry.to_json())
+        return written
 
     async def send_file(self, conversation_key: str, name: str, data: bytes, *, caption: Rendered,
                         fallback: Rendered, reply_to: str | None = None) -> str:

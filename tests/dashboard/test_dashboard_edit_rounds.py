@@ -1,9 +1,11 @@
 """Streamed edits of many tabs at once (issue 24): those made in one round of the event loop are written in
-one transaction, and each is still shown only once written, in the order made, failing on its own."""
+one transaction, and each is still shown only once written, in the order made, failing on its own. So are
+the relay's new messages (a burst's first answers, all shown in the same round)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -132,3 +134,74 @@ async def test_a_round_the_disk_refuses_fails_each_of_its_edits_and_the_next_rou
         event = sub.queue.get_nowait()
     assert event is not None and event["text"] == "written"
     assert [surface.transcript.entries(f"tab{i}")[0].text for i in range(TABS)] == ["written"] * TABS
+
+
+async def test_the_first_answers_of_many_tabs_at_once_are_one_commit_and_each_is_shown_once_written(
+        surface: DashboardSurface, tmp_path: Path) -> None:
+    with contextlib.ExitStack() as watching:
+        subs = [watching.enter_context(surface.subscribe(f"tab{i}")) for i in range(TABS)]
+        ran = _commits(surface.transcript)
+        sending = asyncio.gather(*(surface.send_once(conversation_key(f"tab{i}"), md(surface, f"first words {i}"),
+                                                     key=f"tab{i}|m{i}|0|0") for i in range(TABS)))
+        await asyncio.sleep(0)  # every send handed over, the round not written yet
+        assert all(sub.queue.empty() for sub in subs), "nothing is shown before it is written"
+        ids = await sending
+        assert _count(ran) == 1, f"{_count(ran)} commits for {TABS} answers begun at once: {ran}"
+        for i, sub in enumerate(subs):
+            event = sub.queue.get_nowait()
+            assert event is not None and (event["id"], event["text"]) == (ids[i], f"first words {i}")
+            assert sub.queue.empty()
+    assert len(set(ids)) == TABS
+    surface.transcript.close()
+    reread = Transcript.open(tmp_path / "t.db")  # written, not only shown
+    assert [[(e.id, e.text) for e in reread.entries(f"tab{i}")] for i in range(TABS)] == [
+        [(ids[i], f"first words {i}")] for i in range(TABS)]
+    reread.close()
+
+
+async def test_a_piece_a_killed_relay_left_is_rewritten_in_its_place_in_a_round_with_new_ones(
+        surface: DashboardSurface) -> None:
+    key = conversation_key("tab1")
+    left = await surface.send_once(key, md(surface, "the answer so f"), key="tab1|m1|0|0")
+    with surface.subscribe("tab1") as sub:
+        taken, below, other = await asyncio.gather(
+            surface.send_once(key, md(surface, "the answer so far"), key="tab1|m1|0|0"),
+            surface.send_once(key, md(surface, "its second piece"), key="tab1|m1|0|1"),
+            surface.send(conversation_key("tab2"), md(surface, "another tab")))
+        shown = [sub.queue.get_nowait(), sub.queue.get_nowait()]
+    assert taken == left and below != left
+    assert [(e.id, e.text) for e in surface.transcript.entries("tab1")] == [
+        (left, "the answer so far"), (below, "its second piece")]
+    assert [(e["id"], e["text"]) for e in shown if e] == [(left, "the answer so far"), (below, "its second piece")]
+    assert [e.text for e in surface.transcript.entries("tab2")] == ["another tab"] and other
+
+
+async def test_a_message_given_up_before_its_round_is_written_is_neither_written_nor_shown(
+        surface: DashboardSurface) -> None:
+    with surface.subscribe("tab0") as sub:
+        gone = asyncio.create_task(surface.send(conversation_key("tab0"), md(surface, "never")))
+        kept = asyncio.create_task(surface.send(conversation_key("tab1"), md(surface, "kept")))
+        await asyncio.sleep(0)  # both handed over, the round not written yet
+        gone.cancel()
+        await kept
+        assert sub.queue.empty()
+    assert gone.cancelled()
+    assert surface.transcript.entries("tab0") == []
+    assert [e.text for e in surface.transcript.entries("tab1")] == ["kept"]
+
+
+async def test_a_round_of_new_messages_the_disk_refuses_fails_each_and_shows_none(
+        surface: DashboardSurface) -> None:
+    conn = surface.transcript._conn  # a disk that fails for one round
+    conn.execute("CREATE TEMP TRIGGER fail BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    with surface.subscribe("tab0") as sub:
+        results = await asyncio.gather(*(surface.send(conversation_key(f"tab{i}"), md(surface, "lost"))
+                                         for i in range(TABS)), return_exceptions=True)
+        assert all(isinstance(r, DeliveryFailed) and isinstance(r.__cause__, sqlite3.Error) for r in results)
+        assert sub.queue.empty(), "nothing is shown that was not written"
+        conn.execute("DROP TRIGGER fail")
+        await surface.send(conversation_key("tab0"), md(surface, "written"))
+        event = sub.queue.get_nowait()
+    assert event is not None and event["text"] == "written"
+    texts = [[e.text for e in surface.transcript.entries(f"tab{i}")] for i in range(TABS)]
+    assert texts == [["written"]] + [[]] * (TABS - 1)

@@ -26,7 +26,7 @@ class StoreLog:
     def __init__(self) -> None:
         self.entries: dict[tuple[int, int], Posted] = {}
 
-    def posted(self, entry: Posted) -> None:
+    async def posted(self, entry: Posted) -> None:
         self.entries[(entry.part, entry.piece)] = entry
 
     def removed(self, part: int, piece: int) -> None:
