@@ -17,8 +17,9 @@ skew everything: compare ratios measured in one run, and repeat (``--repeat``) w
 1. Burst: ``--sizes`` people write at once, each in a conversation of their own, to a bot that has
    answered one conversation before. First visible text p50/p95 (from the message written to the
    first call showing the answer, timed at the fake), CPU per conversation of the bot's process
-   (psutil: user + system) and, apart, of its agent; relay against naive, and the largest size
-   against the smallest.
+   (psutil: user + system; also the part spent until every conversation's first words showed, the
+   work each first answer of a burst waits behind) and, apart, of its agent; relay against naive,
+   and the largest size against the smallest.
 2. Known: the relay learns conversations (each speaks once, a short answer); after ``--known`` of
    them, ``--new`` more write at once: CPU per new conversation and first text p50 at each level.
 3. RSS of the relay after the most known conversations against the idle relay (connected, no
@@ -79,7 +80,8 @@ def _ratio(a: float, b: float) -> float:
 def _run_line(run: Run) -> str:
     unanswered = f", {run.missing} NOT ANSWERED within the deadline" if run.missing else ""
     return (f"  {run.bot:5}  first text p50 {_s(run.p50)}, p95 {_s(run.p95)} | CPU {run.cpu_ms:.1f} ms per "
-            f"conversation (its agent {run.agent_ms:.1f} ms) | all answered after {run.wall_s:.1f} s{unanswered}")
+            f"conversation ({run.first_cpu_ms:.1f} ms until the last first text; its agent {run.agent_ms:.1f} ms) | "
+            f"all answered after {run.wall_s:.1f} s{unanswered}")
 
 
 def _fake_line(run: Run) -> str:
@@ -116,7 +118,8 @@ async def bursts(surface: str, sizes: list[int], repeat: int, naive: bool, opts:
                 say(_run_line(theirs))
                 say(f"  relay/naive: first text p95 {_x(_ratio(mine.p95, theirs.p95))} (target <= 1.00x, pacing "
                     f"permitting), p50 {_x(_ratio(mine.p50, theirs.p50))}, CPU per conversation "
-                    f"{_x(_ratio(mine.cpu_ms, theirs.cpu_ms))}   [{time.monotonic() - started:.0f} s]")
+                    f"{_x(_ratio(mine.cpu_ms, theirs.cpu_ms))} (until the last first text "
+                    f"{_x(_ratio(mine.first_cpu_ms, theirs.first_cpu_ms))})   [{time.monotonic() - started:.0f} s]")
             for run in (mine, theirs):
                 if run is not None:
                     say(_fake_line(run))

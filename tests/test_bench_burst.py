@@ -101,6 +101,7 @@ async def test_the_burst_harness_measures_the_relay_and_the_naive_bot_on_each_su
         assert (run.bot, run.size, run.missing, len(run.first)) == (kind, 2, 0, 2)
         assert all(0 < t < 60 for t in run.first)
         assert run.cpu_s >= 0 and run.calls  # (NaN if the bot had exited; /proc counts in 10 ms ticks)
+        assert 0 <= run.first_cpu_s <= run.cpu_s  # read as the last first words showed, before the rest
     config = json.loads((tmp_path / f"{surface}-relay-2" / "config.json").read_text(encoding="utf-8"))
     agent_spec = config["agents"]["fake"]
     assert [agent_spec["command"], *agent_spec["args"]] == command(agent)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import math
 import os
 import sys
 import time
@@ -71,6 +72,9 @@ class Run:
     gc_max_s: float
     load: float  # the machine's 1-minute load average when the part ended (other work skews every figure)
     calls: dict[str, int] = field(default_factory=dict)
+    #: The bot's own CPU from the first write until every conversation showed its first words (NaN if
+    #: some never did): in a burst of people writing at once, the work each first answer waits behind.
+    first_cpu_s: float = math.nan
 
     @property
     def p50(self) -> float:
@@ -87,6 +91,10 @@ class Run:
     @property
     def agent_ms(self) -> float:
         return self.agent_s * 1e3 / self.size
+
+    @property
+    def first_cpu_ms(self) -> float:
+        return self.first_cpu_s * 1e3 / self.size
 
 
 @dataclass
@@ -139,6 +147,7 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
     started = time.monotonic()
     sampling = profiler.sampling(bot.pid, profile) if profiler and profile else contextlib.nullcontext()
     async with sampling:
+        first_cpu = asyncio.create_task(_cpu_at_last_first_text(side, bot), name="bench-first-cpu")
         await asyncio.gather(*(side.write(i, text) for i in ids))
         finished = await _finished_or_died(side, bot, timeout)
         wall = time.monotonic() - started
@@ -146,11 +155,20 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
             await bot.cpu.settle()
     own, agent = bot.cpu.since() if bot.alive() else (float("nan"), float("nan"))
     fake_cpu = time.process_time() - fake_cpu
+    if not first_cpu.done():
+        first_cpu.cancel()
+    first_cpu_s = first_cpu.result() if first_cpu.done() and not first_cpu.cancelled() else math.nan
     lag_p95, lag_max = await lag.stop()
     await side.unwatch()
     return Run(bot.name, len(ids), side.timeline.first_text_s(), side.timeline.inbound_s(), own, agent, wall,
                side.timeline.missing(), fake_cpu, lag_p95, lag_max, lag.gc_max_s, os.getloadavg()[0],
-               dict(side.timeline.calls))
+               dict(side.timeline.calls), first_cpu_s)
+
+
+async def _cpu_at_last_first_text(side: Platform, bot: Bot) -> float:
+    """The bot's own CPU seconds since its mark, read as the last conversation shows its first words."""
+    await side.timeline.all_first()
+    return bot.cpu.since()[0] if bot.alive() else math.nan
 
 
 @contextlib.asynccontextmanager

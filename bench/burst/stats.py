@@ -47,9 +47,11 @@ class Timeline:
         self.done_marks = frozenset(done)
         self.convs: dict[int, _Conversation] = {}
         self.finished = 0
+        self.first_shown = 0  # conversations whose first words showed
         #: The bot's platform calls (the dashboard: events on the tabs' streams) since ``expect``, by method.
         self.calls: Counter[str] = Counter()
         self._all_done = asyncio.Event()
+        self._all_first = asyncio.Event()
         self._expected: set[int] = set()
 
     def expect(self, ids: Iterable[int]) -> None:
@@ -57,8 +59,10 @@ class Timeline:
         self.convs = {i: _Conversation() for i in ids}
         self._expected = set(self.convs)
         self.finished = 0
+        self.first_shown = 0
         self.calls.clear()
         self._all_done.clear()
+        self._all_first.clear()
 
     def call(self, method: str) -> None:
         """The bot made a platform call (answered or not)."""
@@ -82,6 +86,9 @@ class Timeline:
         now = time.monotonic() if at is None else at
         if conv.first_text is None and self.begin in text:
             conv.first_text = now
+            self.first_shown += 1
+            if self.first_shown == len(self._expected):
+                self._all_first.set()
         conv.seen.update(mark for mark in self.done_marks if mark in text)
         if conv.first_text is not None and conv.seen == self.done_marks:
             conv.done = now
@@ -97,6 +104,10 @@ class Timeline:
         except TimeoutError:
             return False
         return True
+
+    async def all_first(self) -> None:
+        """Returns once every expected conversation showed its first words."""
+        await self._all_first.wait()
 
     def first_text_s(self) -> list[float]:
         return [c.first_text - c.written for c in self.convs.values()
