@@ -23,8 +23,9 @@ copy. A message (or stream) older than
 ``rollover_after_s`` is left as it is: ``rollover_due`` tells the reply's owner to start a new part,
 so the reply continues in a new message.
 
-With a ``ReplyLog``, every message (and native stream) the reply occupies is noted the moment it is
-created or removed. ``resume`` takes such a log from a relay that was killed mid-reply: the reply is
+With a ``ReplyLog``, every message (and native stream) the reply occupies is noted as it is created
+(before the streamer goes on: the store writes the notes of one round of the loop together) or
+removed. ``resume`` takes such a log from a relay that was killed mid-reply: the reply is
 then written into those messages (they are edited, and the ones it no longer needs are removed once
 it is complete) instead of below them as a second copy.
 
