@@ -18,9 +18,10 @@ waits for its answer to start, if it does (the relay it was posted to marks it; 
 the conversation ends the wait, as its answer starts, or with a reply that is no answer, a command's).
 A tab answering or waiting is never evicted and does not count (in a burst of more tabs than
 ``max_tabs``, a question evicted before its answer began lost the tab's transcript); a mark older
-than ``ANSWERING_HELD_S`` is a dead relay's (killed mid-answer) and no longer counts. Any relay evicts, when one of its tabs gets its first message or an answer
-ends: it reads the tabs' keys (a range of the index, not their messages) and removes what the tabs it
-evicts held when it looked (a message written since stays).
+than ``ANSWERING_HELD_S`` is a dead relay's (killed mid-answer) and no longer counts. Any relay evicts
+when one of its tabs gets its first message, its answer ends or its wait ends without one: it reads
+the tabs' keys (a range of the index, not their messages) and removes what the tabs it evicts held
+when it looked (a message written since stays).
 """
 
 from __future__ import annotations
