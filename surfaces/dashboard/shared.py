@@ -13,11 +13,15 @@ synchronised, NTP).
 
 Past ``max_tabs``, the tab used least recently loses its whole transcript, as in the SQLite file: each
 tab has a key ``t:<tab>:`` saying when it was last used (a message added, or edited outside an answer,
-or its answer ended) and since when its answer runs, if it does. A tab answering is never evicted and
-does not count; a mark older than ``ANSWERING_HELD_S`` is a dead relay's (killed mid-answer) and no
-longer counts as answering. Any relay evicts, when one of its tabs gets its first message or an answer
-ends: it reads the tabs' keys (a range of the index, not their messages) and removes what the tabs it
-evicts held when it looked (a message written since stays).
+or its answer ended), since when its answer runs, if it does, and since when the person's message
+waits for its answer to start, if it does (the relay it was posted to marks it; whichever relay owns
+the conversation ends the wait, as its answer starts, or with a reply that is no answer, a command's).
+A tab answering or waiting is never evicted and does not count (in a burst of more tabs than
+``max_tabs``, a question evicted before its answer began lost the tab's transcript); a mark older
+than ``ANSWERING_HELD_S`` is a dead relay's (killed mid-answer) and no longer counts. Any relay evicts
+when one of its tabs gets its first message, its answer ends or its wait ends without one: it reads
+the tabs' keys (a range of the index, not their messages) and removes what the tabs it evicts held
+when it looked (a message written since stays).
 """
 
 from __future__ import annotations
@@ -107,31 +111,42 @@ class SharedTranscript:
     def add(self, tab: str, role: Role, text: str, *, buttons: tuple[Button, ...] = (), plain: bool = False,
             blocks: tuple[dict[str, Any], ...] = (), message_id: str | None = None) -> Entry | None:
         """Append a message; returns it, or None when ``message_id`` is already in this tab."""
-        entry = Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks)
-        if message_id is not None and self._state.get(_message_key(tab, message_id)) is not None:
+        return self._add(tab, Entry(message_id or uuid.uuid4().hex, role, text, buttons, plain, blocks),
+                         fresh_id=message_id is None)
+
+    def _add(self, tab: str, entry: Entry, *, fresh_id: bool = False, waiting: bool = False) -> Entry | None:
+        """``add``; ``waiting``: the person's message, whose tab waits for its answer from now (unless an
+        answer runs in it). A relay's message in a tab waiting, with no answer running here, is a reply
+        that is no answer (a command's): the wait ends."""
+        if not fresh_id and self._state.get(_message_key(tab, entry.id)) is not None:
             return None
-        known = self._state.get(_tab_key(tab))
+        known, now = self._state.get(_tab_key(tab)), self._clock()
         self._write(tab, entry, self._posted_at())
-        self._used(tab, known)
-        if known is None:
+        if waiting:  # a message sent while an answer runs is answered after it, without waiting out of line
+            self._used(tab, known, waiting=None if self._marked(known, "answering", now) else True)
+            counts = known is None
+        else:
+            replied = tab not in self._answering and self._marked(known, "waiting", now)
+            self._used(tab, known, waiting=None if tab in self._answering else False)
+            counts = known is None or replied  # a tab that waited counts again, as a new one does
+        if counts:
             self._evict()
         return entry
 
     def add_many(self, posted: Sequence[tuple[str, Entry]], *, rewrite: bool = False) -> list[Entry | None]:
         """``add`` each ``(tab, entry)`` in turn (the store's writes are its own); ``rewrite``: a message whose
         id is already in its tab is rewritten with the entry, in its place (and None comes back for it)."""
-        added = [self.add(tab, entry.role, entry.text, buttons=entry.buttons, plain=entry.plain, blocks=entry.blocks,
-                          message_id=entry.id) for tab, entry in posted]
+        added = [self._add(tab, entry) for tab, entry in posted]
         for (tab, entry), new in zip(posted, added, strict=True):
             if new is None and rewrite:
                 self.update(tab, entry.id, entry.text, buttons=entry.buttons, plain=entry.plain, blocks=entry.blocks)
         return added
 
     def post_many(self, posted: Sequence[tuple[str, Entry]]) -> list[Entry | None]:
-        """The person's messages: ``add_many``. Unlike the SQLite file, a tab waiting for its answer to
-        start is not held past ``max_tabs``: its answer may run on another relay, whose start and end this
-        one does not see, so nothing here would end the wait."""
-        return self.add_many(posted)
+        """The person's messages (``add_many``): each tab written to waits for its answer from now on, and
+        is held past ``max_tabs`` until its answer starts, on whichever relay owns the conversation, or
+        that relay replies without one. A resend (None) changes nothing."""
+        return [self._add(tab, entry, waiting=True) for tab, entry in posted]
 
     def update(self, tab: str, message_id: str, text: str, *, buttons: tuple[Button, ...] = (),
                plain: bool = False, blocks: tuple[dict[str, Any], ...] = ()) -> Entry | None:
@@ -188,29 +203,40 @@ class SharedTranscript:
 
     def answering(self, tab: str, active: bool) -> None:
         """The tab's answer runs (``active``) or ended: while it runs the tab is never evicted and does not
-        count toward ``max_tabs``; once it ended, the tabs beyond ``max_tabs`` go."""
+        count toward ``max_tabs``; once it ended, the tabs beyond ``max_tabs`` go. Either way the person's
+        message no longer waits for it to start."""
         (self._answering.add if active else self._answering.discard)(tab)
-        self._used(tab)
+        self._used(tab, waiting=False)
         if not active:
             self._evict()
 
-    def _used(self, tab: str, known: str | None = None) -> None:
-        """Note the tab's use now; ``known``: its key as read before, whose mark of an answer running on
-        another relay (the owner's, when the person writes through this one) is kept."""
+    def _used(self, tab: str, known: str | None = None, *, waiting: bool | None = None) -> None:
+        """Note the tab's use now; ``known``: its key as read before, whose marks of an answer running on
+        another relay (the owner's, when the person writes through this one) and of a message waiting for
+        its answer are kept; ``waiting``: a message waits from now (True), or no longer (False)."""
         now = self._clock()
-        answering = now if tab in self._answering else int(json.loads(known)["answering"]) if known else 0
-        self._state.set(_tab_key(tab), json.dumps({"used": now, "answering": answering}))
+        marks = json.loads(known) if known else {}
+        answering = now if tab in self._answering else int(marks.get("answering", 0))
+        waits = now if waiting else 0 if waiting is False else int(marks.get("waiting", 0))
+        self._state.set(_tab_key(tab), json.dumps({"used": now, "answering": answering, "waiting": waits}))
+
+    @staticmethod
+    def _marked(known: str | None, mark: str, now: int) -> bool:
+        """The tab's key ``known`` holds ``mark`` (``answering`` or ``waiting``), set less than
+        ``ANSWERING_HELD_S`` ago (an older one is a dead relay's)."""
+        at = int(json.loads(known).get(mark, 0)) if known else 0
+        return bool(at) and now - at <= ANSWERING_HELD_S * 1e9
 
     def _evict(self) -> None:
-        """Drop the transcripts of the tabs beyond ``max_tabs`` not answering, least recently used first."""
+        """Drop the transcripts of the tabs beyond ``max_tabs`` neither answering nor waiting for an answer,
+        least recently used first."""
         if self.max_tabs is None:
             return
         looked, now = time.time(), self._clock()
         idle = []
         for key, raw in self._state.items("t:").items():
-            data = json.loads(raw)
-            if not data["answering"] or now - int(data["answering"]) > ANSWERING_HELD_S * 1e9:
-                idle.append((int(data["used"]), key.removeprefix("t:").removesuffix(":")))
+            if not self._marked(raw, "answering", now) and not self._marked(raw, "waiting", now):
+                idle.append((int(json.loads(raw)["used"]), key.removeprefix("t:").removesuffix(":")))
         for _, tab in sorted(idle)[:max(0, len(idle) - self.max_tabs)]:
             with self._lock:
                 for key in [k for k in self._posted if k.startswith(f"m:{tab}:")]:

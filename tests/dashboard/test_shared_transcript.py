@@ -114,12 +114,16 @@ async def test_past_max_tabs_the_least_recently_used_idle_tab_loses_its_transcri
         await b.post_user("tab2", "second tab", "m2")
         for i in range(3):  # more messages in a tab already kept evict nothing
             await b.post_user("tab2", f"again {i}", f"m2-{i}")
+        await a.typing(conversation_key("tab2"), True)  # their answer, on the other relay: no wait from now
+        await a.typing(conversation_key("tab2"), False)
         await a.edit(conversation_key("tab1"), old, md("edited later, so the first tab is the more recent"))
         await b.typing(conversation_key("busy"), True)  # its answer runs: it does not count, nor is it evicted
         await b.send(conversation_key("busy"), md("answering"))
         await a.post_user("busy", "sent to another relay while it answers", "m-busy")  # its mark stays
         assert a.snapshot("tab1")["messages"] and a.snapshot("tab2")["messages"]
         await b.post_user("tab3", "a third tab", "m3")
+        await b.typing(conversation_key("tab3"), True)  # its answer ends: it counts from now
+        await b.typing(conversation_key("tab3"), False)
         assert a.snapshot("tab2")["messages"] == []
         assert [m["text"] for m in b.snapshot("tab1")["messages"]] == [
             "first tab", "edited later, so the first tab is the more recent"]
@@ -130,6 +134,28 @@ async def test_past_max_tabs_the_least_recently_used_idle_tab_loses_its_transcri
         assert [m["text"] for m in a.snapshot("tab3")["messages"]] == ["a third tab"]
         assert len(a.snapshot("busy")["messages"]) == 2
         assert {key.split(":")[1] for key in StoreState(a_store, "dashboard").items()} == {"tab3", "busy"}
+
+
+async def test_a_tab_whose_message_waits_for_its_answer_is_held_until_the_owner_starts_or_replies(
+        place: Place) -> None:
+    # A burst of more tabs than max_tabs: a question evicted before its answer began lost the tab's
+    # transcript. The relay it was posted to marks the wait; the conversation's owner, another relay, ends it.
+    with place.open() as a_store, place.open() as b_store:
+        posted_to = DashboardSurface(SharedTranscript(StoreState(a_store, "dashboard"), max_tabs=1))
+        owner = DashboardSurface(SharedTranscript(StoreState(b_store, "dashboard"), max_tabs=1))
+        for tab in ("q1", "q2", "q3"):  # three questions at once, one tab kept: none is evicted yet
+            await posted_to.post_user(tab, f"question in {tab}", f"m-{tab}")
+        assert [len(owner.snapshot(t)["messages"]) for t in ("q1", "q2", "q3")] == [1, 1, 1]
+        await owner.typing(conversation_key("q1"), True)  # q1's answer runs, then ends: q1 is idle again
+        await owner.send(conversation_key("q1"), md("the answer"))
+        await owner.typing(conversation_key("q1"), False)
+        assert [len(owner.snapshot(t)["messages"]) for t in ("q1", "q2", "q3")] == [2, 1, 1]  # the only idle tab
+        # A command's reply, no answer running: q2 waits no more and counts again; the tabs beyond one go.
+        await owner.send(conversation_key("q2"), md("a command's reply"))
+        assert [len(posted_to.snapshot(t)["messages"]) for t in ("q1", "q2", "q3")] == [0, 2, 1]
+        await owner.typing(conversation_key("q3"), True)
+        await owner.typing(conversation_key("q3"), False)  # q3's answer ended: q2 is now the older idle tab
+        assert [len(posted_to.snapshot(t)["messages"]) for t in ("q1", "q2", "q3")] == [0, 0, 1]
 
 
 async def test_a_tab_marked_answering_by_a_relay_that_died_is_evicted_once_the_mark_is_old(place: Place) -> None:
