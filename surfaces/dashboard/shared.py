@@ -121,14 +121,16 @@ class SharedTranscript:
         if not fresh_id and self._state.get(_message_key(tab, entry.id)) is not None:
             return None
         known, now = self._state.get(_tab_key(tab)), self._clock()
+        marks = _marks(known)
         self._write(tab, entry, self._posted_at())
         if waiting:  # a message sent while an answer runs is answered after it, without waiting out of line
-            self._used(tab, known, waiting=None if self._marked(known, "answering", now) else True)
+            self._used(tab, marks, waiting=None if _marked(marks, "answering", now) else True)
             counts = known is None
         else:
-            replied = tab not in self._answering and self._marked(known, "waiting", now)
-            self._used(tab, known, waiting=None if tab in self._answering else False)
-            counts = known is None or replied  # a tab that waited counts again, as a new one does
+            here = tab in self._answering
+            self._used(tab, marks, waiting=None if here else False)
+            # a tab that waited counts again, as a new one does
+            counts = known is None or (not here and _marked(marks, "waiting", now))
         if counts:
             self._evict()
         return entry
@@ -163,7 +165,7 @@ class SharedTranscript:
         entry = Entry(message_id, role, text, buttons, plain, blocks)
         self._write(tab, entry, at)
         if tab not in self._answering:  # a streamed edit is no use of its own: the answer's end is
-            self._used(tab, self._state.get(_tab_key(tab)))
+            self._used(tab, _marks(self._state.get(_tab_key(tab))))
         return entry
 
     def update_many(self, edits: Sequence[Edit]) -> list[Entry | None]:
@@ -210,22 +212,15 @@ class SharedTranscript:
         if not active:
             self._evict()
 
-    def _used(self, tab: str, known: str | None = None, *, waiting: bool | None = None) -> None:
-        """Note the tab's use now; ``known``: its key as read before, whose marks of an answer running on
+    def _used(self, tab: str, marks: dict[str, Any] | None = None, *, waiting: bool | None = None) -> None:
+        """Note the tab's use now; ``marks``: its key as read before, whose marks of an answer running on
         another relay (the owner's, when the person writes through this one) and of a message waiting for
         its answer are kept; ``waiting``: a message waits from now (True), or no longer (False)."""
         now = self._clock()
-        marks = json.loads(known) if known else {}
+        marks = marks or {}
         answering = now if tab in self._answering else int(marks.get("answering", 0))
         waits = now if waiting else 0 if waiting is False else int(marks.get("waiting", 0))
         self._state.set(_tab_key(tab), json.dumps({"used": now, "answering": answering, "waiting": waits}))
-
-    @staticmethod
-    def _marked(known: str | None, mark: str, now: int) -> bool:
-        """The tab's key ``known`` holds ``mark`` (``answering`` or ``waiting``), set less than
-        ``ANSWERING_HELD_S`` ago (an older one is a dead relay's)."""
-        at = int(json.loads(known).get(mark, 0)) if known else 0
-        return bool(at) and now - at <= ANSWERING_HELD_S * 1e9
 
     def _evict(self) -> None:
         """Drop the transcripts of the tabs beyond ``max_tabs`` neither answering nor waiting for an answer,
@@ -235,8 +230,9 @@ class SharedTranscript:
         looked, now = time.time(), self._clock()
         idle = []
         for key, raw in self._state.items("t:").items():
-            if not self._marked(raw, "answering", now) and not self._marked(raw, "waiting", now):
-                idle.append((int(json.loads(raw)["used"]), key.removeprefix("t:").removesuffix(":")))
+            marks = json.loads(raw)
+            if not _marked(marks, "answering", now) and not _marked(marks, "waiting", now):
+                idle.append((int(marks["used"]), key.removeprefix("t:").removesuffix(":")))
         for _, tab in sorted(idle)[:max(0, len(idle) - self.max_tabs)]:
             with self._lock:
                 for key in [k for k in self._posted if k.startswith(f"m:{tab}:")]:
@@ -251,6 +247,19 @@ class SharedTranscript:
         rows = sorted((json.loads(raw)["at"], key.removeprefix(prefix), raw)
                       for key, raw in self._state.items(prefix).items())
         return [_entry(ident, json.loads(raw)) for _, ident, raw in rows]
+
+
+def _marks(known: str | None) -> dict[str, Any]:
+    """A tab's key as read (None: the tab has none yet)."""
+    marks: dict[str, Any] = json.loads(known) if known else {}
+    return marks
+
+
+def _marked(marks: dict[str, Any], mark: str, now: int) -> bool:
+    """The tab's ``marks`` hold ``mark`` (``answering`` or ``waiting``), set less than ``ANSWERING_HELD_S``
+    ago (an older one is a dead relay's)."""
+    at = int(marks.get(mark, 0))
+    return bool(at) and now - at <= ANSWERING_HELD_S * 1e9
 
 
 def _entry(message_id: str, data: dict[str, Any]) -> Entry:
