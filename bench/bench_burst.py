@@ -33,7 +33,8 @@ Printed, not asserted; the targets of issue 24 are printed beside the ratios.
 
     python -m bench.bench_burst [--surface telegram,discord,slack,dashboard] [--sizes 100,1000]
                                 [--known 500,10000] [--new 500] [--repeat 1] [--idle-s S] [--profile DIR]
-                                [--profiler py-spy|cprofile] [--heap DIR] [--agent scripted|bench]
+                                [--profiler py-spy|cprofile] [--profile-until end|first] [--heap DIR]
+                                [--agent scripted|bench]
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ async def run(args: argparse.Namespace) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="bench-burst-") as tmp:
         work = Path(args.keep).resolve() if args.keep else Path(tmp)
-        profiler = Profiler(Path(args.profile).resolve() if args.profile else None, args.profiler)
+        profiler = Profiler(Path(args.profile).resolve() if args.profile else None, args.profiler, args.profile_until)
         opts = Options(work, chunks=args.chunks, seconds=args.seconds, deadline_s=args.deadline_s,
                        batch=args.batch, idle_s=args.idle_s, profiler=profiler,
                        heap=Path(args.heap).resolve() if args.heap else None, agent=args.agent)
@@ -226,6 +227,9 @@ def main() -> None:
                         help="py-spy samples (raw stacks; a loaded machine skews them); cprofile records the "
                              "relay's CPU time by function (exact, but it slows the relay: its timings are not "
                              "figures)")
+    parser.add_argument("--profile-until", choices=("end", "first"), default="end",
+                        help="end: record each phase whole; first: stop a burst's recording as the last "
+                             "conversation shows its first words (the work each first answer waits behind)")
     parser.add_argument("--heap", default="",
                         help="run the known part's relay under tracemalloc, snapshots in this directory")
     parser.add_argument("--agent", choices=AGENTS, default="scripted",

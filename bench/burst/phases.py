@@ -24,7 +24,7 @@ from bench.burst.on_discord import DiscordSide
 from bench.burst.on_slack import SlackSide
 from bench.burst.on_telegram import TelegramSide
 from bench.burst.platform import BEGIN, END, FOOTER, Platform, script
-from bench.burst.procs import Bot, Profiler, naive_bot, relay
+from bench.burst.procs import Bot, Profiler, Recording, naive_bot, relay
 from bench.burst.stats import LoopLag, Timeline, pct
 
 __all__ = ["SIDES", "Known", "Options", "Run", "Unfinished", "burst", "known"]
@@ -145,9 +145,11 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
     fake_cpu = time.process_time()
     lag.start()
     started = time.monotonic()
-    sampling = profiler.sampling(bot.pid, profile) if profiler and profile else contextlib.nullcontext()
-    async with sampling:
-        first_cpu = asyncio.create_task(_cpu_at_last_first_text(side, bot), name="bench-first-cpu")
+    sampling = (profiler.sampling(bot.pid, profile) if profiler and profile
+                else contextlib.nullcontext(Recording(None)))
+    async with sampling as recording:
+        until_first = recording if profiler is not None and profiler.until == "first" else None
+        first_cpu = asyncio.create_task(_cpu_at_last_first_text(side, bot, until_first), name="bench-first-cpu")
         await asyncio.gather(*(side.write(i, text) for i in ids))
         finished = await _finished_or_died(side, bot, timeout)
         wall = time.monotonic() - started
@@ -165,10 +167,14 @@ async def _measured(side: Platform, bot: Bot, ids: range, text: str, timeout: fl
                dict(side.timeline.calls), first_cpu_s)
 
 
-async def _cpu_at_last_first_text(side: Platform, bot: Bot) -> float:
-    """The bot's own CPU seconds since its mark, read as the last conversation shows its first words."""
+async def _cpu_at_last_first_text(side: Platform, bot: Bot, recording: Recording | None = None) -> float:
+    """The bot's own CPU seconds since its mark, read as the last conversation shows its first words
+    (and ``recording`` stopped then)."""
     await side.timeline.all_first()
-    return bot.cpu.since()[0] if bot.alive() else math.nan
+    cpu = bot.cpu.since()[0] if bot.alive() else math.nan
+    if recording is not None:
+        await recording.stop()
+    return cpu
 
 
 @contextlib.asynccontextmanager

@@ -17,7 +17,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from bench.burst.bench_agent import AGENT_ENV
 from bench.burst.bench_agent import command as agent_command
 from bench.burst.cprofiled import OUTPUT
 
-__all__ = ["Bot", "Cpu", "Profiler", "naive_bot", "relay"]
+__all__ = ["Bot", "Cpu", "Profiler", "Recording", "naive_bot", "relay"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("acp-relay")
@@ -185,37 +185,59 @@ async def naive_bot(tmp: Path, surface: str, args: list[str], env: dict[str, str
     return Bot("naive", proc, log)
 
 
+class Recording:
+    """A profile being recorded: ``stop()`` ends it early (the phase's end stops it otherwise)."""
+
+    def __init__(self, out: Path | None, stop: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.out = out  # the profile's file (None: nothing is recorded)
+        self._stop = stop
+
+    async def stop(self) -> None:
+        """End the recording now (once; later calls do nothing)."""
+        stop, self._stop = self._stop, None
+        if stop is not None:
+            await stop()
+
+
 class Profiler:
     """A profile of the relay while a phase runs. ``py-spy`` samples it (its raw stacks, by function:
     ``profile`` reads them); py-spy pauses the process for each sample, 100 a second: a little CPU, a
     little latency, and on a loaded machine a process waiting for a core counts as busy where it stands.
     ``cprofile`` records the relay's CPU time by function (``bench.burst.cprofiled``, switched on for
     the phase only): exact, but it slows every call several times, so the phase's timings are not
-    figures to keep."""
+    figures to keep.
 
-    def __init__(self, out_dir: Path | None, kind: str = "py-spy") -> None:
+    ``until``: ``"end"`` records the whole phase; ``"first"`` stops a burst's recording as the last
+    conversation shows its first words, so the profile holds the work every first answer waited behind.
+    """
+
+    def __init__(self, out_dir: Path | None, kind: str = "py-spy", until: str = "end") -> None:
         self.out_dir = out_dir
         self.kind = kind
+        self.until = until
         self.exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
 
     @contextlib.asynccontextmanager
-    async def sampling(self, pid: int, name: str) -> AsyncIterator[Path | None]:
-        """Record ``pid`` while the block runs; yields the profile's file (None without an output directory)."""
+    async def sampling(self, pid: int, name: str) -> AsyncIterator[Recording]:
+        """Record ``pid`` while the block runs (or until its recording is stopped)."""
         if self.out_dir is None:
-            yield None
+            yield Recording(None)
             return
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        if self.kind == "cprofile":
-            async with self._cprofile(pid, name) as out:
-                yield out
-            return
+        recording = await (self._cprofile(pid, name) if self.kind == "cprofile" else self._py_spy(pid, name))
+        try:
+            yield recording
+        finally:
+            await recording.stop()
+
+    async def _py_spy(self, pid: int, name: str) -> Recording:
+        assert self.out_dir is not None
         out = self.out_dir / f"{name}.txt"
         proc = await asyncio.create_subprocess_exec(
             self.exe, "record", "--pid", str(pid), "--format", "raw", "--function", "-o", str(out),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        try:
-            yield out
-        finally:
+
+        async def stop() -> None:
             if proc.returncode is None:
                 proc.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
             try:
@@ -224,20 +246,20 @@ class Profiler:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+        return Recording(out, stop)
 
-    @contextlib.asynccontextmanager
-    async def _cprofile(self, pid: int, name: str) -> AsyncIterator[Path]:
+    async def _cprofile(self, pid: int, name: str) -> Recording:
         assert self.out_dir is not None
         written = self.out_dir / OUTPUT
         written.unlink(missing_ok=True)
         out = self.out_dir / f"{name}.prof"
         os.kill(pid, signal.SIGUSR1)
-        try:
-            yield out
-        finally:
+
+        async def stop() -> None:
             os.kill(pid, signal.SIGUSR2)
             deadline = time.monotonic() + 30.0
             while not written.exists() and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
             if written.exists():
                 written.replace(out)
+        return Recording(out, stop)
