@@ -354,8 +354,11 @@ def _load(path: str | Path | None, *, strict: bool) -> RelayConfig:
         raise ConfigError(file, [("<file>", "config file not found")]) from exc
     except OSError as exc:
         raise ConfigError(file, [("<file>", f"cannot read config file: {exc.strerror or exc}")]) from exc
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # json.JSONDecodeError is a ValueError; UnicodeDecodeError too, listed for the reader.
+        # RecursionError: arrays or objects nested deeper than the parser goes.
+        if isinstance(exc, RecursionError):
+            exc = ValueError("nested too deeply")
         if strict:
             raise ConfigError(file, [("<file>", f"not valid JSON: {exc}")]) from exc
         _log.warning("config %s is not valid JSON (%s); running on defaults", file, exc)

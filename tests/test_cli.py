@@ -221,6 +221,15 @@ def test_check_config_rejects_unparseable_json_with_exit_2(tmp_path: Path, env: 
     no_traceback(proc)
 
 
+def test_check_config_rejects_json_nested_too_deeply_with_exit_2(tmp_path: Path, env: dict[str, str]) -> None:
+    deep = write_config(tmp_path, "[" * 200_000 + "]" * 200_000, name="deep.json")
+    proc = run(env, "check-config", "--config", str(deep))
+    assert proc.returncode == 2
+    assert "not valid JSON: nested too deeply" in proc.stderr
+    assert "went wrong" not in proc.stderr
+    no_traceback(proc)
+
+
 def test_a_config_with_wrong_keys_stops_ask_with_exit_2(tmp_path: Path, env: dict[str, str]) -> None:
     proc = run(env, "ask", "--config", str(write_config(tmp_path, {"agentz": {}})), "hello")
     assert proc.returncode == 2

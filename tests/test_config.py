@@ -247,6 +247,19 @@ def test_strict_load_rejects_unparseable_json(tmp_path: Path) -> None:
     assert str(path) in str(info.value)
 
 
+def test_json_nested_deeper_than_the_parser_goes_is_unparseable_not_a_crash(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # json.loads raised RecursionError, which reached the CLI's funnel: "something went wrong inside
+    # the relay" instead of the config file's problem.
+    path = write(tmp_path, "[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ConfigError) as info:
+        load_config_strict(path)
+    assert info.value.problems == [("<file>", "not valid JSON: nested too deeply")]
+    with caplog.at_level(logging.WARNING, logger="acp_relay.config"):
+        assert load_config(path) == RelayConfig()
+    assert "nested too deeply" in caplog.text
+
+
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "nope.json"
     for loader in (load_config, load_config_strict):
