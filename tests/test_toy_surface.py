@@ -30,8 +30,16 @@ TOY = ROOT / "tests" / "toy_surface"
 @pytest.fixture
 def toy_site(tmp_path: Path) -> Path:
     """The toy package installed into a folder of its own (built from a copy: the tree stays clean)."""
+    return install_toy(tmp_path)
+
+
+def install_toy(tmp_path: Path, added: str = "") -> Path:
+    """The toy installed into ``tmp_path/site``; ``added`` is appended to its plugin module first."""
     source, site = tmp_path / "toy-src", tmp_path / "site"
     shutil.copytree(TOY, source)
+    if added:
+        plugin = source / "acp_relay_toy" / "__init__.py"
+        plugin.write_text(plugin.read_text(encoding="utf-8") + added, encoding="utf-8")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
                     "--target", str(site), str(source)], check=True, capture_output=True, timeout=120)
     return site
@@ -93,3 +101,64 @@ async def test_without_the_package_the_toy_section_is_an_unknown_surface(
     assert await checked.exited() == 2
     installed = "(installed: dashboard, discord, slack, telegram)"
     assert f"surfaces.toy: no such surface is installed {installed}" in checked.stderr
+
+
+BROKEN_DOCTOR = """
+
+async def doctor(settings: ToySettings) -> list[tuple[bool, str]]:
+    raise RuntimeError("the toy's doctor has a bug")
+
+
+PLUGIN = SurfacePlugin(name="toy", settings=ToySettings, launch=launch, check=check, doctor=doctor)
+"""
+
+
+async def test_a_surface_package_whose_doctor_has_a_bug_gets_one_plain_sentence_and_one_logged_traceback(
+        relay_processes: Spawn, tmp_path: Path) -> None:
+    # The CLI's funnel: what nobody below it expected is logged once, with its traceback, in the log
+    # file; the person reads where to look, never the traceback.
+    site = install_toy(tmp_path, BROKEN_DOCTOR)
+    config = write_config(tmp_path, {"toy": {"enabled": True, "folder": str(tmp_path)}})
+    doctor = await relay_processes(config, "doctor", PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
+    assert await doctor.exited() == 1, doctor.stderr
+    assert f"something went wrong inside the relay; details are in {doctor.log_path}" in doctor.stderr
+    assert "Traceback" not in doctor.stderr and "has a bug" not in doctor.stderr
+    assert doctor.log().count("Traceback") == 1
+    assert "RuntimeError: the toy's doctor has a bug" in doctor.log()
+
+
+BROKEN_CLOSE = """
+
+_launch = launch
+
+
+async def launch(host: Host, settings: ToySettings) -> Launched:
+    relay = await _launch(host, settings)
+
+    async def close() -> None:
+        raise RuntimeError("the toy's close has a bug")
+
+    relay.close = close
+    return relay
+
+
+PLUGIN = SurfacePlugin(name="toy", settings=ToySettings, launch=launch, check=check)
+"""
+
+
+async def test_a_surface_package_failing_to_close_is_logged_once_and_the_relay_still_stops_cleanly(
+        relay_processes: Spawn, tmp_path: Path) -> None:
+    chat = tmp_path / "chat"
+    chat.mkdir()
+    site = install_toy(tmp_path, BROKEN_CLOSE)
+    config = write_config(tmp_path, {"toy": {"enabled": True, "folder": str(chat), "allowed_user_ids": ["alice"],
+                                             "poll_s": 0.05}})
+    relay = await relay_processes(config, PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
+    write(chat, id="1", chat="c1", user="alice", text="text hello")
+    await until(lambda: any("hello" in t for t in shown(chat).values()), "answered", timeout=HANG_GUARD_S)
+    assert await relay.stop() == 0, relay.stderr
+    assert "acp-relay: stopped cleanly" in relay.stderr
+    assert "Traceback" not in relay.stderr and "went wrong" not in relay.stderr
+    log = relay.log()
+    assert log.count("toy: close failed while shutting down") == 1
+    assert log.count("Traceback") == 1 and "RuntimeError: the toy's close has a bug" in log

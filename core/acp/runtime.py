@@ -79,8 +79,9 @@ class AcpRuntime:
     async def _supervise(self) -> None:
         try:
             await self.conn.run()
-        except Exception:
+        except Exception:  # the reader's funnel: logged here, once; every waiter hears of the death below
             log.exception("reader of agent %s failed", self.spec.name)
+            await self.process.stop()  # what it writes can no longer be read: it is of no more use
         code = await self.process.wait_exit(2.0)
         self.death = AcpRuntimeDead(
             f"agent {self.spec.name} exited" + (f" with code {code}" if code is not None else ""),

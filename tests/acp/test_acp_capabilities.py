@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 
+import psutil
 import pytest
 
 from core.acp import AgentSpec
@@ -21,6 +22,9 @@ async def test_an_agent_speaking_another_protocol_version_is_refused_in_plain_wo
     verdict = classify(raised.value)
     assert (verdict.kind, verdict.transient) == ("protocol_version", False)
     assert "version 2" in verdict.prose and "version 1" in verdict.prose
+    left = [p for p in psutil.Process().children(recursive=True)
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "--protocol-version" in p.cmdline()]
+    assert left == [], "the agent refused at initialize is stopped, not left running"
 
 
 async def test_the_runtime_knows_whether_the_agent_takes_images(start, agent) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
 from core.acp.connection import DEFAULT_LINE_CAP, JsonRpcConnection
+from core.errors import AcpProcessDied
 
 HANG = 15.0
 
@@ -154,3 +156,21 @@ async def test_a_frame_reads_as_json_loads_reads_its_bytes() -> None:
     for line in bad:
         with pytest.raises(ValueError):
             json.loads(line)
+
+
+async def test_a_reader_that_fails_unexpectedly_is_logged_once_and_every_waiter_hears_the_agent_is_gone(
+        start, agent, caplog: pytest.LogCaptureFixture) -> None:
+    # Below the reader: the agent's stdout stream itself fails (not EOF, not a frame we can skip).
+    rt = await start(agent())
+    session = await rt.new_session()
+    prompt = asyncio.create_task(session.prompt("text started\nhang"))
+    await asyncio.sleep(0.2)  # the turn is under way
+    with caplog.at_level(logging.ERROR, logger="acp_relay"):
+        rt.process.proc.stdout.set_exception(RuntimeError("the pipe broke in an unheard-of way"))
+        async with asyncio.timeout(HANG):
+            with pytest.raises(AcpProcessDied):
+                await prompt
+    failed = [r for r in caplog.records if "reader of agent" in r.getMessage()]
+    assert len(failed) == 1 and failed[0].exc_info is not None, "logged once, with its traceback"
+    assert not rt.alive
+    assert not rt.process.alive, "an agent whose frames can no longer be read is stopped, not left running"
