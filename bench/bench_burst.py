@@ -33,7 +33,7 @@ Printed, not asserted; the targets of issue 24 are printed beside the ratios.
 
     python -m bench.bench_burst [--surface telegram,discord,slack,dashboard] [--sizes 100,1000]
                                 [--known 500,10000] [--new 500] [--repeat 1] [--idle-s S] [--profile DIR]
-                                [--profiler py-spy|cprofile] [--profile-until end|first] [--heap DIR]
+                                [--profiler py-spy|cprofile] [--profile-until end|first] [--rate HZ] [--heap DIR]
                                 [--agent scripted|bench]
 """
 
@@ -55,7 +55,7 @@ from pathlib import Path
 from bench.burst.bench_agent import AGENTS, command
 from bench.burst.heap import diff_lines
 from bench.burst.phases import SIDES, Known, Options, Run, Unfinished, burst, known
-from bench.burst.procs import Profiler
+from bench.burst.procs import DEFAULT_RATE, Profiler
 
 __all__ = ["main"]
 
@@ -181,7 +181,8 @@ async def run(args: argparse.Namespace) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="bench-burst-") as tmp:
         work = Path(args.keep).resolve() if args.keep else Path(tmp)
-        profiler = Profiler(Path(args.profile).resolve() if args.profile else None, args.profiler, args.profile_until)
+        profiler = Profiler(Path(args.profile).resolve() if args.profile else None, args.profiler, args.profile_until,
+                            args.rate)
         opts = Options(work, chunks=args.chunks, seconds=args.seconds, deadline_s=args.deadline_s,
                        batch=args.batch, idle_s=args.idle_s, profiler=profiler,
                        heap=Path(args.heap).resolve() if args.heap else None, agent=args.agent)
@@ -199,7 +200,8 @@ async def run(args: argparse.Namespace) -> int:
                 say(f"{surface}: could not finish: {exc}")
             say(f"  [{surface}: {time.monotonic() - started:.0f} s in all]")
     if args.profile:
-        say(f"profiles ({args.profiler}): {args.profile}; top entries: python -m bench.burst.profile FILE")
+        rate = f" --rate {args.rate}" if args.profiler == "py-spy" and args.rate != DEFAULT_RATE else ""
+        say(f"profiles ({args.profiler}): {args.profile}; top entries: python -m bench.burst.profile FILE{rate}")
     return 1 if failed else 0
 
 
@@ -227,6 +229,9 @@ def main() -> None:
                         help="py-spy samples (raw stacks; a loaded machine skews them); cprofile records the "
                              "relay's CPU time by function (exact, but it slows the relay: its timings are not "
                              "figures)")
+    parser.add_argument("--rate", type=int, default=DEFAULT_RATE,
+                        help="py-spy's samples a second (above 100 it samples without pausing the relay: "
+                             "a burst's last first text is too short a window for 100 a second)")
     parser.add_argument("--profile-until", choices=("end", "first"), default="end",
                         help="end: record each phase whole; first: stop a burst's recording as the last "
                              "conversation shows its first words (the work each first answer waits behind)")

@@ -16,6 +16,7 @@ import pytest
 from bench.burst.bench_agent import command
 from bench.burst.phases import SIDES, Options, burst
 from bench.burst.platform import BEGIN, END, FOOTER, script
+from bench.burst.procs import py_spy_arguments
 from bench.burst.profile import Profile
 from bench.burst.stats import Timeline, pct
 
@@ -87,6 +88,16 @@ def test_a_profile_is_read_by_function_with_the_suspects_shares(tmp_path: Path) 
     assert "asyncio/runners.py:run" not in profile.inclusive()
     assert profile.share("Pacer._forget_idle") == 0.25
     assert any("Pacer._forget_idle 25.0%" in line for line in profile.lines(5))
+    assert "40 samples (at 100 a second: about 0.4 s on CPU" in profile.lines(5)[0]
+    assert "40 samples (at 1000 a second: about 0.04 s on CPU" in Profile(raw, 1000).lines(5)[0]
+
+
+def test_py_spy_samples_above_its_own_rate_without_pausing_the_relay(tmp_path: Path) -> None:
+    out = tmp_path / "p.txt"
+    assert py_spy_arguments(7, out) == ["record", "--pid", "7", "--format", "raw", "--function", "--rate", "100",
+                                        "-o", str(out)]
+    fast = py_spy_arguments(7, out, 1000)
+    assert fast[fast.index("--rate") + 1] == "1000" and "--nonblocking" in fast
 
 
 @pytest.mark.parametrize(("surface", "agent"), [*((s, "scripted") for s in sorted(SIDES)), ("slack", "bench")])

@@ -5,7 +5,7 @@ Prints where the samples (or the CPU time) end (self time, by package and by fun
 that hold the most on their stack (inclusive, the event loop's own frames left out), and the share of
 each suspect issue 24 names, so a profile confirms or refutes each one by number.
 
-    python -m bench.burst.profile FILE [FILE ...] [--top 12]
+    python -m bench.burst.profile FILE [FILE ...] [--top 12] [--rate 100]
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def _label(frame: str) -> str:
 class Profile:
     """One raw py-spy file: samples by stack."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, rate: int = 100) -> None:
         self.path = path
+        self.rate = rate  # samples a second, as recorded (``bench_burst --rate``)
         self.stacks: list[tuple[list[str], int]] = []
         self.blocked = 0
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -88,7 +89,8 @@ class Profile:
         if not self.total:
             return [f"{self.path.name}: no samples"]
         pc = 100.0 / self.total
-        out = [f"{self.path.name}: {self.total} samples (at 100 a second: about {self.total / 100:.0f} s on CPU; "
+        out = [f"{self.path.name}: {self.total} samples (at {self.rate} a second: about "
+               f"{self.total / self.rate:.2g} s on CPU; "
                f"{self.blocked} more of threads blocked in a wait, left out)"]
         packages = self.self_by("package").most_common(8)
         out.append("  self, by package: " + ", ".join(f"{name} {n * pc:.0f}%" for name, n in packages))
@@ -159,9 +161,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=12)
+    parser.add_argument("--rate", type=int, default=100, help="py-spy's samples a second, as recorded")
     args = parser.parse_args()
     for path in args.files:
-        print("\n".join((CpuProfile(path) if path.suffix == ".prof" else Profile(path)).lines(args.top)))
+        print("\n".join((CpuProfile(path) if path.suffix == ".prof" else Profile(path, args.rate)).lines(args.top)))
 
 
 if __name__ == "__main__":
