@@ -55,7 +55,8 @@ from pathlib import Path
 from bench.burst.bench_agent import AGENTS, command
 from bench.burst.heap import diff_lines
 from bench.burst.phases import SIDES, Known, Options, Run, Unfinished, burst, known
-from bench.burst.procs import DEFAULT_RATE, Profiler
+from bench.burst.procs import Profiler
+from bench.burst.profile import DEFAULT_RATE
 
 __all__ = ["main"]
 

@@ -26,8 +26,9 @@ import psutil
 from bench.burst.bench_agent import AGENT_ENV
 from bench.burst.bench_agent import command as agent_command
 from bench.burst.cprofiled import OUTPUT
+from bench.burst.profile import DEFAULT_RATE
 
-__all__ = ["DEFAULT_RATE", "Bot", "Cpu", "Profiler", "Recording", "naive_bot", "py_spy_arguments", "relay"]
+__all__ = ["Bot", "Cpu", "Profiler", "Recording", "naive_bot", "py_spy_arguments", "relay"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("acp-relay")
@@ -199,10 +200,6 @@ class Recording:
             await stop()
 
 
-#: py-spy's own sampling rate (a second).
-DEFAULT_RATE = 100
-
-
 def py_spy_arguments(pid: int, out: Path, rate: int = DEFAULT_RATE) -> list[str]:
     """``py-spy record``'s arguments: raw stacks by function, ``rate`` samples a second; above py-spy's own
     rate without pausing the process for each sample (``Profiler``)."""
@@ -227,7 +224,8 @@ class Profiler:
     1,000 came at p50 6.3 s instead of 0.9 s; sampled so without pausing, at 1.4 s.
     """
 
-    def __init__(self, out_dir: Path | None, kind: str = "py-spy", until: str = "end", rate: int = 100) -> None:
+    def __init__(self, out_dir: Path | None, kind: str = "py-spy", until: str = "end",
+                 rate: int = DEFAULT_RATE) -> None:
         self.out_dir = out_dir
         self.kind = kind
         self.until = until

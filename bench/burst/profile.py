@@ -16,8 +16,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["SUSPECTS", "CpuProfile", "Profile", "main"]
+__all__ = ["DEFAULT_RATE", "SUSPECTS", "CpuProfile", "Profile", "main"]
 
+#: py-spy's own sampling rate (a second); ``bench_burst --rate`` records at another.
+DEFAULT_RATE = 100
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 #: Frames every stack of an asyncio program goes through: left out of the inclusive list.
 _LOOP = ("asyncio/", "<module>", "core/cli.py", "acp-relay")
@@ -48,7 +50,7 @@ def _label(frame: str) -> str:
 class Profile:
     """One raw py-spy file: samples by stack."""
 
-    def __init__(self, path: Path, rate: int = 100) -> None:
+    def __init__(self, path: Path, rate: int = DEFAULT_RATE) -> None:
         self.path = path
         self.rate = rate  # samples a second, as recorded (``bench_burst --rate``)
         self.stacks: list[tuple[list[str], int]] = []
@@ -161,7 +163,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=12)
-    parser.add_argument("--rate", type=int, default=100, help="py-spy's samples a second, as recorded")
+    parser.add_argument("--rate", type=int, default=DEFAULT_RATE, help="py-spy's samples a second, as recorded")
     args = parser.parse_args()
     for path in args.files:
         print("\n".join((CpuProfile(path) if path.suffix == ".prof" else Profile(path, args.rate)).lines(args.top)))
