@@ -68,7 +68,9 @@ def _ints(text: str) -> list[int]:
 
 
 def _s(seconds: float) -> str:
-    return "-" if math.isnan(seconds) else f"{seconds:.2f} s"
+    if math.isnan(seconds):
+        return "-"
+    return f"{seconds:.3f} s" if seconds < 1 else f"{seconds:.2f} s"  # a burst of 100 is over in 0.1 s
 
 
 def _x(ratio: float) -> str:
