@@ -19,17 +19,14 @@ import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
+from core.engine.saturation import wait_out
 from core.engine.surface import DeliveryError, Surface
 
-__all__ = ["CATCH_UP_STEP_S", "LATE_S", "TYPING_AFTER_S", "TypingIndicator"]
+__all__ = ["TYPING_AFTER_S", "TypingIndicator"]
 
 #: A platform indicator that lapses by itself is first shown this long after the turn began, unless the
 #: answer shows by then (its first words clear the indicator anyway).
 TYPING_AFTER_S = 1.0
-#: A timer of the relay's that fires this much later than asked means its event loop is saturated.
-LATE_S = 0.02
-#: While it is, the first indicator waits on in steps this long (each step checks the loop again).
-CATCH_UP_STEP_S = 0.25
 
 log = logging.getLogger("acp_relay.engine.indicator")
 
@@ -91,28 +88,13 @@ class TypingIndicator:
     async def _show(self) -> None:
         refresh = self._caps.typing_refresh_s
         if self._after_s and refresh:
-            waited = await self._first_wait(refresh)
+            waited = await wait_out(self._sleep, self._clock, self._after_s, refresh, self._answered)
             if self._answered is not None and self._answered():
                 await self._sleep(max(0.0, refresh - waited))  # shown by now: its next refresh
         await self._on()
         while refresh:
             await self._sleep(refresh)
             await self._on()
-
-    async def _first_wait(self, refresh: float) -> float:
-        """Wait ``after_s``, and on while the loop is saturated (see the module docstring); returns
-        the time waited. Never past ``refresh``: a lapsing indicator is shown within its first lapse."""
-        start = self._clock()
-        step = self._after_s
-        while True:
-            asked = self._clock()
-            await self._sleep(step)
-            now = self._clock()
-            waited = now - start
-            late = now - asked - step
-            if late <= LATE_S or waited >= refresh or (self._answered is not None and self._answered()):
-                return waited
-            step = min(CATCH_UP_STEP_S, refresh - waited)
 
     async def _on(self) -> None:
         self._shown = True

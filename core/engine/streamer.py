@@ -3,7 +3,9 @@
 One ``Streamer`` per reply. ``update`` is cheap and called on every event; a single owned
 background task (alive between ``start`` and ``aclose``, or inside ``async with``) flushes the
 latest state at most once per ``interval_s``. ``finish`` stops that task and ALWAYS delivers the
-final state, retrying until it is shown or raising a ``DeliveryError``.
+final state, retrying until it is shown or raising a ``DeliveryError``. The first flush is made at
+once; while the relay is saturated (a burst: its timers fire late), later ones wait on, up to
+``SATURATED_HOLD_S``, so that other conversations' first words go first.
 
 A reply is a list of PARTS (``Document.parts``: each a tuple of ``core.engine.blocks``; a string is
 one ``Text`` block); each part is shown in its own messages, below the part before it. Each part is
@@ -53,6 +55,7 @@ from core.engine.messages import InboundMessage
 from core.engine.pacing import Pacer
 from core.engine.pieces import Pieces
 from core.engine.resuming import Resuming
+from core.engine.saturation import wait_out
 from core.engine.streamed import Deferred, LiveStream, Piece, ReplyLog, Sent, Thread
 from core.engine.surface import (
     AnswerUnreadable,
@@ -66,9 +69,13 @@ from core.engine.surface import (
 )
 from core.store import LeaseLost
 
-__all__ = ["Content", "Reply", "Streamer", "as_part", "as_parts"]
+__all__ = ["SATURATED_HOLD_S", "Content", "Reply", "Streamer", "as_part", "as_parts"]
 
 _DEFAULT_INTERVAL_S = 1.0  # a surface that names no interval, used outside an engine
+#: While the relay is saturated (a burst), the next update of a reply already showing waits on, at most
+#: this long after the last one (``core.engine.saturation``): made then, it would queue ahead of other
+#: conversations' first words. The final state never waits (``finish`` stops the flusher).
+SATURATED_HOLD_S = 2.0
 log = logging.getLogger("acp_relay.engine.streamer")
 
 T = TypeVar("T")
@@ -254,7 +261,8 @@ class Streamer(Resuming):
                     self._wake.set()
                 except LeaseLost:
                     return  # another relay owns the conversation now: nothing more is shown from here
-            await self._sleep(self._pause_after(self._clock() - began))
+            pause = self._pause_after(self._clock() - began)
+            await wait_out(self._sleep, self._clock, pause, max(pause, SATURATED_HOLD_S))
 
     def _pause_after(self, took: float) -> float:
         """How long the flusher waits after a flush that took ``took`` (its calls, their slots).

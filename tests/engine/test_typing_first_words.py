@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from fakes.memory_surface import FakeClock, MemorySurface
 
-from core.engine.indicator import LATE_S, TYPING_AFTER_S, TypingIndicator
+from core.engine.indicator import TYPING_AFTER_S, TypingIndicator
+from core.engine.saturation import LATE_S
 from core.engine.streamer import Streamer
 from core.engine.surface import Capabilities
 
