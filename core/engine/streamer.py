@@ -262,7 +262,10 @@ class Streamer(Resuming):
                 except LeaseLost:
                     return  # another relay owns the conversation now: nothing more is shown from here
             pause = self._pause_after(self._clock() - began)
-            await wait_out(self._sleep, self._clock, pause, max(pause, SATURATED_HOLD_S))
+            if self.shown:  # its first words are out: while the relay is saturated, others' go first
+                await wait_out(self._sleep, self._clock, pause, max(pause, SATURATED_HOLD_S))
+            else:
+                await self._sleep(pause)
 
     def _pause_after(self, took: float) -> float:
         """How long the flusher waits after a flush that took ``took`` (its calls, their slots).

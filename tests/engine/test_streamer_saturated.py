@@ -38,9 +38,10 @@ class TimedSurface(MemorySurface):
 
 
 async def answer(*, saturated: tuple[float, float], words_every_s: float = 0.05, lasts_s: float = 4.0,
-                 first_words_at_s: float = 0.5) -> tuple[TimedSurface, list[str]]:
+                 first_words_at_s: float = 0.5, nothing_until_s: float = 0.0) -> tuple[TimedSurface, list[str]]:
     """An answer whose first words come at ``first_words_at_s``, then a word every ``words_every_s`` until
-    ``lasts_s``; from ``saturated[0]`` to ``saturated[1]`` every timer of the flusher fires late."""
+    ``lasts_s``; from ``saturated[0]`` to ``saturated[1]`` every timer of the flusher fires late. With
+    ``nothing_until_s``, the answer is first updated with nothing to show, that long before its words."""
     clock = FakeClock()
     surface = TimedSurface(clock)
     start, end = saturated
@@ -52,7 +53,12 @@ async def answer(*, saturated: tuple[float, float], words_every_s: float = 0.05,
         streamer = Streamer(surface, KEY, interval_s=INTERVAL_S, sleep=sleep, clock=clock.monotonic)
         text = "first words"
         async with streamer:
-            await clock.sleep(first_words_at_s)
+            if nothing_until_s:
+                await clock.sleep(first_words_at_s - nothing_until_s)
+                streamer.update("")
+                await clock.sleep(nothing_until_s)
+            else:
+                await clock.sleep(first_words_at_s)
             streamer.update(text)
             while clock.now < lasts_s:
                 await clock.sleep(words_every_s)
@@ -85,6 +91,14 @@ async def test_while_saturated_first_words_go_at_once_and_edits_wait_until_the_l
     # A late step begun just before 1.5 s, then one step that came back on time: edited after it.
     assert made[0] <= 1.5 + 2 * CATCH_UP_STEP_S + 10 * LATE_S
     assert len(made) >= 10  # once it caught up, edited once an interval again
+    assert surface.messages[ids[-1]].text.endswith("done.")
+
+
+async def test_an_answer_that_showed_nothing_yet_is_not_held_before_its_first_words_while_saturated() -> None:
+    surface, ids = await answer(saturated=(0.0, 60.0), first_words_at_s=0.5, nothing_until_s=0.3)
+    # Its flush of nothing came at 0.2 s; the words came after that flush's one interval, not a hold.
+    assert surface.at[0][1] == "send"
+    assert surface.at[0][0] <= 0.2 + INTERVAL_S + 10 * LATE_S + 1e-9
     assert surface.messages[ids[-1]].text.endswith("done.")
 
 
