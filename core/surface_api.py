@@ -20,7 +20,7 @@ through it. What is here:
   ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``LISTEN_BACKLOG`` (an HTTP server's accept queue), ``register_secrets``, ``private_file``,
-  ``WalCheckpointer`` (a SQLite file's checkpoints off the event loop),
+  ``WalCheckpointer`` (a SQLite file's checkpoints off the event loop) and its ``WriterLock``,
   ``route`` (is a text one of the surface's commands),
   ``command_word`` (an agent command's name as every platform spells it),
   ``plain_text``, ``close_open_fence``, ``error_prose``, ``image_kind`` (what image bytes are),
@@ -105,7 +105,7 @@ from core.redact import SecretRegistration, redact, register_secrets
 from core.refusal_log import RefusalLog
 from core.rounds import Round
 from core.store import StoreError
-from core.wal_checkpoints import WalCheckpointer
+from core.wal_checkpoints import WalCheckpointer, WriterLock
 
 __all__ = [
     "INTERNAL_FAILURE",
@@ -168,6 +168,7 @@ __all__ = [
     "ToolLine",
     "Tools",
     "WalCheckpointer",
+    "WriterLock",
     "close_open_fence",
     "code_lines",
     "command_word",

@@ -18,7 +18,10 @@ the log's new header: the checkpointer makes that write itself (``_start_over``)
 writer's own lock, taken only if free. In a burst the writer commits during every checkpoint, so none
 of them finishes and the log would grow for as long as the burst lasts; once it holds ``cap`` pages
 the checkpointer waits for the writer's lock (the writer's commits then wait, as one running SQLite's
-own checkpoint would) for one checkpoint that finishes.
+own checkpoint would) for one checkpoint that finishes. That lock is a ``WriterLock``, which lets the
+checkpointer in first: Python's own locks are not fair, and a writer that takes its lock again as soon
+as it lets it go (a burst) took it first through hundreds of commits while the checkpointer waited (the
+log of a test with a cap of 200 pages reached 6,000).
 """
 
 from __future__ import annotations
@@ -29,9 +32,8 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
-__all__ = ["WalCheckpointer"]
+__all__ = ["WalCheckpointer", "WriterLock"]
 
 _log = logging.getLogger("acp_relay.sqlite")
 _PASSIVE = "PRAGMA wal_checkpoint(PASSIVE)"
@@ -41,10 +43,54 @@ _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _POLL_S = 0.05
 
 
-class _Lock(Protocol):
-    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+class WriterLock:
+    """The lock a SQLite file's writer holds around each of its statements and transactions (``with``,
+    reentrant like ``threading.RLock``), which the file's checkpointer can ask to have next: while it
+    waits (``take_next``), a thread that does not hold the lock waits too, until the checkpointer gives
+    it back (``give_back``); a thread that holds it goes on (a nested ``with``) and lets it go as usual."""
 
-    def release(self) -> None: ...
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None  # set and cleared by the thread that holds the lock, and only by it
+        self._depth = 0
+        self._writers_turn = threading.Event()
+        self._writers_turn.set()
+
+    def __enter__(self) -> None:
+        me = threading.get_ident()
+        if self._owner != me:
+            if not self._writers_turn.is_set():
+                self._writers_turn.wait()
+            self._lock.acquire()
+            self._owner = me
+        self._depth += 1
+
+    def __exit__(self, *_: object) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._owner = None
+            self._lock.release()
+
+    @property
+    def checkpointer_first(self) -> bool:
+        """Whether the checkpointer is first in line for the lock (``take_next`` until ``give_back``)."""
+        return not self._writers_turn.is_set()
+
+    def take_next(self, timeout: float) -> bool:
+        """(The checkpointer) Take the lock before any thread that does not hold it now; False if it was
+        not let go within ``timeout`` (still first in line: ``give_back(held=False)`` ends that)."""
+        self._writers_turn.clear()
+        return self._lock.acquire(timeout=timeout)
+
+    def take_if_free(self) -> bool:
+        """(The checkpointer) Take the lock only if no one holds it."""
+        return self._lock.acquire(blocking=False)
+
+    def give_back(self, *, held: bool = True) -> None:
+        """(The checkpointer) Let the lock go if ``held``, and the writer's threads take it again."""
+        if held:
+            self._lock.release()
+        self._writers_turn.set()
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -69,7 +115,7 @@ def _start_over(conn: sqlite3.Connection) -> None:
 class WalCheckpointer:
     """One SQLite file's checkpoints, on a thread of its own (``start``); ``stop`` ends it."""
 
-    def __init__(self, path: str, writer_lock: _Lock, *, every: int = 400, cap: int = 4000,
+    def __init__(self, path: str, writer_lock: WriterLock, *, every: int = 400, cap: int = 4000,
                  connect: Callable[[str], sqlite3.Connection] = _connect) -> None:
         """Use :meth:`WalCheckpointer.start`. ``writer_lock`` is held by the writer around each of its
         statements and transactions; ``cap`` is in pages of the log; ``connect`` opens the thread's
@@ -90,7 +136,7 @@ class WalCheckpointer:
         self._thread = threading.Thread(target=self._run, name=f"wal-checkpoints {Path(path).name}", daemon=True)
 
     @classmethod
-    def start(cls, conn: sqlite3.Connection, path: str, writer_lock: _Lock, *, owner: object = None,
+    def start(cls, conn: sqlite3.Connection, path: str, writer_lock: WriterLock, *, owner: object = None,
               every: int = 400, cap: int = 4000,
               connect: Callable[[str], sqlite3.Connection] = _connect) -> WalCheckpointer:
         """Turn ``conn``'s own checkpoints off and checkpoint ``path`` beside it from now on, until
@@ -146,7 +192,7 @@ class WalCheckpointer:
                     if self.last is not None and self.last[2] == self.last[1] > 0:
                         _start_over(conn)
                 finally:
-                    self._writer_lock.release()
+                    self._writer_lock.give_back()
         except sqlite3.Error as exc:
             if exc.sqlite_errorcode & 0xFF not in _BUSY and not self._warned:
                 self._warned = True  # once: the log would repeat it for every checkpoint
@@ -160,11 +206,12 @@ class WalCheckpointer:
         only if the writer is not writing (then it is the writer's next commit that would start over)."""
         if log >= self.cap:
             return self._hold_writer()
-        return copied == log > 0 and self._writer_lock.acquire(blocking=False)
+        return copied == log > 0 and self._writer_lock.take_if_free()
 
     def _hold_writer(self) -> bool:
-        """Take the writer's lock (False once stopping: ``stop`` may be waiting with it held)."""
+        """Take the writer's lock next (False once stopping: ``stop`` may be waiting with it held)."""
         while not self._stopping:
-            if self._writer_lock.acquire(timeout=_POLL_S):
+            if self._writer_lock.take_next(_POLL_S):
                 return True
+        self._writer_lock.give_back(held=False)
         return False

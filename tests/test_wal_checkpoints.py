@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.wal_checkpoints import WalCheckpointer
+from core.wal_checkpoints import WalCheckpointer, WriterLock
 from tests.waiting import until
 
 PAGE = 4096
@@ -40,7 +40,7 @@ def _threads(checkpoints: WalCheckpointer) -> list[threading.Thread]:
 
 async def test_the_writer_never_checkpoints_and_the_thread_does(tmp_path: Path) -> None:
     conn, path = _wal_file(tmp_path)
-    lock = threading.Lock()
+    lock = WriterLock()
     checkpoints = WalCheckpointer.start(conn, path, lock, every=10)
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
     empty = os.path.getsize(path)
@@ -63,7 +63,7 @@ def _restarts(path: str) -> int:
 async def test_the_log_starts_over_on_the_thread_not_at_the_writers_next_commit(tmp_path: Path) -> None:
     """The write after a checkpoint that copied the whole log rewinds it and fsyncs its new header."""
     conn, path = _wal_file(tmp_path)
-    lock = threading.Lock()
+    lock = WriterLock()
     checkpoints = WalCheckpointer.start(conn, path, lock, every=10)
     for _ in range(10):
         with lock:
@@ -79,7 +79,7 @@ async def test_the_log_stays_bounded_while_the_writer_never_pauses(tmp_path: Pat
     """Every checkpoint overlaps a commit, so none copies the whole log and the log never starts over,
     unless the checkpointer holds the writer off for one once the log is past its cap."""
     conn, path = _wal_file(tmp_path)
-    lock = threading.Lock()
+    lock = WriterLock()
     checkpoints = WalCheckpointer.start(conn, path, lock, every=10, cap=200)
     largest = 0
     for i in range(8000):  # about 3 pages each: 90 MiB of log if it never started over
@@ -94,6 +94,30 @@ async def test_the_log_stays_bounded_while_the_writer_never_pauses(tmp_path: Pat
     assert largest < 5_000 * PAGE, f"the log reached {largest / 2**20:.0f} MiB"
 
 
+async def test_a_checkpointer_waiting_for_the_writer_lock_has_it_before_the_writer_takes_it_again() -> None:
+    """Python's own locks are not fair: a writer that takes its lock again at once took it first through
+    hundreds of commits. A thread holding the lock goes on while the checkpointer waits (a nested ``with``)."""
+    lock = WriterLock()
+    order: list[str] = []
+
+    def checkpointer() -> None:
+        assert lock.take_next(timeout=30)
+        order.append("checkpointer")
+        lock.give_back()
+
+    with lock:
+        waiting = threading.Thread(target=checkpointer)
+        waiting.start()
+        await until(lambda: lock.checkpointer_first, "the checkpointer asked for the lock")
+        with lock:
+            order.append("nested")
+    with lock:  # let go and taken again at once, as a writer in a burst does
+        order.append("writer")
+    waiting.join()
+    assert order == ["nested", "checkpointer", "writer"]
+    assert not lock.checkpointer_first
+
+
 async def test_a_file_held_by_another_connection_is_tried_again_and_not_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -102,7 +126,7 @@ async def test_a_file_held_by_another_connection_is_tried_again_and_not_reported
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # holds the file until it closes
     holder.execute("INSERT INTO t (data) VALUES (x'00')")
-    lock = threading.Lock()
+    lock = WriterLock()
     checkpoints = WalCheckpointer.start(holder, path, lock)
     checkpoints.request()
     await until(lambda: checkpoints.runs == 1, "a checkpoint was tried")
@@ -116,7 +140,7 @@ async def test_a_file_held_by_another_connection_is_tried_again_and_not_reported
 
 async def test_stopping_ends_the_thread_waiting_for_the_writers_lock(tmp_path: Path) -> None:
     conn, path = _wal_file(tmp_path)
-    lock = threading.Lock()
+    lock = WriterLock()
     checkpoints = WalCheckpointer.start(conn, path, lock, every=1, cap=1)
     conn.execute("INSERT INTO t (data) VALUES (x'00')")
     with lock:  # as the writer's close holds it
@@ -125,6 +149,9 @@ async def test_stopping_ends_the_thread_waiting_for_the_writers_lock(tmp_path: P
         checkpoints.stop()
         checkpoints.stop()  # idempotent
     assert not _threads(checkpoints)
+    assert not lock.checkpointer_first, "a checkpointer that gave up waiting lets the writer in again"
+    with lock:
+        conn.execute("INSERT INTO t (data) VALUES (x'01')")
     conn.close()
 
 
@@ -138,7 +165,7 @@ async def test_a_failing_checkpoint_is_logged_once_and_the_writer_goes_on(
         refused.set_authorizer(lambda action, *_: sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_PRAGMA else 0)
         return refused
 
-    lock = threading.Lock()
+    lock = WriterLock()
     checkpoints = WalCheckpointer.start(conn, path, lock, every=5, cap=1, connect=refusing)
     for run in (1, 2, 3):
         for _ in range(5):

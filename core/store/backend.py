@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -55,9 +55,10 @@ class Backend(ABC):
     #: "sqlite" or "postgresql".
     kind: ClassVar[str]
 
-    def __init__(self, location: str) -> None:
+    def __init__(self, location: str, lock: AbstractContextManager[object] | None = None) -> None:
+        """``lock``: the re-entrant lock held around each statement and transaction (a new RLock if none)."""
         self.location = location
-        self._lock = threading.RLock()
+        self._lock = threading.RLock() if lock is None else lock
         self._tx: Transaction | None = None
         self._closed = False
 

@@ -21,7 +21,7 @@ from core.store.backend import Backend, Clock, Result, Transaction
 from core.store.dialect import SQLITE
 from core.store.notes import LocalHub, Note
 from core.store.records import StoreError
-from core.wal_checkpoints import WalCheckpointer
+from core.wal_checkpoints import WalCheckpointer, WriterLock
 
 __all__ = ["SqliteBackend"]
 
@@ -36,7 +36,8 @@ class SqliteBackend(Backend):
     kind = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
-        super().__init__(path)
+        self._writes = WriterLock()  # the lock, which the file's checkpointer can take next when it must
+        super().__init__(path, self._writes)
         self._conn = conn
         #: The file's checkpoints (none in memory, nor before ``open`` switched the file to WAL).
         self._checkpoints: WalCheckpointer | None = None
@@ -61,7 +62,7 @@ class SqliteBackend(Backend):
                 _log.warning("store %s: journal_mode is %s, not wal", name, mode)
             backend.execute("PRAGMA synchronous = NORMAL")
             if mode == "wal":
-                backend._checkpoints = WalCheckpointer.start(conn, name, backend._lock, owner=backend)
+                backend._checkpoints = WalCheckpointer.start(conn, name, backend._writes, owner=backend)
         except BaseException:
             conn.close()
             raise

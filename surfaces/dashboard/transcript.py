@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from core.surface_api import SQLITE_COMPANIONS, Button, WalCheckpointer, private_file
+from core.surface_api import SQLITE_COMPANIONS, Button, WalCheckpointer, WriterLock, private_file
 
 __all__ = ["Edit", "Entry", "Transcript"]
 
@@ -141,7 +140,7 @@ class Transcript:
     def __init__(self, conn: sqlite3.Connection, path: str, max_tabs: int | None = None) -> None:
         """Wrap an open connection; use :meth:`Transcript.open`."""
         self._conn = conn
-        self._lock = threading.Lock()
+        self._lock = WriterLock()  # the checkpointer's (``WalCheckpointer``) to take next when it must
         self.path = path
         self.max_tabs = max_tabs
         self._answering: set[str] = set()  # tabs whose answer runs now, or waits to (``_waiting``)
