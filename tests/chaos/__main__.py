@@ -3,7 +3,8 @@
     python -m tests.chaos [--surfaces telegram,discord,slack] [--seeds 1,2,3] [--messages 100] [--kills 10]
 
 Prints, per run, how many messages were answered once, lost and duplicated (and where each lost one
-got lost); exits 1 unless every run lost nothing and duplicated nothing. Each run's store, config
+got lost), and, apart, any with a copy from Telegram's kill window (``Outcome.unheard``: the README's
+one window); exits 1 unless every run lost nothing and duplicated nothing. Each run's store, config
 and logs stay in .cache/chaos/<surface>-<seed>/ until the next run.
 """
 

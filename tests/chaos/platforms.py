@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tests.fakes.discord_api import BOT_ID as DISCORD_BOT_ID
@@ -100,6 +100,19 @@ class TelegramChaos:
                 for c in self.api.events if c.method != "getUpdates"]
 
 
+    def unheard(self, kills: Sequence[float], window_s: float) -> list[str]:
+        """Telegram takes no idempotency key for a new message: see ``Platform.unheard``."""
+        events = list(self.api.events)
+        named = {(str(c.params.get("chat_id")), str(c.params["message_id"]))
+                 for c in events if "message_id" in c.params}
+        made = [(c.at, (str(c.params.get("chat_id")), str(c.result["message_id"]))) for c in events
+                if c.method == "sendMessage" and c.status == 200 and isinstance(c.result, dict)
+                and "message_id" in c.result]
+        orphans = {key for at, key in made if key not in named and any(0 <= kill - at < window_s for kill in kills)}
+        return [str(m.get("text") or "") for (chat, mid), m in sorted(self.api.messages.items())
+                if (str(chat), str(mid)) in orphans]
+
+
 class DiscordChaos:
     name = "discord"
 
@@ -160,6 +173,10 @@ class DiscordChaos:
     def calls(self) -> list[dict[str, Any]]:
         return [{"method": m, "path": p, "text": _short(str(b.get("content", "") if isinstance(b, dict) else b))}
                 for m, p, b in self.fake.calls]
+
+    def unheard(self, kills: Sequence[float], window_s: float) -> list[str]:
+        """None: each piece is posted with a nonce Discord enforces, so the relay finds it again."""
+        return []
 
 
 class SlackChaos:
@@ -257,6 +274,10 @@ class SlackChaos:
     def calls(self) -> list[dict[str, Any]]:
         return [{"method": m, "ts": p.get("ts"), "text": _short(str(p.get("markdown_text") or p.get("blocks") or ""))}
                 for m, p in self.fake.calls]
+
+    def unheard(self, kills: Sequence[float], window_s: float) -> list[str]:
+        """None: the relay notes a post before it makes it and reads the thread back after a restart."""
+        return []
 
 
 @contextlib.asynccontextmanager

@@ -6,6 +6,11 @@ The short runs (default suite, about half a minute each) hold the core's promise
 relay journaled is answered exactly once, never twice and never dropped, across kills. The full runs
 (``make chaos``: 100 messages over 5 conversations, 10 kills) hold the whole promise: nothing lost,
 nothing duplicated, whatever the surface did with a message while the relay was being killed.
+
+Both accept the one copy the README says a person may see: on Telegram, a message Telegram made in
+the milliseconds before a kill, which the relay never stored and no later call names (it takes no
+idempotency key for a new message). The outcome counts it apart (``Outcome.unheard``); any other copy
+is a duplicate (``tests/chaos/test_unheard.py``).
 """
 
 from __future__ import annotations
