@@ -99,7 +99,6 @@ class TelegramChaos:
                  "id": message_id(c), "text": _short(str(c.params.get("text", "")))}
                 for c in self.api.events if c.method != "getUpdates"]
 
-
     def unheard(self, kills: Sequence[float], window_s: float) -> list[str]:
         """Telegram takes no idempotency key for a new message: see ``Platform.unheard``."""
         events = list(self.api.events)
