@@ -15,6 +15,7 @@ import sys
 from core.agents import choose_agent, gate_problems
 from core.collector import settle
 from core.config import RelayConfig
+from core.descriptors import AcceptErrors, raise_open_files_limit
 from core.lifecycle import Lifecycle, SurfaceFailed
 from core.redact import mask_args, redact
 from core.store import Store, StoreError, open_store
@@ -39,9 +40,13 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    raise_open_files_limit()  # a burst of tabs or calls in flight needs more than the usual soft 1,024
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(AcceptErrors())
     try:
         return await _serve(config, stop)
     finally:
+        loop.set_exception_handler(handler)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
 
