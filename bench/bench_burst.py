@@ -57,6 +57,7 @@ from bench.burst.heap import diff_lines
 from bench.burst.phases import SIDES, Known, Options, Run, Unfinished, burst, known
 from bench.burst.procs import Profiler
 from bench.burst.profile import DEFAULT_RATE
+from core.descriptors import raise_open_files_limit
 
 __all__ = ["main"]
 
@@ -246,6 +247,7 @@ def main() -> None:
                              "either bot in a burst of 1,000")
     parser.add_argument("--keep", default="", help="keep stores, configs and logs in this directory")
     args = parser.parse_args()
+    raise_open_files_limit()  # the people's 2,000 connections in a burst of 1,000 tabs; the naive bots inherit it
     sys.exit(asyncio.run(run(args)))
 
 
