@@ -28,13 +28,14 @@ class Described:
 def describe(exc: BaseException, *, backend: str = "generic", advertised_models: Sequence[str] = ()) -> Described:
     """Any exception as a person reads it. The ACP families go through the shared ``RE_*`` rows (a
     plain AcpError's code names the kind found: ``acp.malformed``); a RelayError ``worded`` for a person
-    says its message; anything else is the relay's own failure: the one fixed ``INTERNAL_FAILURE``."""
+    says its message, one with its own ``prose`` says that; anything else is the relay's own failure:
+    the one fixed ``INTERNAL_FAILURE``."""
     if isinstance(exc, AcpError | AcpRuntimeError):
         verdict = classify(exc, backend=backend, advertised_models=advertised_models)
         code = type(exc).code
         return Described(verdict.prose, verdict.transient, f"acp.{verdict.kind}" if code == AcpError.code else code,
                          suggests_reset(exc, verdict.kind))
     if isinstance(exc, RelayError):
-        prose = redact(str(exc)) if exc.worded else INTERNAL_FAILURE
+        prose = redact(str(exc)) if exc.worded else exc.prose or INTERNAL_FAILURE
         return Described(prose, exc.transient, exc.code)
     return Described(INTERNAL_FAILURE, False, "internal")

@@ -47,6 +47,9 @@ class RelayError(Exception):
     #: The message is itself a plain sentence for a person (it names the operator's setting, nothing
     #: internal): ``core.describing.describe`` shows it. Otherwise a person reads the error's own prose.
     worded: ClassVar[bool] = False
+    #: Otherwise, a fixed sentence a person can act on (the message stays for the log); "" for none: a
+    #: person then reads the one sentence for a failure the relay did not expect.
+    prose: ClassVar[str] = ""
 
 
 # -- the AcpError family: protocol and prompt-level failures (spec: acp/client.py) ----------------

@@ -107,8 +107,8 @@ class Backend(ABC):
         if self._closed:
             raise StoreError(self.location, "the store was closed")
 
-    def _error(self, detail: str, *, transient: bool = False) -> StoreError:
-        return StoreError(self.location, detail, transient=transient)
+    def _error(self, detail: str, *, transient: bool = False, full: bool = False) -> StoreError:
+        return StoreError(self.location, detail, transient=transient, full=full)
 
     def _committed(self, tx: Transaction) -> None:  # noqa: B027 (a hook: most backends need nothing here)
         """After a commit (the SQLite backend sends the transaction's notifications here)."""

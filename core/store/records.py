@@ -17,18 +17,31 @@ __all__ = [
     "StoreError",
 ]
 
+#: What a person reads when the store's disk is full: nothing of theirs was kept.
+STORE_FULL = ("The relay could not save this: the disk that holds its store is full. Free some space there, "
+              "then send your message again.")
+#: ... and when the database did not answer (a lost connection, a server restarting).
+STORE_AWAY = "The relay's database did not answer just now, so this was not saved; send it again in a moment."
+
 
 class StoreError(RelayError):
     """The store cannot be used; ``path`` names the file (or the database, its password left out),
     ``detail`` says why. ``transient``: a network fault or a server starting up, worth trying again;
-    otherwise a fact of the configuration or the data that trying again will not change."""
+    otherwise a fact of the configuration or the data that trying again will not change. ``full``: the
+    disk (or the database's space) is full, code ``store.full``; freeing space, not waiting, mends it."""
 
     code = "store"
 
-    def __init__(self, path: str, detail: str, *, transient: bool = False) -> None:
+    def __init__(self, path: str, detail: str, *, transient: bool = False, full: bool = False) -> None:
         self.path = path
         self.detail = detail
-        self.transient = transient  # type: ignore[misc]  # per-instance verdict shadows the class one
+        self.full = full
+        # Per-instance verdicts shadow the class ones:
+        self.transient = transient  # type: ignore[misc]
+        if full:
+            self.code, self.prose = "store.full", STORE_FULL  # type: ignore[misc]
+        elif transient:
+            self.prose = STORE_AWAY  # type: ignore[misc]
         super().__init__(f"store {path}: {detail}")
 
 

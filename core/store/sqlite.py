@@ -86,7 +86,8 @@ class SqliteBackend(Backend):
             cur = self._conn.execute(sql, tuple(params))
             result = Result(cur.rowcount, cur.fetchall())
         except sqlite3.Error as exc:
-            raise self._error(_describe(exc)) from exc
+            full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL  # "database or disk is full"
+            raise self._error(_describe(exc), full=full) from exc
         if self._checkpoints is not None and result.rowcount > 0 and not self._conn.in_transaction:
             self._checkpoints.committed()  # a write outside a transaction commits on its own
         return result

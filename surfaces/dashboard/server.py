@@ -36,6 +36,8 @@ from core.surface_api import (
     Host,
     InboundMessage,
     RefusalLog,
+    StoreError,
+    error_prose,
 )
 from surfaces.dashboard import wording
 from surfaces.dashboard.auth import COOKIE_NAME, Auth
@@ -275,10 +277,15 @@ async def post_message(request: web.Request) -> web.StreamResponse:
         await request.app[HOST].submit(InboundMessage(
             surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,
             message_id=message_id, display_name="you"))
-    except BaseException:
+    except BaseException as exc:
         shown.cancel()  # not taken: not written either, if it still waits
         shown.add_done_callback(_retrieved)  # if written already, the journal's failure is the one to report
-        raise
+        if not isinstance(exc, StoreError):
+            raise
+        # Not journaled, so not taken: said in words (a full disk, the database away), not as a failure
+        # the relay did not expect; the person sends it again.
+        log.warning("dashboard: a message in tab %s was not taken: %s", tab, exc)
+        return _error(503, error_prose(exc))
     await shown  # a transcript that failed is this request's failure (the message is journaled: answered)
     return web.json_response({"id": message_id}, status=202)
 
