@@ -11,7 +11,7 @@ import pytest
 
 from core.describing import describe
 from core.store import Store, StoreError
-from core.store.records import STORE_FULL
+from core.store.records import STORE_AWAY, STORE_FULL
 
 
 def fill(store: Store) -> StoreError:
@@ -42,3 +42,10 @@ def test_any_other_store_failure_is_not_called_full(tmp_path: Path) -> None:
         store.backend.execute("SELECT * FROM no_such_table")
     assert not caught.value.full and caught.value.code == "store"
     assert describe(caught.value).code == "store"
+
+
+def test_a_database_that_did_not_answer_is_said_as_such() -> None:
+    """A transient failure (PostgreSQL restarting, a lost connection): the person is told to send it again."""
+    away = StoreError("$ACP_RELAY_STORE_URL", "the connection to the database server was lost", transient=True)
+    described = describe(away)
+    assert (described.prose, described.code, described.transient) == (STORE_AWAY, "store", True)
