@@ -27,6 +27,7 @@ from core.engine.streamer import Streamer
 from core.engine.surface import DeliveryError
 from core.engine.turn_files import INLINE_DIFF_CHARS, TurnFiles
 from core.errors import AcpTimeoutError
+from core.store import LeaseLost, StoreError
 
 __all__ = ["ChatReplies", "ChatReply"]
 
@@ -167,7 +168,13 @@ class ChatReply:
         await replies.outbox.deliver(self.streamer, doc.parts())
         await self.files.send(self.streamer, sent, diff)
         if not outcome.interrupted:  # answered the moment it is shown; a crash now repeats nothing
-            replies.journal.complete(msg)
+            try:
+                replies.journal.complete(msg)
+            except LeaseLost:
+                raise
+            except StoreError as exc:  # a full disk: the answer stands; only a restart would ask again
+                log.warning("the answer in %s could not be noted as given (%s): a restart would send the "
+                            "message to the agent again", self.scope.key, exc)
             self.scope.completed = True
         if doc.overflow:
             await replies.outbox.attach_rest(self.streamer, doc.overflow)

@@ -30,7 +30,7 @@ from core.engine.streamer import Content, Reply, Streamer
 from core.engine.surface import DeliveryError, DeliveryFailed, DeliveryRefused, Surface
 from core.engine.tasks import TaskSet
 from core.redact import redact
-from core.store import LeaseLost, OutboundRecord, Store
+from core.store import LeaseLost, OutboundRecord, Store, StoreError
 
 __all__ = ["Outbox"]
 
@@ -133,7 +133,14 @@ class Outbox:
                 log.warning("could not deliver the answer in %s: %s", key, exc)
             else:
                 log.exception("delivering the answer in %s failed unexpectedly", key)
-        self._keep_rest(surface, key, streamer, reply)
+        try:
+            self._keep_rest(surface, key, streamer, reply)
+        except LeaseLost:
+            raise
+        except StoreError as exc:  # neither shown nor kept (a full disk): said so, nothing promised
+            log.warning("could not keep the answer in %s for a later delivery either: %s", key, exc)
+            await self.say(surface, key, wording.delivery_lost_text())
+            return
         # A short notice may get through where the answer did not.
         await self.say(surface, key, wording.delivery_failure_text())
         self.schedule_redelivery()

@@ -342,6 +342,13 @@ def delivery_failure_text() -> str:
             "The answer was kept and will be sent again as soon as this chat accepts it.")
 
 
+def delivery_lost_text() -> str:
+    """The chat would not take the reply, and the relay's store could not keep it for later either."""
+    return ("The agent answered, but this chat would not accept the reply, and the relay could not keep it "
+            "to send later (its store could not be written), so this answer is lost. Send your message "
+            "again later.")
+
+
 def tool_status_line(title: str, kind: str, status: str) -> str:
     """One line per tool call: glyph, title, kind and status, e.g. ``✅ Read a.py (read): done``."""
     glyph, word = _TOOL_GLYPHS.get(status, ("•", status or "pending"))

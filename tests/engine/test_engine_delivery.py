@@ -7,11 +7,15 @@ what-users-hit 1 (too long, fences broken), 2 (429 ignored, answer lost), 5 (mar
 from __future__ import annotations
 
 import json
+import logging
 import re
+
+import pytest
 
 from core.engine import wording
 from core.engine.blocks import Footer, Text
 from core.engine.surface import MarkupRejected, RateLimited, measure
+from core.store import Store, StoreError
 from tests.engine.conftest import KEY, RelayFactory, make_surface, until
 
 CODE_LINES = [f"print('line {i:02d} of the fenced block')" for i in range(30)]
@@ -136,3 +140,35 @@ async def test_a_refused_answer_is_reported_as_a_delivery_failure_not_an_agent_f
     await until(lambda: not r.store.pending_outbound(), what="the ledger drained")
     assert len(r.with_text("an unshowable answer")) == 1
     assert r.texts().count(wording.delivery_failure_text()) == 1, "the redelivery loop does not repeat it"
+
+
+def fill(store: Store) -> None:
+    """Leave the store's file no room (SQLITE_FULL, the error SQLite gives for a full disk)."""
+    backend = store.backend
+    backend.execute("CREATE TABLE filler (data BLOB)")
+    [(pages,)] = backend.execute("PRAGMA page_count").rows
+    backend.execute(f"PRAGMA max_page_count = {pages}")
+    for size in (2000, 200, 20):
+        with pytest.raises(StoreError):
+            for _ in range(10_000):
+                backend.execute(f"INSERT INTO filler VALUES (zeroblob({size}))")
+
+
+async def test_an_answer_the_chat_refuses_and_the_full_store_cannot_keep_is_said_lost_not_promised(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """The chat will not take the answer and the store (its disk full) cannot keep it for later: the
+    person is told it is lost, not that it will be sent again; the log has one warning, no traceback."""
+    surface = make_surface()
+    r = await relay(surface=surface)
+    surface.refuse = lambda text: "unkeepable" in text
+    with caplog.at_level(logging.WARNING):
+        await r.send("sleep 0.3\ntext " + "unkeepable " * 600)  # longer than a page of the store
+        fill(r.store)  # while the agent is still thinking
+        await r.idle()
+    texts = r.texts()
+    assert texts.count(wording.delivery_lost_text()) == 1, texts
+    assert wording.delivery_failure_text() not in texts
+    assert not r.store.pending_outbound()
+    assert [r.getMessage() for r in caplog.records if "for a later delivery" in r.getMessage()]
+    assert [r.getMessage() for r in caplog.records if "could not be noted as given" in r.getMessage()]
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
