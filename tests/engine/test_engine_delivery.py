@@ -15,8 +15,8 @@ import pytest
 from core.engine import wording
 from core.engine.blocks import Footer, Text
 from core.engine.surface import MarkupRejected, RateLimited, measure
-from core.store import Store, StoreError
 from tests.engine.conftest import KEY, RelayFactory, make_surface, until
+from tests.full_store import fill
 
 CODE_LINES = [f"print('line {i:02d} of the fenced block')" for i in range(30)]
 
@@ -141,17 +141,6 @@ async def test_a_refused_answer_is_reported_as_a_delivery_failure_not_an_agent_f
     assert len(r.with_text("an unshowable answer")) == 1
     assert r.texts().count(wording.delivery_failure_text()) == 1, "the redelivery loop does not repeat it"
 
-
-def fill(store: Store) -> None:
-    """Leave the store's file no room (SQLITE_FULL, the error SQLite gives for a full disk)."""
-    backend = store.backend
-    backend.execute("CREATE TABLE filler (data BLOB)")
-    [(pages,)] = backend.execute("PRAGMA page_count").rows
-    backend.execute(f"PRAGMA max_page_count = {pages}")
-    for size in (2000, 200, 20):
-        with pytest.raises(StoreError):
-            for _ in range(10_000):
-                backend.execute(f"INSERT INTO filler VALUES (zeroblob({size}))")
 
 
 async def test_an_answer_the_chat_refuses_and_the_full_store_cannot_keep_is_said_lost_not_promised(

@@ -1,6 +1,5 @@
-"""A SQLite store whose disk is full (SQLITE_FULL, made here with ``max_page_count``: the error SQLite
-gives for a full disk): the write fails with a ``StoreError`` marked ``full``, which a person reads as
-the disk being full (``store.full``), not as a failure the relay did not expect. Once there is room
+"""A SQLite store whose disk is full (SQLITE_FULL, made with ``tests.full_store``): the write fails
+with a ``StoreError`` marked ``full``, which a person reads as the disk being full (``store.full``), not as a failure the relay did not expect. Once there is room
 again the store writes as before."""
 
 from __future__ import annotations
@@ -12,29 +11,21 @@ import pytest
 from core.describing import describe
 from core.store import Store, StoreError
 from core.store.records import STORE_AWAY, STORE_FULL
-
-
-def fill(store: Store) -> StoreError:
-    """Journal messages until the store refuses one; that refusal."""
-    [(pages,)] = store.backend.execute("PRAGMA page_count").rows
-    store.backend.execute(f"PRAGMA max_page_count = {pages}")
-    for i in range(10_000):
-        try:
-            store.record_inbound("dashboard", f"m{i}", "dashboard:tab", {"text": "x" * 2000})
-        except StoreError as exc:
-            return exc
-    pytest.fail("the store never filled up")
+from tests.full_store import LONG_TEXT, fill, make_room
 
 
 def test_a_full_disk_is_said_as_such_and_the_store_writes_again_once_there_is_room(tmp_path: Path) -> None:
     with Store.open(tmp_path / "relay.db") as store:
-        refused = fill(store)
+        fill(store)
+        with pytest.raises(StoreError) as caught:
+            store.record_inbound("dashboard", "m1", "dashboard:tab", {"text": LONG_TEXT})
+        refused = caught.value
         assert refused.full and not refused.transient and refused.code == "store.full"
         assert "database or disk is full" in str(refused)  # the log's detail
         described = describe(refused)
         assert (described.prose, described.code, described.transient) == (STORE_FULL, "store.full", False)
-        store.backend.execute("PRAGMA max_page_count = 1073741823")  # room again
-        assert store.record_inbound("dashboard", "after", "dashboard:tab", {"text": "hello"})
+        make_room(store)
+        assert store.record_inbound("dashboard", "m1", "dashboard:tab", {"text": LONG_TEXT})
 
 
 def test_any_other_store_failure_is_not_called_full(tmp_path: Path) -> None:

@@ -1,0 +1,35 @@
+"""A store whose disk is full, in-process: SQLite's ``max_page_count`` capped at the file's size and
+its free pages filled, so a write that needs a new page fails with SQLITE_FULL ("database or disk is
+full"), the error SQLite gives for a full disk. A write that fits in a page already there still
+succeeds, as on a full disk; ``LONG_TEXT`` never fits."""
+
+from __future__ import annotations
+
+from core.store import Store, StoreError
+
+__all__ = ["LONG_TEXT", "fill", "make_room"]
+
+#: Longer than a page: writing it needs pages the full file cannot have.
+LONG_TEXT = "hello " + "x" * 6000
+_UNCAPPED = 1073741823  # SQLite's default max_page_count
+
+
+def fill(store: Store) -> None:
+    """Leave the store's file no room."""
+    backend = store.backend
+    backend.execute("CREATE TABLE filler (data BLOB)")
+    [(pages,)] = backend.execute("PRAGMA page_count").rows
+    backend.execute(f"PRAGMA max_page_count = {pages}")
+    for size in (2000, 200, 20):
+        try:
+            for _ in range(10_000):
+                backend.execute(f"INSERT INTO filler VALUES (zeroblob({size}))")
+        except StoreError:
+            continue
+        raise AssertionError("the store never filled up")
+
+
+def make_room(store: Store) -> None:
+    """Room again: the filler gone, the cap lifted."""
+    store.backend.execute("DROP TABLE filler")
+    store.backend.execute(f"PRAGMA max_page_count = {_UNCAPPED}")
