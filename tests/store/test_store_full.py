@@ -1,6 +1,6 @@
 """A SQLite store whose disk is full (SQLITE_FULL, made with ``tests.full_store``): the write fails
-with a ``StoreError`` marked ``full``, which a person reads as the disk being full (``store.full``), not as a failure the relay did not expect. Once there is room
-again the store writes as before."""
+with a ``StoreError`` marked ``full``, which a person reads as the disk being full (``store.full``),
+not as a failure the relay did not expect. Once there is room again the store writes as before."""
 
 from __future__ import annotations
 
