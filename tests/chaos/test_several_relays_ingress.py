@@ -166,9 +166,16 @@ async def test_one_relay_polls_telegram_and_another_takes_over_when_it_is_killed
     assert second is not None and second != first, (first, second)
     assert [c for i, c in enumerate(codes) if i != victim] == [0] * (cluster.count - 1)
     polls = api.calls("getUpdates")
-    # Two pollers at once would have ended each other's polls with 409 Conflict: none before the kill,
-    # and after it at most the dead relay's own unfinished poll.
-    assert not [c for c in polls if c.status == 409 and c.at < killed_at]
-    assert len([c for c in polls if c.status == 409]) <= 1
+    # Two pollers at once would end each other's polls with 409 Conflict, and a poller told so says it in
+    # its log ("another program is polling this bot"): no 409 at all before the kill, and no relay ever
+    # told. A poll its relay gave up on is still answered 409 by the fake once the next poller asks, with
+    # nobody listening: the stopping poller's, when stop_all hands polling to the next relay, and one
+    # whose lease lapsed under load (the relay stands by, another takes over). A passing run has one
+    # (the hand-over at the stop); CI once saw two, both after the kill, at the same offset.
+    conflicts = [(round(c.at - killed_at, 3), c.params.get("offset")) for c in polls if c.status == 409]
+    assert not [at for at, _ in conflicts if at < 0], conflicts
+    told = [i for i in range(cluster.count)
+            if "another program is polling" in (tmp_path / f"relay-{i}.log").read_text(encoding="utf-8")]
+    assert not told, (told, conflicts)
     turns = cluster.turns()
     assert sorted(t.n for t in turns if t.end is not None) == list(range(4 * CONVERSATIONS))
