@@ -169,9 +169,9 @@ async def test_one_relay_polls_telegram_and_another_takes_over_when_it_is_killed
     # Two pollers at once would end each other's polls with 409 Conflict, and a poller told so says it in
     # its log ("another program is polling this bot"): no 409 at all before the kill, and no relay ever
     # told. A poll its relay gave up on is still answered 409 by the fake once the next poller asks, with
-    # nobody listening: the stopping poller's, when stop_all hands polling to the next relay, and one
-    # whose lease lapsed under load (the relay stands by, another takes over). A passing run has one
-    # (the hand-over at the stop); CI once saw two, both after the kill, at the same offset.
+    # nobody listening: the stopping poller's, when stop_all hands polling to the next relay. A passing
+    # run has that one; CI once saw two, both after the kill at the same offset, the second most likely
+    # a poll whose relay's lease lapsed under load (it stands by, another relay takes over).
     conflicts = [(round(c.at - killed_at, 3), c.params.get("offset")) for c in polls if c.status == 409]
     assert not [at for at, _ in conflicts if at < 0], conflicts
     told = [i for i in range(cluster.count)
