@@ -26,6 +26,9 @@ log = logging.getLogger("acp_relay.descriptors")
 
 #: asyncio's message (``selector_events``) for an ``accept`` refused for want of descriptors or memory.
 ACCEPT_OUT_OF_RESOURCES = "socket.accept() out of system resource"
+#: In the message of asyncio's retry of the listening socket a second after such a refusal (one is
+#: scheduled per failed accept): run after the server closed, its socket is gone (fd -1) and it raises.
+_RETRY = "._start_serving("
 #: The soft limit asked for where the hard one is unlimited (macOS refuses more than ``OPEN_MAX``).
 UNLIMITED_TARGET = 10_240
 WARN_EVERY_S = 60.0
@@ -60,8 +63,9 @@ def _shortage(exc: object) -> str:
 
 class AcceptErrors:
     """The loop's exception handler: a connection the relay could not accept (out of descriptors or
-    memory) is one warning a minute, with the count since the last; anything else goes to asyncio's
-    own handler."""
+    memory) is one warning a minute, with the count since the last. asyncio's retries of those accepts
+    that run after the server closed (at a stop) fail on its closed socket: after a refusal they are
+    expected, and not reported. Anything else goes to asyncio's own handler."""
 
     def __init__(self, every_s: float = WARN_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.every_s = every_s
@@ -71,7 +75,12 @@ class AcceptErrors:
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """Handle one report of the loop's (``loop.set_exception_handler``)."""
-        if context.get("message") != ACCEPT_OUT_OF_RESOURCES:
+        message = str(context.get("message", ""))
+        if message != ACCEPT_OUT_OF_RESOURCES:
+            stale = self._last is not None and _RETRY in message
+            if stale and isinstance(context.get("exception"), OSError | ValueError):
+                log.debug("a retry of accepting on a closed server: %r", context.get("exception"))
+                return  # the stale retries of refusals already said (one per failed accept)
             loop.default_exception_handler(context)
             return
         self._since += 1

@@ -57,3 +57,28 @@ async def test_any_other_error_goes_to_asyncios_own_handler(caplog: pytest.LogCa
         AcceptErrors()(loop, {"message": "Task exception was never retrieved", "exception": ValueError("x")})
     [record] = caplog.records
     assert record.name == "asyncio" and record.getMessage() == "Task exception was never retrieved"
+
+
+STALE_RETRY = {"message": "Exception in callback BaseSelectorEventLoop._start_serving(<aiohttp.web_server>, "
+                          "<socket.socket fd=-1>, None, <Server sockets=()>, 1024, None, None)",
+               "exception": ValueError("Invalid file descriptor: -1")}
+
+
+async def test_asyncios_retries_after_a_refusal_on_a_closed_server_are_not_reported(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """CPython schedules one retry per failed accept; those that run after the server closed (a stop)
+    raise on its closed socket. After a refusal they are expected: not a traceback each."""
+    loop, handler = asyncio.get_running_loop(), AcceptErrors()
+    with caplog.at_level(logging.INFO):
+        handler(loop, refused())
+        for _ in range(1024):
+            handler(loop, STALE_RETRY)
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
+async def test_the_same_failure_without_a_refusal_before_it_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    loop = asyncio.get_running_loop()
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        AcceptErrors()(loop, STALE_RETRY)
+    [record] = caplog.records
+    assert record.name == "asyncio" and "_start_serving" in record.getMessage()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -28,6 +27,9 @@ from .conftest import ROOT
 
 HANG_GUARD_S = 30.0
 TOKEN = "open-files-test-token-0123456789abc"
+LIMITED = ("import os, resource, sys; "
+           "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2]))); "
+           "os.execv(sys.argv[3], sys.argv[3:])")
 WARNING = "new connections wait: the relay has as many files and connections open as its limit allows"
 
 
@@ -49,10 +51,10 @@ def relay(tmp: Path, port: int, soft: int, hard: int) -> Iterator[subprocess.Pop
     env.update(HOME=str(tmp / "home"), XDG_STATE_HOME=str(tmp / "xdg"), PYTHONPATH=str(ROOT),
                ACP_RELAY_DASHBOARD_TOKEN=TOKEN)
     with open(tmp / "stderr.txt", "w", encoding="utf-8") as stderr:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("acp-relay")), "run", "--config", str(tmp / "config.json")],
-            cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
+        proc = subprocess.Popen(  # the limits set, then exec'd into acp-relay (same pid; no preexec_fn in a
+            [sys.executable, "-c", LIMITED, str(soft), str(hard),  # test process that may have threads)
+             str(Path(sys.executable).with_name("acp-relay")), "run", "--config", str(tmp / "config.json")],
+            cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         yield proc
     finally:
