@@ -41,12 +41,11 @@ async def run_relay(config: RelayConfig, *, stop: asyncio.Event | None = None) -
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     raise_open_files_limit()  # a burst of tabs or calls in flight needs more than the usual soft 1,024
-    handler = loop.get_exception_handler()
+    # Kept for the loop's life: asyncio's retries of refused accepts still fire while it shuts down.
     loop.set_exception_handler(AcceptErrors())
     try:
         return await _serve(config, stop)
     finally:
-        loop.set_exception_handler(handler)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
 
