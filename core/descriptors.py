@@ -39,8 +39,8 @@ def open_files_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def raise_open_files_limit() -> tuple[int, int]:
-    """Lift the soft limit on open files to the hard one; (before, after). Where the system refuses,
+def raise_open_files_limit() -> None:
+    """Lift the soft limit on open files to the hard one. Where the system refuses,
     the limit stays as it was (the relay runs as before, ``AcceptErrors`` says when it is reached)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = UNLIMITED_TARGET if hard == resource.RLIM_INFINITY else hard
@@ -49,7 +49,6 @@ def raise_open_files_limit() -> tuple[int, int]:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
         except (ValueError, OSError) as exc:
             log.info("the open files limit stays at %d (raising it to %d was refused: %s)", soft, target, exc)
-    return soft, open_files_limit()
 
 
 def _shortage(exc: object) -> str:

@@ -14,16 +14,16 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.conftest import FAKE_AGENT_PATH
 
 from .conftest import ROOT
+from .test_dashboard_kill_restart import free_port, wait_for
 
 HANG_GUARD_S = 30.0
 TOKEN = "open-files-test-token-0123456789abc"
@@ -31,12 +31,6 @@ LIMITED = ("import os, resource, sys; "
            "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2]))); "
            "os.execv(sys.argv[3], sys.argv[3:])")
 WARNING = "new connections wait: the relay has as many files and connections open as its limit allows"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
@@ -72,13 +66,6 @@ def answers(port: int) -> bool:
         return True
     except OSError:
         return False
-
-
-def wait_for(pred: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + HANG_GUARD_S
-    while not pred():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.05)
 
 
 def soft_limit(pid: int) -> int:
