@@ -17,7 +17,8 @@ through it. What is here:
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
-  ``StoreError`` (``Host.submit`` could not journal), ``ReconnectLater``;
+  ``StoreError`` (``Host.submit`` could not journal; ``held_prose`` says so to a person whose message the
+  surface holds and tries again), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``LISTEN_BACKLOG`` (an HTTP server's accept queue), ``register_secrets``, ``private_file``,
   ``WalCheckpointer`` (a SQLite file's checkpoints off the event loop) and its ``WriterLock``,
@@ -104,7 +105,7 @@ from core.private_files import SQLITE_COMPANIONS, private_file
 from core.redact import SecretRegistration, redact, register_secrets
 from core.refusal_log import RefusalLog
 from core.rounds import Round
-from core.store import StoreError
+from core.store import StoreError, held_prose
 from core.wal_checkpoints import WalCheckpointer, WriterLock
 
 __all__ = [
@@ -174,6 +175,7 @@ __all__ = [
     "command_word",
     "describe",
     "error_prose",
+    "held_prose",
     "image_kind",
     "markdown_of",
     "measure",

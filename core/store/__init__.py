@@ -12,7 +12,14 @@ from core.store.leases import Lease, LeaseHolder, LeaseLost
 from core.store.notes import Note
 from core.store.notify import Notifier
 from core.store.opening import database_url, open_store
-from core.store.records import ConversationRecord, InboundRecord, OutboundRecord, ReplyMessageRecord, StoreError
+from core.store.records import (
+    ConversationRecord,
+    InboundRecord,
+    OutboundRecord,
+    ReplyMessageRecord,
+    StoreError,
+    held_prose,
+)
 from core.store.schema import MIGRATIONS, SCHEMA_VERSION
 from core.store.store import Store
 
@@ -31,5 +38,6 @@ __all__ = [
     "Store",
     "StoreError",
     "database_url",
+    "held_prose",
     "open_store",
 ]

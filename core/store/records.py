@@ -15,6 +15,7 @@ __all__ = [
     "OutboundRecord",
     "ReplyMessageRecord",
     "StoreError",
+    "held_prose",
 ]
 
 #: What a person reads when the store's disk is full: nothing of theirs was kept.
@@ -22,6 +23,11 @@ STORE_FULL = ("The relay could not save this: the disk that holds its store is f
               "then send your message again.")
 #: ... and when the database did not answer (a lost connection, a server restarting).
 STORE_AWAY = "The relay's database did not answer just now, so this was not saved; send it again in a moment."
+#: The same two, where the relay holds the message and tries again (a platform that sends it only once).
+STORE_FULL_HELD = ("The relay could not save your message yet: the disk that holds its store is full. It will be "
+                   "answered once there is room there.")
+STORE_AWAY_HELD = "The relay's database is not answering just now; your message will be answered once it is back."
+STORE_FAILED_HELD = "The relay could not save your message yet; it keeps trying and will answer it once it can."
 
 
 class StoreError(RelayError):
@@ -122,3 +128,10 @@ class OutboundRecord:
     conversation_key: str
     payload: dict[str, Any]
     created_at: float
+
+
+def held_prose(exc: StoreError) -> str:
+    """What a person reads while the relay holds their message the store refused, trying again."""
+    if exc.full:
+        return STORE_FULL_HELD
+    return STORE_AWAY_HELD if exc.transient else STORE_FAILED_HELD

@@ -10,6 +10,11 @@
 Messages of one channel are handed over in the order Discord sent them, though discord.py runs every
 event in its own task (``Host.ordered``, per channel), and each channel remembers the last message
 handed over, so a restarted relay can fetch what it missed (``catchup``).
+
+Discord sends a message once. One the store cannot keep (its disk is full, the database is away) is
+held and tried again, with a growing delay, until the store takes it: its person is told once, and
+the channel's later messages wait behind it, in order. A relay stopped meanwhile leaves it to the next
+start's catch-up (the channel's place never moved past it).
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Literal
 
 import discord
 
-from core.surface_api import Attachment, Host, InboundMessage, route
+from core.surface_api import Attachment, Host, InboundMessage, StoreError, held_prose, route
 from surfaces.discord import wording
 from surfaces.discord.channels import Kind, KnownChannels
 from surfaces.discord.errors import PLATFORM_ERRORS, THREAD_EXISTS
@@ -39,6 +44,8 @@ _THREAD_NAME_MAX = 100
 _OTHER_MENTION = re.compile(r"<(?:@[!&]?|#)\d+>")
 _PEOPLE = (discord.MessageType.default, discord.MessageType.reply)
 _THREAD_ARCHIVE_MIN: Literal[10080] = 10080  # a week, so a quiet conversation is not archived overnight
+#: A message the store refused is tried again after this long, twice as long each time, up to the last.
+STORE_RETRY_S = (1.0, 30.0)
 
 
 def thread_name(text: str) -> str:
@@ -60,13 +67,17 @@ class Router:
     """Decides where each message belongs and hands it to the core."""
 
     def __init__(self, host: Host, client: discord.Client, known: KnownChannels, *,
-                 allowed_channel_ids: Collection[int]) -> None:
+                 allowed_channel_ids: Collection[int],
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.host = host
         self.client = client
         self.known = known
         self.allowed_channels = frozenset(allowed_channel_ids)
         self.receiving = True
         self._live = asyncio.Event()  # closed until the first catch-up has handed over what was missed
+        self._sleep = sleep
+        self._holding: set[asyncio.Task[object]] = set()  # waiting to try a message the store refused again
+        self._told: set[int] = set()  # messages held whose person was told so
 
     # -- what is ours ----------------------------------------------------------------------
 
@@ -126,6 +137,14 @@ class Router:
         """Live messages go on (the catch-up is done, or failed)."""
         self._live.set()
 
+    def stop(self) -> None:
+        """Hand nothing more over: messages still waiting go, and so do those held for the store (each
+        is fetched again by the next start's catch-up)."""
+        self.receiving = False
+        self.release()
+        for task in self._holding:
+            task.cancel()
+
     async def on_message(self, message: discord.Message, *, live: bool = True) -> None:
         """A gateway MESSAGE_CREATE (``live``), or a message the catch-up fetched after a restart."""
         if not self.receiving or not self.is_person(message):
@@ -135,7 +154,41 @@ class Router:
             if not self.receiving:
                 return
         async with self.host.ordered(f"channel:{message.channel.id}"):  # in event order, per channel
-            await self._route(message)
+            await self._route_held(message)
+
+    async def _route_held(self, message: discord.Message) -> None:
+        """``_route``, tried again while the store refuses what it must keep (see the module's doc)."""
+        delay, longest = STORE_RETRY_S
+        refused = 0
+        while True:
+            try:
+                await self._route(message)
+            except StoreError as exc:
+                refused += 1
+                if refused == 1:
+                    log.warning("could not save Discord message %s; trying again until the store takes it: %s",
+                                message.id, exc)
+                else:
+                    log.debug("the store refused Discord message %s again (%d times)", message.id, refused)
+            else:
+                if refused:
+                    self._told.discard(message.id)
+                    log.info("saved Discord message %s after the store refused it %d times", message.id, refused)
+                return
+            await self._hold(delay)
+            if not self.receiving:
+                return
+            delay = min(delay * 2, longest)
+
+    async def _hold(self, delay: float) -> None:
+        """Wait ``delay`` (``stop`` ends the wait)."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._holding.add(task)
+        try:
+            await self._sleep(delay)
+        finally:
+            self._holding.discard(task)
 
     async def _route(self, message: discord.Message) -> None:
         channel_id = message.channel.id
@@ -216,7 +269,13 @@ class Router:
         inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), user_id, text,
                                  str(message.id), display_name=message.author.display_name, attachments=images,
                                  reply_to=str(reply_to) if reply_to is not None else None)
-        await self.host.submit(inbound)
+        try:
+            await self.host.submit(inbound)
+        except StoreError as exc:
+            if message.id not in self._told and self.host.permits(user_id):  # a stranger hears only the refusal
+                self._told.add(message.id)
+                self.host.notify(conversation_key(message.channel.id), held_prose(exc), reply_to=str(message.id))
+            raise
 
     async def _images(self, message: discord.Message) -> tuple[Attachment, ...]:
         images: list[Attachment] = []

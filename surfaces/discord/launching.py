@@ -45,8 +45,8 @@ class DiscordRelay:
 
     async def stop_receiving(self) -> None:
         """Hear nothing more: what is written from now on is fetched after the next start."""
-        self.router.receiving = self.presses.receiving = False
-        self.router.release()  # live messages still waiting for a catch-up see it is over, and drop
+        self.presses.receiving = False
+        self.router.stop()  # live messages still waiting for a catch-up see it is over, and drop
         self.client.stopping = True
         await self.tasks.close()
         await self.receiver.stop()
@@ -110,7 +110,7 @@ async def launch(host: Host, settings: DiscordConfig, *, capabilities: Capabilit
     surface = DiscordSurface(client, capabilities)
     host.attach(surface, settings.allowed_user_ids)
     known = KnownChannels(host.state)
-    router = Router(host, client, known, allowed_channel_ids=settings.allowed_channel_ids)
+    router = Router(host, client, known, allowed_channel_ids=settings.allowed_channel_ids, sleep=sleep)
     presses = Presses(host)
     catch_up = CatchUp(client, router, known, host, per_channel=host.queue_limit)
     commands = SlashCommands(client, host, surface, router, guild_ids=settings.guild_ids)

@@ -10,7 +10,14 @@ import pytest
 
 from core.describing import describe
 from core.store import Store, StoreError
-from core.store.records import STORE_AWAY, STORE_FULL
+from core.store.records import (
+    STORE_AWAY,
+    STORE_AWAY_HELD,
+    STORE_FAILED_HELD,
+    STORE_FULL,
+    STORE_FULL_HELD,
+    held_prose,
+)
 from tests.full_store import LONG_TEXT, fill, make_room
 
 
@@ -40,3 +47,12 @@ def test_a_database_that_did_not_answer_is_said_as_such() -> None:
     away = StoreError("$ACP_RELAY_STORE_URL", "the connection to the database server was lost", transient=True)
     described = describe(away)
     assert (described.prose, described.code, described.transient) == (STORE_AWAY, "store", True)
+
+
+def test_a_message_the_relay_holds_is_said_held_for_each_kind_of_refusal() -> None:
+    """A surface that holds the message and tries again (Discord) promises an answer, never a resend."""
+    full = StoreError("relay.db", "database or disk is full", full=True)
+    away = StoreError("$ACP_RELAY_STORE_URL", "the connection was lost", transient=True)
+    other = StoreError("relay.db", "no such table: inbound")
+    assert [held_prose(e) for e in (full, away, other)] == [STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD]
+    assert not [e for e in (full, away, other) if "send" in held_prose(e)], "never asks for the message again"

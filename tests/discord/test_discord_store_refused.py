@@ -1,0 +1,70 @@
+"""Discord while the relay's store cannot keep a message (its disk is full: SQLITE_FULL, made with
+``tests.full_store``). Discord sends each message once, so one the store refused must not be lost: the
+relay holds it and tries again until there is room, tells its person once, keeps the channel's later
+messages behind it, and never logs a traceback. A relay stopped meanwhile answers it after its next
+start (the catch-up finds it)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from core.store.records import STORE_FULL_HELD
+from tests.discord.harness import ALICE, BOB, RelayFactory, until
+from tests.full_store import LONG_TEXT, fill, make_room
+from tests.waiting import fast_sleep
+
+ANSWER_OF_LONG = "echo: hello"  # the scripted agent echoes a prompt that is no script
+
+
+def _held(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if "could not save Discord message" in r.getMessage()]
+
+
+async def test_a_message_the_full_store_refused_is_held_told_once_and_answered_once_there_is_room(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    r = await relay(reconnect_sleep=fast_sleep)
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "text before")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
+    fill(r.store)
+    await r.fake.say(dm, ALICE, LONG_TEXT)
+    await r.fake.say(dm, ALICE, "text written while it waits")
+    await r.fake.say(r.channel, BOB, "people talking among themselves, no mention")
+    await until(lambda: len(r.bot_texts(dm)) == 2, "the person is told")
+    await until(lambda: "refused Discord message" in caplog.text and "(3 times)" in caplog.text, "tried again")
+    assert r.bot_texts(dm)[1] == STORE_FULL_HELD
+    assert r.prompts() == ["text before"], "nothing reached the agent while the store refused"
+    make_room(r.store)
+    await until(lambda: len(r.prompts()) == 3 and r.idle(), "both answered")
+    assert r.prompts() == ["text before", LONG_TEXT, "text written while it waits"], "in the order written"
+    texts = r.bot_texts(dm)
+    assert texts.count(STORE_FULL_HELD) == 1, "told once, though refused again and again"
+    answers = [i for i, t in enumerate(texts) if t.startswith((ANSWER_OF_LONG, "written while it waits"))]
+    assert len(answers) == 2 and texts.index(STORE_FULL_HELD) < answers[0], texts
+    assert r.bot_texts(r.channel) == [], "nobody was told anything about a message not for the bot"
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+    [long_id] = [m["id"] for m in r.fake.messages(dm) if m["content"] == LONG_TEXT]
+    [dm_held] = [rec for rec in _held(caplog) if str(long_id) in rec.getMessage()]
+    assert dm_held.levelno == logging.WARNING and "database or disk is full" in dm_held.getMessage()
+    assert any("after the store refused it" in rec.getMessage() for rec in caplog.records)
+
+
+async def test_a_relay_stopped_while_it_holds_a_message_answers_it_after_its_next_start(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    r = await relay(reconnect_sleep=fast_sleep)
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "text before")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
+    fill(r.store)
+    await r.fake.say(dm, ALICE, LONG_TEXT)
+    await until(lambda: len(_held(caplog)) == 1, "held")
+    await r.stop()  # returns: nothing waits on the held message
+    await r.start()  # (the cap on the file's size was its connection's: the new one has room)
+    await until(lambda: len(r.prompts()) == 2 and r.idle(), "answered after the restart")
+    assert r.prompts() == ["text before", LONG_TEXT]
+    assert [t for t in r.bot_texts(dm) if t.startswith(ANSWER_OF_LONG)], r.bot_texts(dm)
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
