@@ -103,3 +103,18 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A server of the test's own, to stop and start again (``halt``, ``resume``: the session's is shared).
+    Durable, as a real one: what it confirmed before a crash is there after it."""
+    if server_binaries() is None:
+        pytest.skip(INSTALL_HINT)
+    if importlib.util.find_spec("psycopg") is None:
+        pytest.skip("psycopg is not installed: pip install 'acp-relay[postgres]' (make install does)")
+    server = PostgresServer.start(durable=True)
+    try:
+        yield server
+    finally:
+        server.stop()

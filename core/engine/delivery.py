@@ -189,17 +189,24 @@ class Outbox:
                 and self.owns(r.conversation_key)]
 
     async def _redeliver(self) -> None:
+        """Work through the ledger until nothing is due, waiting longer after each pass that left some.
+        A store that fails meanwhile (the database away, a full disk) ends it with one warning: the rows
+        stay for the next pass (the next heartbeat of relays sharing a store, failure, or start)."""
         delay = 1.0
-        while pending := self._due():
-            for row in pending:
-                try:
-                    await self._resend(row)
-                except LeaseLost as exc:  # taken over meanwhile: the row is the new owner's to resend
-                    log.info("a kept answer for %s is another relay's to resend now: %s", row.conversation_key, exc)
-                    self._parked.add(row.id)
-            if self._due():
-                await self.sleep(delay)
-                delay = min(delay * 2, _MAX_RESEND_DELAY_S)
+        try:
+            while pending := self._due():
+                for row in pending:
+                    try:
+                        await self._resend(row)
+                    except LeaseLost as exc:  # taken over meanwhile: the row is the new owner's to resend
+                        log.info("a kept answer for %s is another relay's to resend now: %s",
+                                 row.conversation_key, exc)
+                        self._parked.add(row.id)
+                if self._due():
+                    await self.sleep(delay)
+                    delay = min(delay * 2, _MAX_RESEND_DELAY_S)
+        except StoreError as exc:
+            log.warning("could not work through the kept answers (they stay kept): %s", exc)
 
     async def _resend(self, row: OutboundRecord) -> None:
         surface = self.surfaces[str(row.payload["surface"])]

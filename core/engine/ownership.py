@@ -92,6 +92,8 @@ class Ownership:
         self.on_beat: Callable[[], None] = lambda: None
         #: Called whenever the listener (re)starts: what was sent before it listened was not heard.
         self.on_listening: list[Callable[[], None]] = []
+        #: Conversations whose pickup could not read the store: picked up again at the next heartbeat.
+        self._pick_up_later: set[str] = set()
 
     def lease(self, key: str) -> Lease | None:
         """The lease this relay holds on ``key`` and may still act on, or None."""
@@ -121,6 +123,11 @@ class Ownership:
         except StoreError as exc:
             log.warning("could not tell who answers %s: %s", key, exc)
             return False
+
+    def pick_up_later(self, key: str) -> None:
+        """``pickup(key)`` could not read the store (the database away): it runs again at the next
+        heartbeat, while ``key`` is still this relay's."""
+        self._pick_up_later.add(key)
 
     def wake(self, key: str) -> None:
         """Wake the owner of ``key``: a message was journaled for it here."""
@@ -297,6 +304,10 @@ class Ownership:
             self.deferred.flush()
             self.renew()
             await self.sweep()
+            later, self._pick_up_later = self._pick_up_later, set()
+            for key in later:
+                if self.lease(key) is not None:
+                    self._pickup(key)
             self.on_beat()
 
     async def _listen(self) -> None:

@@ -8,6 +8,7 @@ Mixed into ``Engine``: what it needs of the engine is declared here.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from core.engine.ownership import Ownership
 from core.engine.resend import ResendQuestions
 from core.engine.surface import Surface
 from core.engine.tasks import TaskSet
+from core.store import StoreError
 
 if TYPE_CHECKING:
     from collections import OrderedDict
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from core.engine.conversation import Conversation
 
 __all__ = ["Pickups"]
+
+log = logging.getLogger("acp_relay.engine.pickups")
 
 
 class Pickups:
@@ -74,7 +78,13 @@ class Pickups:
         assert ownership is not None
         lock = self._pickups.setdefault(key, asyncio.Lock())
         async with lock:
-            unfinished = self.journal.unfinished(key)
+            try:
+                unfinished = self.journal.unfinished(key)
+            except StoreError as exc:  # the database away: looked up again while the conversation is ours
+                log.warning("could not look up what waits in %s (looked up again at the next heartbeat): %s",
+                            key, exc)
+                ownership.pick_up_later(key)
+                return
             taken = self._taken.setdefault(key, set())
             taken &= {(u.message.surface, u.message.message_id) for u in unfinished}  # the rest are done
             for item in unfinished:

@@ -176,6 +176,10 @@ class Cluster:
                 str(CLI), "run", "--config", str(self.config(i, webhook_url)), env=env, cwd=self.tmp,
                 stdout=log, stderr=log)
 
+    def log(self, i: int) -> str:
+        """Everything relay ``i`` wrote (its log lines; a traceback would be among them)."""
+        return (self.tmp / f"relay-{i}.log").read_text(encoding="utf-8", errors="replace")
+
     async def kill(self, i: int) -> None:
         proc = self.procs[i]
         assert proc is not None
