@@ -3,7 +3,7 @@
 ``take(update)`` returns once the update is safe to confirm to Telegram: a message is journaled
 (``Host.submit``; the core handles it after the conversation's earlier messages); an update that
 is not for the bot, or cannot be read, needs nothing. A store that cannot journal raises, so the
-caller does not confirm the update and Telegram sends it again. Webhook posts may arrive side by
+caller does not confirm the update and Telegram sends it again (its person is told so once). Webhook posts may arrive side by
 side: each conversation's messages are taken in the order they came (``Host.ordered``). A button
 press is answered with ``answerCallbackQuery`` on every path (no spinner is left), with the core's
 short answer.
@@ -20,7 +20,7 @@ from typing import Any
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
-from core.surface_api import Host
+from core.surface_api import Host, StoreError, held_prose
 from surfaces.telegram.inbound import Incoming, fetch_image, message_in, press_in
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import IMAGE_NOT_FETCHED, press_answer
@@ -39,6 +39,8 @@ class Intake:
         self.surface = surface
         self.ready = asyncio.Event()
         self.me: User | None = None
+        #: Messages the store refused whose person was told so (once: Telegram sends each again and again).
+        self._told: set[tuple[str, str]] = set()
 
     def identify(self, me: User) -> None:
         """The bot's own user (getMe): mentions, replies and ``/cmd@name`` are matched against it."""
@@ -88,7 +90,15 @@ class Intake:
             self.host.notify(message.conversation_key, IMAGE_NOT_FETCHED)
             if not message.text.strip():
                 return
-        await self.host.submit(message)  # journaled once this returns
+        told = (message.conversation_key, message.message_id)
+        try:
+            await self.host.submit(message)  # journaled once this returns
+        except StoreError as exc:  # not confirmed: Telegram sends it again, until the store takes it
+            if told not in self._told and self.host.permits(message.user_id):
+                self._told.add(told)
+                self.host.notify(message.conversation_key, held_prose(exc))
+            raise
+        self._told.discard(told)
 
     async def _press(self, query: CallbackQuery) -> None:
         answer: str | None = None

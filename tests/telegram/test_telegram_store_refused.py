@@ -1,0 +1,43 @@
+"""Telegram while the relay's store cannot journal a message (its disk is full: SQLITE_FULL, made with
+``tests.full_store``): the update is not confirmed, so Telegram offers it again on every poll, and its
+person is told once, not on every offer, that it will be answered once there is room; then it is
+answered, once."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from core.store.records import STORE_FULL_HELD
+from tests.fakes.telegram_api import FakeBotApi
+from tests.full_store import LONG_TEXT, fill, make_room
+from tests.telegram.conftest import USER, TgFactory
+from tests.waiting import fast_sleep, until
+
+
+async def test_a_message_the_full_store_refused_is_said_held_once_and_answered_once_there_is_room(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    api.private(USER)
+    r = await tg(poll_sleep=fast_sleep)
+    api.say(USER, "text before")
+    await until(lambda: any("before" in t for t in r.texts(USER)), "answered")
+    await r.settled()
+    fill(r.store)
+    written = api.say(USER, LONG_TEXT)
+
+    def offers() -> int:
+        return sum(any(u.get("message", {}).get("message_id") == written["message_id"] for u in c.result or [])
+                   for c in api.calls("getUpdates"))
+
+    await until(lambda: offers() >= 3, "Telegram offered it again and again")
+    assert r.texts(USER).count(STORE_FULL_HELD) == 1, "told once, not on every offer"
+    assert r.prompts() == ["text before"], "nothing reached the agent while the store refused"
+    make_room(r.store)
+    await until(lambda: any(t.startswith("echo: hello") for t in r.texts(USER)), "answered once there is room")
+    await r.settled()
+    assert r.prompts() == ["text before", LONG_TEXT]
+    texts = r.texts(USER)
+    assert texts.count(STORE_FULL_HELD) == 1 and texts.index(STORE_FULL_HELD) < len(texts) - 1, texts
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
