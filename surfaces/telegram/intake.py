@@ -3,10 +3,10 @@
 ``take(update)`` returns once the update is safe to confirm to Telegram: a message is journaled
 (``Host.submit``; the core handles it after the conversation's earlier messages); an update that
 is not for the bot, or cannot be read, needs nothing. A store that cannot journal raises, so the
-caller does not confirm the update and Telegram sends it again (its person is told so once). Webhook posts may arrive side by
-side: each conversation's messages are taken in the order they came (``Host.ordered``). A button
-press is answered with ``answerCallbackQuery`` on every path (no spinner is left), with the core's
-short answer.
+caller does not confirm the update and Telegram sends it again (its person is told so once).
+Webhook posts may arrive side by side: each conversation's messages are taken in the order they came
+(``Host.ordered``). A button press is answered with ``answerCallbackQuery`` on every path (no
+spinner is left), with the core's short answer.
 """
 
 from __future__ import annotations
