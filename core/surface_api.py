@@ -18,7 +18,7 @@ through it. What is here:
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
   ``StoreError`` (``Host.submit`` could not journal; ``held_prose`` says so to a person whose message the
-  surface holds and tries again), ``ReconnectLater``;
+  surface holds and tries again, every ``HELD_RETRY_S``), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``LISTEN_BACKLOG`` (an HTTP server's accept queue), ``register_secrets``, ``private_file``,
   ``WalCheckpointer`` (a SQLite file's checkpoints off the event loop) and its ``WriterLock``,
@@ -105,10 +105,11 @@ from core.private_files import SQLITE_COMPANIONS, private_file
 from core.redact import SecretRegistration, redact, register_secrets
 from core.refusal_log import RefusalLog
 from core.rounds import Round
-from core.store import StoreError, held_prose
+from core.store import HELD_RETRY_S, StoreError, held_prose
 from core.wal_checkpoints import WalCheckpointer, WriterLock
 
 __all__ = [
+    "HELD_RETRY_S",
     "INTERNAL_FAILURE",
     "LISTEN_BACKLOG",
     "SQLITE_COMPANIONS",

@@ -13,6 +13,7 @@ from core.store.notes import Note
 from core.store.notify import Notifier
 from core.store.opening import database_url, open_store
 from core.store.records import (
+    HELD_RETRY_S,
     ConversationRecord,
     InboundRecord,
     OutboundRecord,
@@ -24,6 +25,7 @@ from core.store.schema import MIGRATIONS, SCHEMA_VERSION
 from core.store.store import Store
 
 __all__ = [
+    "HELD_RETRY_S",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "ConversationRecord",

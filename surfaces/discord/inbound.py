@@ -27,7 +27,7 @@ from typing import Literal
 
 import discord
 
-from core.surface_api import Attachment, Host, InboundMessage, StoreError, held_prose, route
+from core.surface_api import HELD_RETRY_S, Attachment, Host, InboundMessage, StoreError, held_prose, route
 from surfaces.discord import wording
 from surfaces.discord.channels import Kind, KnownChannels
 from surfaces.discord.errors import PLATFORM_ERRORS, THREAD_EXISTS
@@ -44,8 +44,6 @@ _THREAD_NAME_MAX = 100
 _OTHER_MENTION = re.compile(r"<(?:@[!&]?|#)\d+>")
 _PEOPLE = (discord.MessageType.default, discord.MessageType.reply)
 _THREAD_ARCHIVE_MIN: Literal[10080] = 10080  # a week, so a quiet conversation is not archived overnight
-#: A message the store refused is tried again after this long, twice as long each time, up to the last.
-STORE_RETRY_S = (1.0, 30.0)
 
 
 def thread_name(text: str) -> str:
@@ -158,7 +156,7 @@ class Router:
 
     async def _route_held(self, message: discord.Message) -> None:
         """``_route``, tried again while the store refuses what it must keep (see the module's doc)."""
-        delay, longest = STORE_RETRY_S
+        delay, longest = HELD_RETRY_S
         refused = 0
         while True:
             try:

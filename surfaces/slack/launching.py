@@ -155,7 +155,7 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
         host.attach(surface, settings.allowed_user_ids)
         threads = Threads(host.state)
         threads.prune()  # threads quiet for months: a reply there needs a mention again
-        listeners = Listeners(host, surface, threads, bot_user_id=bot_user_id)
+        listeners = Listeners(host, surface, threads, bot_user_id=bot_user_id, held_retry_s=timings.held_retry_s)
         listeners.register(app)
         if settings.mode == "socket":
             assert tokens.app is not None  # read_tokens checked it

@@ -14,7 +14,11 @@ Nothing is acknowledged before it is stored: the Bolt app runs with ``process_be
 Slack's acknowledgement (the Socket Mode ack, the HTTP 200) goes out only when a listener returns,
 and a message listener returns once the core has journaled the message (``Host.submit``); the core
 handles it after the conversation's earlier messages. A store that cannot journal makes the
-listener fail: no acknowledgement, and Slack sends the event again. An event that cannot be read is
+listener fail: no acknowledgement, and Slack sends the event again; its person is told once that it
+will be answered. Slack delivers an event four times at most (at once, then about 1 and 5 minutes
+later): at the last delivery (``retry_attempt``, ``X-Slack-Retry-Num``: 3) a message the store still
+refuses is acknowledged and held instead, offered to the store again with a growing delay until it
+takes it (a relay stopped meanwhile loses it, and says so in its log). An event that cannot be read is
 logged once (never its text), stored as rejected and acknowledged. Presses are handled in tasks of
 their own (the host's), so every acknowledgement leaves well within Slack's 3 seconds; a press that
 changed nothing is answered to the presser only, at the channel's pace (``Host.notify``).
@@ -26,6 +30,7 @@ a line saying where the answer will appear, or how to start a conversation when 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections import OrderedDict
@@ -34,9 +39,10 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.request.internals import extract_team_id
 
-from core.surface_api import ButtonPress, Host, InboundMessage
+from core.surface_api import HELD_RETRY_S, ButtonPress, Host, InboundMessage, StoreError, held_prose
 from surfaces.slack import wording
 from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
 from surfaces.slack.keys import Asker, Thread
@@ -49,6 +55,14 @@ __all__ = ["Listeners"]
 log = logging.getLogger("acp_relay.slack.listeners")
 
 Ack = Callable[..., Awaitable[Any]]
+#: Slack's last delivery of an event (``retry_attempt`` counts the ones before it): it never sends it again.
+LAST_RETRY = 3
+
+
+def _retry(request: AsyncBoltRequest) -> int:
+    """Slack's count of the deliveries of this event before this one (``X-Slack-Retry-Num``)."""
+    values = request.headers.get("x-slack-retry-num") or ["0"]
+    return int(values[0]) if values[0].isdigit() else 0
 
 
 class _Seen:
@@ -77,12 +91,15 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 class Listeners:
     """Translate Slack's requests for ``host``; each message carries who asked as its ``origin``."""
 
-    def __init__(self, host: Host, surface: SlackSurface, threads: Threads, *, bot_user_id: str = "") -> None:
+    def __init__(self, host: Host, surface: SlackSurface, threads: Threads, *, bot_user_id: str = "",
+                 held_retry_s: tuple[float, float] = HELD_RETRY_S) -> None:
         self.host = host
         self.surface = surface
         self.threads = threads
         self._bot_user_id = bot_user_id  # the app's own member id ("": not known, Bolt asks on each event)
         self._seen = _Seen()
+        self._held_retry_s = held_retry_s
+        self._told: set[str] = set()  # messages the store refused whose person was told so
 
     def register(self, app: AsyncApp) -> None:
         """Attach every listener to ``app``."""
@@ -90,10 +107,19 @@ class Listeners:
         app.event("message")(self.on_message)
         app.command("/compact")(self.on_compact)
         app.action(re.compile(rf"^{re.escape(ACTION_PREFIX)}"))(self.on_button)
+        app.error(self.on_error)
+
+    async def on_error(self, error: Exception) -> None:
+        """A listener failed (Bolt answers Slack 500, so Slack sends the event again): a store that could
+        not journal is a fault the relay expects, one line; anything else keeps its traceback."""
+        if isinstance(error, StoreError):
+            log.warning("a Slack event could not be stored; Slack sends it again: %s", error)
+        else:
+            log.error("a Slack listener failed; Slack sends the event again", exc_info=error)
 
     # -- messages ----------------------------------------------------------------------------
 
-    async def on_event(self, body: dict[str, Any]) -> bool:
+    async def on_event(self, body: dict[str, Any], retry: int = 0) -> bool:
         """A Socket Mode ``events_api`` payload: a message or a mention is taken here as its Bolt
         listener would take it (True: acknowledge it once this returns; it raises when the store
         cannot journal it); anything else is Bolt's (False). Bolt's dispatch (a context, a Web API
@@ -106,21 +132,23 @@ class Listeners:
             return False
         assert isinstance(event, dict)  # (kind says so)
         await self._message(body, event, team=str(extract_team_id(body) or ""), bot_user_id=self._bot_user_id,
-                            mention_event=kind == "app_mention")
+                            mention_event=kind == "app_mention", retry=retry)
         return True
 
-    async def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
+                         request: AsyncBoltRequest) -> None:
         """``@app …`` in a channel: starts a thread under the message, or continues its thread."""
         await self._message(body, event, team=_team(body, context), bot_user_id=str(context.bot_user_id or ""),
-                            mention_event=True)
+                            mention_event=True, retry=_retry(request))
 
-    async def on_message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def on_message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
+                         request: AsyncBoltRequest) -> None:
         """Any message the app can see: a DM, or a reply in a thread the app is part of."""
         await self._message(body, event, team=_team(body, context), bot_user_id=str(context.bot_user_id or ""),
-                            mention_event=False)
+                            mention_event=False, retry=_retry(request))
 
     async def _message(self, body: dict[str, Any], event: dict[str, Any], *, team: str, bot_user_id: str,
-                       mention_event: bool) -> None:
+                       mention_event: bool, retry: int) -> None:
         try:
             got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
                         mention_event=mention_event)
@@ -132,9 +160,9 @@ class Listeners:
                 self.host.reject(f"event:{event_id}", str(exc))
             return
         if got is not None:
-            await self._hand_over(got)
+            await self._hand_over(got, retry)
 
-    async def _hand_over(self, got: Heard) -> None:
+    async def _hand_over(self, got: Heard, retry: int) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next."""
         thread = got.thread
         if not thread.is_dm and self.host.permits(got.user):
@@ -142,9 +170,41 @@ class Listeners:
             # stranger started with a mention are the people's own (the stranger is refused once).
             self.threads.join(thread)
         self.threads.note_latest(thread, got.user)
-        await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
-                                              message_id(thread.team, thread.channel, got.ts),
-                                              origin=Asker(got.user, got.ts)))
+        message = InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
+                                 message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts))
+        try:
+            await self.host.submit(message)
+        except StoreError as exc:
+            if message.message_id not in self._told and self.host.permits(message.user_id):
+                self._told.add(message.message_id)
+                self.host.notify(thread.key, held_prose(exc))
+            if retry < LAST_RETRY:
+                raise  # not acknowledged: Slack sends it again
+            log.warning("Slack will not send message %s again and the store refused it: held, and offered to the "
+                        "store again until it takes it: %s", message.message_id, exc)
+            self.host.tasks.spawn(self._hold(message), name=f"slack-held:{message.message_id}")
+            return
+        self._told.discard(message.message_id)
+
+    async def _hold(self, message: InboundMessage) -> None:
+        """Offer ``message`` to the store again, waiting longer each time, until it takes it."""
+        delay, longest = self._held_retry_s
+        try:
+            while True:
+                await asyncio.sleep(delay)
+                try:
+                    await self.host.submit(message)
+                except StoreError as exc:
+                    log.debug("the store refused Slack message %s again: %s", message.message_id, exc)
+                    delay = min(delay * 2, longest)
+                    continue
+                self._told.discard(message.message_id)
+                log.info("saved Slack message %s, held since the store refused it", message.message_id)
+                return
+        except asyncio.CancelledError:
+            log.warning("the relay stopped while it held Slack message %s for the store: it is lost (Slack will "
+                        "not send it again)", message.message_id)
+            raise
 
     # -- the slash command -------------------------------------------------------------------
 

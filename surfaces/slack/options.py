@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.surface_api import Problems, RateLimit, StartupError, secret
+from core.surface_api import HELD_RETRY_S, Problems, RateLimit, StartupError, secret
 from surfaces.slack.settings import SlackConfig
 
 __all__ = ["SLACK_PACE", "Timings", "Tokens", "problems", "read_tokens"]
@@ -31,6 +31,8 @@ class Timings:
     connect_timeout_s: float = 30.0
     reconnect_first_delay_s: float = 1.0
     reconnect_max_delay_s: float = 60.0
+    #: A message held after Slack's last delivery is offered to the store again this often (first, most).
+    held_retry_s: tuple[float, float] = HELD_RETRY_S
 
 
 @dataclass(frozen=True, slots=True)

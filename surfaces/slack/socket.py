@@ -8,9 +8,9 @@ time: here, a connection that closed or went quiet ends ``connect_once``, and th
 opens a new one after a capped, growing delay, with one log line per failure. An app-level token
 Slack refuses ends receiving for good (``StartupError``): ``acp-relay run`` then exits 2 saying so.
 
-Messages and mentions are handed to the listeners directly (``direct``), acknowledged once they
-return and not when they raise (Slack then sends the event again), as Bolt does; every other
-envelope goes through Bolt.
+Messages and mentions are handed to the listeners directly (``direct``, with the envelope's
+``retry_attempt``), acknowledged once they return and not when they raise (Slack then sends the event
+again), as Bolt does; every other envelope goes through Bolt.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.surface_api import Host, StartupError
+from core.surface_api import Host, StartupError, StoreError
 from surfaces.slack.errors import AUTH_ERRORS, error_code
 from surfaces.slack.options import Timings
 
@@ -42,8 +42,9 @@ log = logging.getLogger("acp_relay.slack.socket")
 _TOKEN_REFUSED = AUTH_ERRORS | {"not_allowed_token_type", "invalid_app_token"}
 
 
-#: Takes a Socket Mode event payload itself (True), or leaves it to Bolt (False).
-Direct = Callable[[dict[str, Any]], Awaitable[bool]]
+#: Takes a Socket Mode event payload itself (True), or leaves it to Bolt (False); with Slack's count of
+#: the deliveries before this one.
+Direct = Callable[[dict[str, Any], int], Awaitable[bool]]
 
 
 class ConnectionLost(Exception):
@@ -60,7 +61,10 @@ class _Handler(AsyncSocketModeHandler):
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         if req.type == "events_api" and isinstance(req.payload, dict):
             try:
-                taken = await self._direct(req.payload)
+                taken = await self._direct(req.payload, req.retry_attempt or 0)
+            except StoreError as exc:  # a full disk, the database away: a fault the relay expects
+                log.warning("a Slack event could not be stored; Slack sends it again: %s", exc)
+                return
             except Exception:  # as Bolt does with a failing listener: logged, and not acknowledged
                 log.exception("a Slack event could not be taken; Slack sends it again")
                 return
@@ -70,7 +74,7 @@ class _Handler(AsyncSocketModeHandler):
         await super().handle(client, req)
 
 
-async def _nothing_direct(_payload: dict[str, Any]) -> bool:
+async def _nothing_direct(_payload: dict[str, Any], _retry: int) -> bool:
     return False
 
 

@@ -1,0 +1,82 @@
+"""Slack while the relay's store cannot journal a message (its disk is full: SQLITE_FULL, made with
+``tests.full_store``), in both modes. Slack delivers an event four times at most (``retry_attempt`` /
+``X-Slack-Retry-Num`` 0 to 3): the first three are not acknowledged, so Slack sends it again; the last
+is acknowledged and the message held, offered to the store again until there is room. Its person is
+told once, not on every delivery; then it is answered, once, and nothing is logged with a traceback."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+
+import pytest
+
+from core.store.records import STORE_FULL_HELD
+from tests.full_store import LONG_TEXT, fill, make_room
+
+from .conftest import DM, FAST, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
+
+HELD_FAST = dataclasses.replace(FAST, held_retry_s=(0.02, 0.05))
+
+
+async def _deliver(relay: SlackRelayUnderTest, event: dict[str, object], retry: int,
+                   caplog: pytest.LogCaptureFixture) -> bool:
+    """Deliver ``event`` as Slack's delivery number ``retry``; True when the relay acknowledged it."""
+    body = relay.fake.event_envelope(event, "Ev-held")
+    if relay.mode == "socket":
+        def refusals() -> int:
+            return sum("could not be stored" in rec.getMessage() for rec in caplog.records)
+
+        envelope = await relay.fake.send_envelope(body, retry_attempt=retry)
+        await until(lambda: envelope in relay.fake.acks or refusals() > retry, "taken or refused")
+        return envelope in relay.fake.acks
+    raw = json.dumps(body).encode()
+    headers = relay.fake.signed_headers(raw)
+    if retry:
+        headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"}
+    status, _ = await relay.fake.post_http(raw, headers)
+    return status == 200
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_message_the_full_store_refused_is_held_at_slacks_last_delivery_and_answered_once(
+        slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    relay = await slack(mode=mode, timings=HELD_FAST)
+    fill(relay.store)
+    msg = relay.fake.user_message(USER, DM, LONG_TEXT)
+    event = {"type": "message", "channel_type": "im", "user": USER, "text": LONG_TEXT, "ts": msg.ts, "channel": DM,
+             "team": TEAM, "event_ts": msg.ts}
+    refused = [await _deliver(relay, event, retry, caplog) for retry in range(3)]
+    assert refused == [False, False, False], "not acknowledged: Slack sends it again"
+    assert relay.prompts() == []
+    assert await _deliver(relay, event, 3, caplog), "Slack's last delivery is acknowledged: the relay holds it"
+    await until(lambda: "held, and offered to the store again" in caplog.text, "held")
+    assert relay.bot_texts(msg.ts, DM) == [STORE_FULL_HELD], "told once, not on every delivery"
+    make_room(relay.store)
+    await until(lambda: relay.prompts() == [LONG_TEXT], "answered once there is room")
+    await relay.settled(msg.ts, DM)
+    texts = relay.bot_texts(msg.ts, DM)
+    assert texts[0] == STORE_FULL_HELD and texts.count(STORE_FULL_HELD) == 1, texts
+    assert any(t.startswith("echo: hello") for t in texts[1:]), texts
+    assert relay.prompts() == [LONG_TEXT], "answered once"
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+async def test_a_relay_stopped_while_it_holds_a_message_says_in_its_log_that_it_is_lost(
+        slack: SlackFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """Slack will not send it again, and the store never took it: the one loss the relay cannot avoid is
+    named in the log (one warning, no traceback), and the stop does not wait for the store."""
+    caplog.set_level(logging.INFO)
+    relay = await slack(timings=HELD_FAST)
+    fill(relay.store)
+    msg = relay.fake.user_message(USER, DM, LONG_TEXT)
+    event = {"type": "message", "channel_type": "im", "user": USER, "text": LONG_TEXT, "ts": msg.ts, "channel": DM,
+             "team": TEAM, "event_ts": msg.ts}
+    assert await _deliver(relay, event, 3, caplog)
+    await until(lambda: "held, and offered to the store again" in caplog.text, "held")
+    await relay.close()
+    [lost] = [rec for rec in caplog.records if "it is lost" in rec.getMessage()]
+    assert lost.levelno == logging.WARNING and msg.ts.replace(".", "") in lost.getMessage().replace(".", "")
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
