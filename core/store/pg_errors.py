@@ -12,7 +12,10 @@ import re
 
 from core.redact import redact
 
-__all__ = ["describe_pg"]
+__all__ = ["FULL", "describe_pg"]
+
+#: SQLSTATE disk_full: the server could not extend a file (a full disk, or a full tablespace's).
+FULL = "53100"
 
 # (pattern on libpq's message, the sentence, transient), first match wins. {source}: where the URL is.
 _CONNECT: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple((re.compile(p, re.IGNORECASE), s, t) for p, s, t in (
@@ -55,6 +58,7 @@ _STATES: dict[str, tuple[str, bool]] = {
     "42501": ("the database user may not do this ({reason}); it needs to own the schema the store uses "
               "(GRANT CREATE ON SCHEMA ... TO it)", False),
     "22P05": ("a text held a character PostgreSQL cannot store ({reason})", False),
+    FULL: ("the disk that holds the database is full ({reason}); free some space on the database server", False),
 }
 
 

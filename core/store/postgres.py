@@ -26,7 +26,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from core.store.backend import Backend, Clock, Result
 from core.store.dialect import POSTGRESQL
 from core.store.notes import Note, NoteQueue
-from core.store.pg_errors import describe_pg
+from core.store.pg_errors import FULL, describe_pg
 from core.store.records import StoreError
 
 __all__ = ["PostgresBackend", "parse_url"]
@@ -108,7 +108,7 @@ class PostgresBackend(Backend):
     def _translate(self, exc: psycopg.Error, *, connected: bool) -> StoreError:
         detail, transient = describe_pg(str(exc), exc.sqlstate, connected=connected, source=self._source,
                                         secrets=self._secrets)
-        return self._error(detail, transient=transient)
+        return self._error(detail, transient=transient, full=exc.sqlstate == FULL)
 
     def _execute(self, statement: str, params: Sequence[Any]) -> Result:
         conn = self._connection()
