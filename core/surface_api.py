@@ -105,7 +105,7 @@ from core.private_files import SQLITE_COMPANIONS, private_file
 from core.redact import SecretRegistration, redact, register_secrets
 from core.refusal_log import RefusalLog
 from core.rounds import Round
-from core.store import HELD_RETRY_S, StoreError, held_prose
+from core.store import HELD_RETRY_S, StoreError, disk_full, held_prose
 from core.wal_checkpoints import WalCheckpointer, WriterLock
 
 __all__ = [
@@ -175,6 +175,7 @@ __all__ = [
     "code_lines",
     "command_word",
     "describe",
+    "disk_full",
     "error_prose",
     "held_prose",
     "image_kind",

@@ -5,9 +5,11 @@ succeeds, as on a full disk; ``LONG_TEXT`` never fits."""
 
 from __future__ import annotations
 
+import sqlite3
+
 from core.store import Store, StoreError
 
-__all__ = ["LONG_TEXT", "fill", "make_room"]
+__all__ = ["LONG_TEXT", "fill", "fill_file", "make_room", "make_room_in_file"]
 
 #: Longer than a page: writing it needs pages the full file cannot have.
 LONG_TEXT = "hello " + "x" * 6000
@@ -33,3 +35,23 @@ def make_room(store: Store) -> None:
     """Room again: the filler gone, the cap lifted."""
     store.backend.execute("DROP TABLE filler")
     store.backend.execute(f"PRAGMA max_page_count = {_UNCAPPED}")
+
+
+def fill_file(conn: sqlite3.Connection) -> None:
+    """``fill`` for a SQLite file a surface keeps itself (the dashboard's transcript), on its connection."""
+    conn.execute("CREATE TABLE filler (data BLOB)")
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+    for size in (2000, 200, 20):
+        try:
+            for _ in range(10_000):
+                conn.execute(f"INSERT INTO filler VALUES (zeroblob({size}))")
+        except sqlite3.OperationalError:
+            continue
+        raise AssertionError("the file never filled up")
+
+
+def make_room_in_file(conn: sqlite3.Connection) -> None:
+    """``make_room`` for ``fill_file``'s file."""
+    conn.execute("DROP TABLE filler")
+    conn.execute(f"PRAGMA max_page_count = {_UNCAPPED}")

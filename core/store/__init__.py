@@ -19,6 +19,7 @@ from core.store.records import (
     OutboundRecord,
     ReplyMessageRecord,
     StoreError,
+    disk_full,
     held_prose,
 )
 from core.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -40,6 +41,7 @@ __all__ = [
     "Store",
     "StoreError",
     "database_url",
+    "disk_full",
     "held_prose",
     "open_store",
 ]

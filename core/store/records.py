@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ __all__ = [
     "OutboundRecord",
     "ReplyMessageRecord",
     "StoreError",
+    "disk_full",
     "held_prose",
 ]
 
@@ -139,3 +141,11 @@ def held_prose(exc: StoreError) -> str:
     if exc.full:
         return STORE_FULL_HELD
     return STORE_AWAY_HELD if exc.transient else STORE_FAILED_HELD
+
+
+def disk_full(exc: BaseException) -> bool:
+    """``exc`` says the disk is full: a ``StoreError`` marked so, or SQLite's SQLITE_FULL ("database or disk
+    is full") from a file a surface keeps itself."""
+    if isinstance(exc, StoreError):
+        return exc.full
+    return isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL

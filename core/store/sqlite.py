@@ -20,7 +20,7 @@ from core.private_files import SQLITE_COMPANIONS, private_file
 from core.store.backend import Backend, Clock, Result, Transaction
 from core.store.dialect import SQLITE
 from core.store.notes import LocalHub, Note
-from core.store.records import StoreError
+from core.store.records import StoreError, disk_full
 from core.wal_checkpoints import WalCheckpointer, WriterLock
 
 __all__ = ["SqliteBackend"]
@@ -86,8 +86,7 @@ class SqliteBackend(Backend):
             cur = self._conn.execute(sql, tuple(params))
             result = Result(cur.rowcount, cur.fetchall())
         except sqlite3.Error as exc:
-            full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL  # "database or disk is full"
-            raise self._error(_describe(exc), full=full) from exc
+            raise self._error(_describe(exc), full=disk_full(exc)) from exc
         if self._checkpoints is not None and result.rowcount > 0 and not self._conn.in_transaction:
             self._checkpoints.committed()  # a write outside a transaction commits on its own
         return result

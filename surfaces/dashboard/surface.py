@@ -10,6 +10,12 @@ are written in one transaction, then shown (``core.rounds``), as are the message
 relay's own (a burst's first answers). What
 the core shows arrives rendered by ``DashboardFormatter``: the neutral Markdown and the blocks the page
 draws (the browser renders the Markdown).
+
+A relay message the transcript cannot save because its disk is full is shown live all the same,
+marked unsaved (the page says a reload loses it), and so are its later edits: an answer under way when
+the disk fills goes on showing instead of stopping where its last saved edit left it. Any other
+failure to save is a failed delivery, retried by the core as before (nothing is shown that was not
+written).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from core.surface_api import (
     StoreError,
     SurfaceDefaults,
     Text,
+    disk_full,
     redact,
     rendered_as,
 )
@@ -57,6 +64,8 @@ COMMANDS: Mapping[str, str] = MappingProxyType(
 log = logging.getLogger("acp_relay.dashboard")
 
 _RE_TAB = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: At most this many unsaved messages a tab are remembered (for their edits): a disk full for days.
+_UNSAVED_PER_TAB = 1000
 _PREFIX = f"{SURFACE_NAME}:"
 #: Events a slow browser may fall behind by before it is sent a fresh snapshot instead.
 _BACKLOG = 500
@@ -134,6 +143,8 @@ class DashboardSurface(SurfaceDefaults):
         self._posted: Round[tuple[str, Entry], Entry | None] = Round(self._write_posted)
         #: The relay's messages (in a burst, every answer's first words at once), the same way.
         self._added: Round[tuple[str, Entry], Entry | None] = Round(self._write_added)
+        #: Relay messages the transcript could not save, by tab: shown live, unsaved (so are their edits).
+        self._unsaved: dict[str, set[str]] = {}
 
     async def send(self, conversation_key: str, message: Rendered, *, buttons: tuple[Button, ...] = (),
                    reply_to: str | None = None) -> str:
@@ -158,7 +169,10 @@ class DashboardSurface(SurfaceDefaults):
         try:
             added = await self._added.submit((tab, entry))
         except (sqlite3.Error, StoreError) as exc:
-            raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+            if not disk_full(exc):
+                raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+            self._show_unsaved(tab, entry, exc)
+            return entry.id
         if added is None:
             log.info("took up the message %s a killed relay left in tab %s", message_id, tab)
         return entry.id
@@ -187,12 +201,30 @@ class DashboardSurface(SurfaceDefaults):
                    buttons: tuple[Button, ...] = ()) -> None:
         """Replace a message's text and buttons."""
         tab, shown = _tab(conversation_key, message), rendered_as(message, DashboardMessage)
+        edited = Entry(message_id, "agent", shown.text, buttons, shown.plain, shown.blocks)
         try:
             entry = await self._edits.submit(Edit(tab, message_id, shown.text, buttons, shown.plain, shown.blocks))
         except (sqlite3.Error, StoreError) as exc:
-            raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+            if not disk_full(exc):
+                raise DeliveryFailed(f"dashboard transcript: {exc}") from exc
+            self._show_unsaved(tab, edited, exc)
+            return
         if entry is None:
-            raise DeliveryFailed(f"no message {message_id!r} in {conversation_key}")
+            if message_id not in self._unsaved.get(tab, ()):
+                raise DeliveryFailed(f"no message {message_id!r} in {conversation_key}")
+            self._show_unsaved(tab, edited, None)  # never saved: its edits are shown live too
+
+    def _show_unsaved(self, tab: str, entry: Entry, exc: Exception | None) -> None:
+        """Show ``entry`` live though the transcript could not save it (``exc``), marked unsaved; logged
+        once a tab while it lasts. Only this relay's browsers see it (telling the others needs the store)."""
+        unsaved = self._unsaved.setdefault(tab, set())
+        if exc is not None and not unsaved:
+            log.warning("the transcript of tab %s could not save an answer; it is shown live, unsaved: %s", tab, exc)
+        if len(unsaved) < _UNSAVED_PER_TAB:
+            unsaved.add(entry.id)
+        event = {**entry.to_json(), "unsaved": True}
+        for subscriber in self._subscribers.get(tab, ()):
+            subscriber.push(event)
 
     def _write_edits(self, edits: list[Edit]) -> list[Entry | None]:
         """The edits of one round of the loop, in one transaction; each shown once written."""

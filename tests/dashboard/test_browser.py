@@ -14,6 +14,7 @@ from core.engine import wording
 from core.engine.blocks import Footer, RefusalCard, Text, ToolLine, Tools
 from core.engine.surface import Button
 from surfaces.dashboard.surface import conversation_key
+from tests.full_store import fill_file
 from tests.rendering import blocks, md
 
 from .conftest import CHROMIUM, DemoRelay, DemoRelayFactory
@@ -410,4 +411,25 @@ async def test_the_page_draws_its_icons_and_shows_no_emoji_of_its_own(
     assert await message.locator(".footer").inner_text() == "1m 01s · context 12%"
     assert await message.locator(".footer svg.icon-timer").count() == 1
     assert await tab.page.locator(".msg .footer svg.icon-timer").count() == 2  # the demo's answer too
+    assert tab.errors == []
+
+
+async def test_a_message_the_full_disk_could_not_save_is_shown_with_a_note_that_a_reload_loses_it(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay, tmp_path)
+    key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
+    assert relay.dashboard is not None
+    surface = relay.dashboard.surface
+    await surface.send(key, md(surface, "Saved before the disk filled."))
+    fill_file(surface.transcript._conn)  # the only way to fill the file it writes
+    await surface.send(key, md(surface, "Written when the disk was full. " + "More words. " * 500))  # > a page
+    unsaved = tab.page.locator("#messages .msg-agent", has_text="Written when the disk was full.")
+    await unsaved.locator(".unsaved").wait_for()
+    assert "reloading the page loses it" in await unsaved.locator(".unsaved").inner_text()
+    saved = tab.page.locator("#messages .msg-agent", has_text="Saved before the disk filled.")
+    assert await saved.locator(".unsaved").count() == 0
+    await tab.shot("21-unsaved-on-a-full-disk")
+    await tab.page.reload()
+    await saved.wait_for()
+    assert await unsaved.count() == 0, "a reload shows what was saved"
     assert tab.errors == []

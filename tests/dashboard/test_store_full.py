@@ -6,11 +6,12 @@ answered as usual."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 import pytest
 
 from core.store.records import STORE_FULL
-from tests.full_store import LONG_TEXT, fill, make_room
+from tests.full_store import LONG_TEXT, fill, fill_file, make_room, make_room_in_file
 
 from .conftest import DemoRelayFactory
 from .test_dashboard_relay import TAB, answered
@@ -34,3 +35,49 @@ async def test_a_message_the_full_store_cannot_take_is_refused_in_words_and_take
     assert taken.status == 202
     await stream.until(answered("demo agent"), "the demo's answer")
     assert stream.texts("user") == [LONG_TEXT]
+
+
+def _pack_behind(conn: sqlite3.Connection) -> None:
+    """Rows written after the answer's until its page is full too: the answer, growing, needs a page the
+    full file cannot have (a full disk refuses the same write)."""
+    for size in (400, 40, 4):
+        try:
+            for n in range(10_000):
+                conn.execute("INSERT INTO messages (tab, id, role, text, updated_at) "
+                             "VALUES ('packing', ?, 'agent', ?, 0)", (f"{size}-{n}", "x" * size))
+        except sqlite3.OperationalError:
+            continue
+
+
+async def test_an_answer_under_way_when_the_disk_fills_goes_on_showing_marked_unsaved(
+        demo_relay: DemoRelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """The tab does not go silent where the last saved edit left the answer: the rest is shown live, each
+    message marked unsaved (the page says a reload loses it), with one warning in the log."""
+    relay = await demo_relay()
+    assert relay.store is not None
+    stream = await relay.events(TAB)
+    taken = await relay.post(TAB, "messages", {"text": "slow", "id": "m1"})
+    assert taken.status == 202
+    await stream.until(lambda s: any(len(t.split()) >= 2 for t in s.texts()), "the answer's first words, saved")
+    [saved] = [m for m in stream.view.values() if m["role"] == "agent"]
+    assert not saved.get("unsaved")
+    shown_before = len(saved["text"].split())
+    assert relay.dashboard is not None
+    transcript = relay.dashboard.surface.transcript._conn  # the only way to fill the file it writes
+    with caplog.at_level(logging.WARNING):
+        fill_file(transcript)
+        _pack_behind(transcript)
+        await stream.until(lambda s: s.view[saved["id"]].get("unsaved")
+                           and len(s.view[saved["id"]]["text"].split()) > shown_before + 1, "the answer goes on")
+        stopped = await relay.post(TAB, "stop", {})
+        assert stopped.status == 200
+        await stream.until(lambda s: not s.typing, "the turn ended")
+    answer = stream.view[saved["id"]]
+    assert answer["unsaved"] and "arrives" in answer["text"], answer
+    [record] = [r for r in caplog.records if "shown live, unsaved" in r.getMessage()]
+    assert record.levelno == logging.WARNING and "database or disk is full" in record.getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    transcript.execute("DELETE FROM messages WHERE tab = 'packing'")
+    make_room_in_file(transcript)
+    again = await relay.events(TAB)  # a reload: what was saved, without the unsaved edits
+    assert not any(m.get("unsaved") for m in again.view.values())

@@ -328,6 +328,12 @@
       }
       el.appendChild(row);
     }
+    if (m.unsaved) {  // the relay could not write it down (a full disk): a reload loses it
+      const note = document.createElement("p");
+      note.className = "unsaved";
+      note.textContent = "Not saved: the relay could not write this to its disk, so reloading the page loses it.";
+      el.appendChild(note);
+    }
   }
 
   function nearBottom() {
@@ -337,7 +343,7 @@
   function upsert(m) {
     const stick = nearBottom();
     let el = document.getElementById(`msg-${m.id}`);
-    const signature = JSON.stringify([m.text, m.blocks, m.buttons, m.plain]);
+    const signature = JSON.stringify([m.text, m.blocks, m.buttons, m.plain, Boolean(m.unsaved)]);
     if (el && el.dataset.signature === signature) return;
     if (!el) {
       el = document.createElement("article");
