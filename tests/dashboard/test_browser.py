@@ -13,7 +13,7 @@ from core.config import RelayConfig
 from core.engine import wording
 from core.engine.blocks import Footer, RefusalCard, Text, ToolLine, Tools
 from core.engine.surface import Button
-from surfaces.dashboard.surface import conversation_key
+from surfaces.dashboard.surface import DashboardSurface, conversation_key
 from tests.full_store import fill_file
 from tests.rendering import blocks, md
 
@@ -82,6 +82,15 @@ async def open_tab(browser: playwright_api.Browser, relay: DemoRelay, tmp_path: 
 @pytest.fixture
 async def relay(demo_relay: DemoRelayFactory) -> DemoRelay:
     return await demo_relay()
+
+
+async def open_tab_as_agent(browser: playwright_api.Browser, relay: DemoRelay,
+                            tmp_path: Path) -> tuple[Tab, str, DashboardSurface]:
+    """``open_tab``, with its conversation's key and the surface to post in it as the core would."""
+    tab = await open_tab(browser, relay, tmp_path)
+    key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
+    assert relay.dashboard is not None
+    return tab, key, relay.dashboard.surface
 
 
 async def test_a_prompt_streams_markdown_and_fills_the_status_panel(
@@ -342,10 +351,7 @@ async def test_agent_html_cannot_make_controls_or_the_cores_styling(
 
 async def test_the_cores_footer_and_refusal_card_are_styled_and_the_agents_look_alikes_are_not(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay, tmp_path)
-    key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
-    assert relay.dashboard is not None
-    surface = relay.dashboard.surface
+    tab, key, surface = await open_tab_as_agent(browser, relay, tmp_path)
     card = "The model declined to answer this request.\nCategory: demo"
     # The agent's text holds a card and a footer of its own, the last of them right before the core's card.
     await surface.send(key, blocks(surface, Text(f"{card}\n\n⏱ 1.0s\n\nSome text.\n\n{card}\n\n⏱ 1.5s"),
@@ -416,10 +422,7 @@ async def test_the_page_draws_its_icons_and_shows_no_emoji_of_its_own(
 
 async def test_a_message_the_full_disk_could_not_save_is_shown_with_a_note_that_a_reload_loses_it(
         browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
-    tab = await open_tab(browser, relay, tmp_path)
-    key = conversation_key(await tab.page.evaluate("sessionStorage.getItem('acp-relay-tab')"))
-    assert relay.dashboard is not None
-    surface = relay.dashboard.surface
+    tab, key, surface = await open_tab_as_agent(browser, relay, tmp_path)
     await surface.send(key, md(surface, "Saved before the disk filled."))
     fill_file(surface.transcript._conn)  # the only way to fill the file it writes
     await surface.send(key, md(surface, "Written when the disk was full. " + "More words. " * 500))  # > a page

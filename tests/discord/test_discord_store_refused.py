@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from core.store.records import STORE_FULL_HELD
-from tests.discord.harness import ALICE, BOB, RelayFactory, until
+from tests.discord.harness import ALICE, BOB, Relay, RelayFactory, until
 from tests.full_store import LONG_TEXT, fill, make_room
 from tests.waiting import fast_sleep
 
@@ -22,14 +22,21 @@ def _held(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if "could not save Discord message" in r.getMessage()]
 
 
-async def test_a_message_the_full_store_refused_is_held_told_once_and_answered_once_there_is_room(
-        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)
+async def _full_after_one_answer(relay: RelayFactory, caplog: pytest.LogCaptureFixture,
+                                 level: int) -> tuple[Relay, int]:
+    """A relay that answered Alice's DM once, whose store is full now; the relay and the DM."""
+    caplog.set_level(level)
     r = await relay(reconnect_sleep=fast_sleep)
     dm = r.fake.dm(ALICE)
     await r.fake.say(dm, ALICE, "text before")
     await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
     fill(r.store)
+    return r, dm
+
+
+async def test_a_message_the_full_store_refused_is_held_told_once_and_answered_once_there_is_room(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    r, dm = await _full_after_one_answer(relay, caplog, logging.DEBUG)
     await r.fake.say(dm, ALICE, LONG_TEXT)
     await r.fake.say(dm, ALICE, "text written while it waits")
     await r.fake.say(r.channel, BOB, "people talking among themselves, no mention")
@@ -54,12 +61,7 @@ async def test_a_message_the_full_store_refused_is_held_told_once_and_answered_o
 
 async def test_a_relay_stopped_while_it_holds_a_message_answers_it_after_its_next_start(
         relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
-    r = await relay(reconnect_sleep=fast_sleep)
-    dm = r.fake.dm(ALICE)
-    await r.fake.say(dm, ALICE, "text before")
-    await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
-    fill(r.store)
+    r, dm = await _full_after_one_answer(relay, caplog, logging.INFO)
     await r.fake.say(dm, ALICE, LONG_TEXT)
     await until(lambda: len(_held(caplog)) == 1, "held")
     await r.stop()  # returns: nothing waits on the held message
