@@ -30,10 +30,10 @@ STORE_AWAY = "The relay's database did not answer just now, so this was not save
 STORE_FULL_HELD = ("The relay could not save your message yet: the disk that holds its store is full. It will be "
                    "answered once there is room there.")
 STORE_AWAY_HELD = "The relay's database is not answering just now; your message will be answered once it is back."
+STORE_FAILED_HELD = "The relay could not save your message yet; it keeps trying and will answer it once it can."
 #: A message the relay holds is offered to the store again after the first, twice as long each time, up to
 #: the second (seconds).
 HELD_RETRY_S = (1.0, 30.0)
-STORE_FAILED_HELD = "The relay could not save your message yet; it keeps trying and will answer it once it can."
 
 
 class StoreError(RelayError):
