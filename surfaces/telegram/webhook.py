@@ -88,6 +88,6 @@ class Webhook:
             else:
                 await self.intake.take(update)
         except StoreError as exc:
-            log.error("could not store a Telegram update (Telegram will send it again): %s", exc)
+            log.warning("could not store a Telegram update (Telegram will send it again): %s", exc)
             return web.Response(status=500, text="try again")
         return web.Response(text="ok")

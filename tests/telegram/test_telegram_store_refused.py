@@ -1,11 +1,12 @@
 """Telegram while the relay's store cannot journal a message (its disk is full: SQLITE_FULL, made with
-``tests.full_store``): the update is not confirmed, so Telegram offers it again on every poll, and its
-person is told once, not on every offer, that it will be answered once there is room; then it is
-answered, once."""
+``tests.full_store``): the update is not confirmed (a poll's offset stays, a webhook post is answered
+500), so Telegram offers it again and again, and its person is told once, not on every offer, that it
+will be answered once there is room; then it is answered, once."""
 
 from __future__ import annotations
 
 import logging
+import socket
 
 import pytest
 
@@ -40,4 +41,31 @@ async def test_a_message_the_full_store_refused_is_said_held_once_and_answered_o
     assert r.prompts() == ["text before", LONG_TEXT]
     texts = r.texts(USER)
     assert texts.count(STORE_FULL_HELD) == 1 and texts.index(STORE_FULL_HELD) < len(texts) - 1, texts
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+async def test_a_webhook_post_the_full_store_refused_is_answered_500_said_once_and_taken_once_there_is_room(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Telegram posts the update again while the relay answers anything but 200: each refusal is one
+    warning, the person is told once, and once there is room the post is taken and answered."""
+    caplog.set_level(logging.INFO)
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-value_1")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    r = await tg(telegram={"mode": "webhook", "webhook_url": f"http://127.0.0.1:{port}/telegram/hook",
+                           "webhook_port": port})
+    await until(lambda: api.webhook, "setWebhook was called")
+    api.private(USER)
+    fill(r.store)
+    api.say(USER, LONG_TEXT)
+    assert [await api.deliver() for _ in range(3)] == [[500]] * 3, "not taken: Telegram posts it again"
+    await until(lambda: STORE_FULL_HELD in r.texts(USER), "the person is told")
+    make_room(r.store)
+    assert await api.deliver() == [200]
+    await until(lambda: any(t.startswith("echo: hello") for t in r.texts(USER)), "answered")
+    await r.settled()
+    assert r.texts(USER).count(STORE_FULL_HELD) == 1 and r.prompts() == [LONG_TEXT]
+    refusals = [rec for rec in caplog.records if "could not store a Telegram update" in rec.getMessage()]
+    assert len(refusals) == 3 and all(rec.levelno == logging.WARNING for rec in refusals)
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
