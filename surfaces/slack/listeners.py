@@ -15,10 +15,12 @@ Slack's acknowledgement (the Socket Mode ack, the HTTP 200) goes out only when a
 and a message listener returns once the core has journaled the message (``Host.submit``); the core
 handles it after the conversation's earlier messages. A store that cannot journal makes the
 listener fail: no acknowledgement, and Slack sends the event again; its person is told once that it
-will be answered. Slack delivers an event four times at most (at once, then about 1 and 5 minutes
-later): at the last delivery (``retry_attempt``, ``X-Slack-Retry-Num``: 3) a message the store still
-refuses is acknowledged and held instead, offered to the store again with a growing delay until it
-takes it (a relay stopped meanwhile loses it, and says so in its log). An event that cannot be read is
+will be answered, and the relay holds the message meanwhile, offering it to the store again with a
+growing delay, so it is answered as soon as the store takes it, not at Slack's next delivery (which
+then finds it journaled). Slack delivers an event four times at most (at once, then about 1 and 5
+minutes later): the last delivery (``retry_attempt``, ``X-Slack-Retry-Num``: 3) is acknowledged
+while the relay still holds the message (a relay stopped after that loses it, and says so in its
+log). An event that cannot be read is
 logged once (never its text), stored as rejected and acknowledged. Presses are handled in tasks of
 their own (the host's), so every acknowledgement leaves well within Slack's 3 seconds; a press that
 changed nothing is answered to the presser only, at the channel's pace (``Host.notify``).
@@ -100,6 +102,7 @@ class Listeners:
         self._seen = _Seen()
         self._held_retry_s = held_retry_s
         self._told: set[str] = set()  # messages the store refused whose person was told so
+        self._held: set[str] = set()  # messages the store refused that the relay offers it again
 
     def register(self, app: AsyncApp) -> None:
         """Attach every listener to ``app``."""
@@ -178,11 +181,14 @@ class Listeners:
             if message.message_id not in self._told and self.host.permits(message.user_id):
                 self._told.add(message.message_id)
                 self.host.notify(thread.key, held_prose(exc))
+            if message.message_id not in self._held:
+                self._held.add(message.message_id)
+                log.warning("could not store Slack message %s: held, and offered to the store again until it "
+                            "takes it: %s", message.message_id, exc)
+                self.host.tasks.spawn(self._hold(message), name=f"slack-held:{message.message_id}")
             if retry < LAST_RETRY:
-                raise  # not acknowledged: Slack sends it again
-            log.warning("Slack will not send message %s again and the store refused it: held, and offered to the "
-                        "store again until it takes it: %s", message.message_id, exc)
-            self.host.tasks.spawn(self._hold(message), name=f"slack-held:{message.message_id}")
+                raise  # not acknowledged: Slack sends it again (journaled by then, it is a repeat)
+            log.warning("Slack will not send message %s again: acknowledged, the relay holds it", message.message_id)
             return
         self._told.discard(message.message_id)
 
@@ -198,13 +204,15 @@ class Listeners:
                     log.debug("the store refused Slack message %s again: %s", message.message_id, exc)
                     delay = min(delay * 2, longest)
                     continue
-                self._told.discard(message.message_id)
                 log.info("saved Slack message %s, held since the store refused it", message.message_id)
                 return
         except asyncio.CancelledError:
-            log.warning("the relay stopped while it held Slack message %s for the store: it is lost (Slack will "
-                        "not send it again)", message.message_id)
+            log.warning("the relay stopped while it held Slack message %s for the store: unless Slack sends it "
+                        "again, it is lost", message.message_id)
             raise
+        finally:
+            self._held.discard(message.message_id)
+            self._told.discard(message.message_id)
 
     # -- the slash command -------------------------------------------------------------------
 

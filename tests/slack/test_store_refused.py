@@ -1,8 +1,10 @@
 """Slack while the relay's store cannot journal a message (its disk is full: SQLITE_FULL, made with
-``tests.full_store``), in both modes. Slack delivers an event four times at most (``retry_attempt`` /
-``X-Slack-Retry-Num`` 0 to 3): the first three are not acknowledged, so Slack sends it again; the last
-is acknowledged and the message held, offered to the store again until there is room. Its person is
-told once, not on every delivery; then it is answered, once, and nothing is logged with a traceback."""
+``tests.full_store``), in both modes. The relay holds the message from the first refusal and offers it
+to the store again until there is room, so it is answered as soon as there is, not at Slack's next
+delivery. Slack delivers an event four times at most (``retry_attempt`` / ``X-Slack-Retry-Num`` 0 to
+3): the first three are not acknowledged while the store refuses (Slack sends it again), the last is.
+Its person is told once, not on every delivery; it is answered once, and nothing is logged with a
+traceback."""
 
 from __future__ import annotations
 
@@ -52,8 +54,9 @@ async def test_a_message_the_full_store_refused_is_held_at_slacks_last_delivery_
     assert refused == [False, False, False], "not acknowledged: Slack sends it again"
     assert relay.prompts() == []
     assert await _deliver(relay, event, 3, caplog), "Slack's last delivery is acknowledged: the relay holds it"
-    await until(lambda: "held, and offered to the store again" in caplog.text, "held")
+    await until(lambda: relay.bot_texts(msg.ts, DM), "told")
     assert relay.bot_texts(msg.ts, DM) == [STORE_FULL_HELD], "told once, not on every delivery"
+    assert sum("held, and offered to the store again" in rec.getMessage() for rec in caplog.records) == 1
     make_room(relay.store)
     await until(lambda: relay.prompts() == [LONG_TEXT], "answered once there is room")
     await relay.settled(msg.ts, DM)
@@ -79,4 +82,27 @@ async def test_a_relay_stopped_while_it_holds_a_message_says_in_its_log_that_it_
     await relay.close()
     [lost] = [rec for rec in caplog.records if "it is lost" in rec.getMessage()]
     assert lost.levelno == logging.WARNING and msg.ts.replace(".", "") in lost.getMessage().replace(".", "")
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_message_held_is_answered_once_the_store_has_room_before_slack_sends_it_again(
+        slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Slack's next delivery would come a minute later: the relay answers as soon as there is room, and
+    that delivery, finding the message journaled, is acknowledged and answers nothing twice."""
+    caplog.set_level(logging.INFO)
+    relay = await slack(mode=mode, timings=HELD_FAST)
+    fill(relay.store)
+    msg = relay.fake.user_message(USER, DM, LONG_TEXT)
+    event = {"type": "message", "channel_type": "im", "user": USER, "text": LONG_TEXT, "ts": msg.ts, "channel": DM,
+             "team": TEAM, "event_ts": msg.ts}
+    assert not await _deliver(relay, event, 0, caplog), "not acknowledged while the store refuses"
+    make_room(relay.store)
+    await until(lambda: relay.prompts() == [LONG_TEXT], "answered once there is room, with no new delivery")
+    await relay.settled(msg.ts, DM)
+    assert await _deliver(relay, event, 1, caplog), "Slack's next delivery is acknowledged"
+    await relay.settled(msg.ts, DM)
+    assert relay.prompts() == [LONG_TEXT], "answered once"
+    texts = relay.bot_texts(msg.ts, DM)
+    assert texts.count(STORE_FULL_HELD) == 1 and sum(t.startswith("echo: hello") for t in texts) == 1, texts
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
