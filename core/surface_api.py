@@ -17,8 +17,9 @@ through it. What is here:
   the ``Formatter`` a surface renders them with into its own ``Rendered`` (``rendered_as`` narrows it
   back, ``markdown_of`` is a block's plain Markdown, ``code_lines`` tells code from prose);
 - the errors a surface raises: ``StartupError``, the delivery errors (``DeliveryError`` and its kinds),
-  ``StoreError`` (``Host.submit`` could not journal; ``held_prose`` says so to a person whose message the
-  surface holds and tries again, every ``HELD_RETRY_S``), ``ReconnectLater``;
+  ``StoreError`` (``Host.submit`` could not journal: ``HeldMessages`` tells the person once and offers
+  the message to the store again until it takes it, every ``HELD_RETRY_S``; ``held_prose`` is what it
+  says), ``ReconnectLater``;
 - helpers: ``Receiver``, ``TaskSet``, ``Listener``, ``RefusalLog``, ``secret``, ``redact``,
   ``LISTEN_BACKLOG`` (an HTTP server's accept queue), ``register_secrets``, ``private_file``,
   ``WalCheckpointer`` (a SQLite file's checkpoints off the event loop) and its ``WriterLock``,
@@ -56,6 +57,7 @@ from core.engine.blocks import (
     markdown_of,
     rendered_as,
 )
+from core.engine.held import HeldMessages
 from core.engine.listening import Listener
 from core.engine.messages import (
     Attachment,
@@ -132,6 +134,7 @@ __all__ = [
     "Footer",
     "FormCard",
     "Formatter",
+    "HeldMessages",
     "Host",
     "InboundMessage",
     "Launched",

@@ -32,7 +32,6 @@ a line saying where the answer will appear, or how to start a conversation when 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections import OrderedDict
@@ -44,7 +43,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.request.internals import extract_team_id
 
-from core.surface_api import HELD_RETRY_S, ButtonPress, Host, InboundMessage, StoreError, held_prose
+from core.surface_api import HELD_RETRY_S, ButtonPress, HeldMessages, Host, InboundMessage, StoreError
 from surfaces.slack import wording
 from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
 from surfaces.slack.keys import Asker, Thread
@@ -100,9 +99,7 @@ class Listeners:
         self.threads = threads
         self._bot_user_id = bot_user_id  # the app's own member id ("": not known, Bolt asks on each event)
         self._seen = _Seen()
-        self._held_retry_s = held_retry_s
-        self._told: set[str] = set()  # messages the store refused whose person was told so
-        self._held: set[str] = set()  # messages the store refused that the relay offers it again
+        self._held = HeldMessages(host, "Slack", retry_s=held_retry_s)
 
     def register(self, app: AsyncApp) -> None:
         """Attach every listener to ``app``."""
@@ -178,41 +175,10 @@ class Listeners:
         try:
             await self.host.submit(message)
         except StoreError as exc:
-            if message.message_id not in self._told and self.host.permits(message.user_id):
-                self._told.add(message.message_id)
-                self.host.notify(thread.key, held_prose(exc))
-            if message.message_id not in self._held:
-                self._held.add(message.message_id)
-                log.warning("could not store Slack message %s: held, and offered to the store again until it "
-                            "takes it: %s", message.message_id, exc)
-                self.host.tasks.spawn(self._hold(message), name=f"slack-held:{message.message_id}")
+            self._held.refused(message, exc)
             if retry < LAST_RETRY:
                 raise  # not acknowledged: Slack sends it again (journaled by then, it is a repeat)
             log.warning("Slack will not send message %s again: acknowledged, the relay holds it", message.message_id)
-            return
-        self._told.discard(message.message_id)
-
-    async def _hold(self, message: InboundMessage) -> None:
-        """Offer ``message`` to the store again, waiting longer each time, until it takes it."""
-        delay, longest = self._held_retry_s
-        try:
-            while True:
-                await asyncio.sleep(delay)
-                try:
-                    await self.host.submit(message)
-                except StoreError as exc:
-                    log.debug("the store refused Slack message %s again: %s", message.message_id, exc)
-                    delay = min(delay * 2, longest)
-                    continue
-                log.info("saved Slack message %s, held since the store refused it", message.message_id)
-                return
-        except asyncio.CancelledError:
-            log.warning("the relay stopped while it held Slack message %s for the store: unless Slack sends it "
-                        "again, it is lost", message.message_id)
-            raise
-        finally:
-            self._held.discard(message.message_id)
-            self._told.discard(message.message_id)
 
     # -- the slash command -------------------------------------------------------------------
 

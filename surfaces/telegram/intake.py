@@ -3,7 +3,8 @@
 ``take(update)`` returns once the update is safe to confirm to Telegram: a message is journaled
 (``Host.submit``; the core handles it after the conversation's earlier messages); an update that
 is not for the bot, or cannot be read, needs nothing. A store that cannot journal raises, so the
-caller does not confirm the update and Telegram sends it again (its person is told so once).
+caller does not confirm the update and Telegram sends it again (its person is told so once, and the
+relay offers it to the store again meanwhile: ``HeldMessages``).
 Webhook posts may arrive side by side: each conversation's messages are taken in the order they came
 (``Host.ordered``). A button press is answered with ``answerCallbackQuery`` on every path (no
 spinner is left), with the core's short answer.
@@ -14,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
-from core.surface_api import Host, StoreError, held_prose
+from core.surface_api import HeldMessages, Host, StoreError
 from surfaces.telegram.inbound import Incoming, fetch_image, message_in, press_in
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import IMAGE_NOT_FETCHED, press_answer
@@ -33,14 +34,16 @@ log = logging.getLogger("acp_relay.telegram.intake")
 class Intake:
     """Hands updates to ``host``; ``ready`` is set once the bot knows who it is (getMe)."""
 
-    def __init__(self, host: Host, bot: Bot, surface: TelegramSurface) -> None:
+    def __init__(self, host: Host, bot: Bot, surface: TelegramSurface,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.host = host
         self.bot = bot
         self.surface = surface
         self.ready = asyncio.Event()
         self.me: User | None = None
-        #: Messages the store refused whose person was told so (once: Telegram sends each again and again).
-        self._told: set[tuple[str, str]] = set()
+        #: Messages the store refused: their person told once (Telegram sends each again and again), and
+        #: each offered to the store again meanwhile, so it is answered as soon as it is taken.
+        self._held = HeldMessages(host, "Telegram", sleep=sleep)
 
     def identify(self, me: User) -> None:
         """The bot's own user (getMe): mentions, replies and ``/cmd@name`` are matched against it."""
@@ -90,15 +93,11 @@ class Intake:
             self.host.notify(message.conversation_key, IMAGE_NOT_FETCHED)
             if not message.text.strip():
                 return
-        told = (message.conversation_key, message.message_id)
         try:
             await self.host.submit(message)  # journaled once this returns
-        except StoreError as exc:  # not confirmed: Telegram sends it again, until the store takes it
-            if told not in self._told and self.host.permits(message.user_id):
-                self._told.add(told)
-                self.host.notify(message.conversation_key, held_prose(exc))
+        except StoreError as exc:  # not confirmed: Telegram sends it again (journaled by then: a repeat)
+            self._held.refused(message, exc)
             raise
-        self._told.discard(told)
 
     async def _press(self, query: CallbackQuery) -> None:
         answer: str | None = None

@@ -24,7 +24,8 @@ DOCTOR_TIMEOUT_S = 8.0
 
 
 async def launch(host: Host, settings: TelegramConfig, *, sleep: Sleep = asyncio.sleep) -> TelegramRelay:
-    """Start the Telegram surface for ``host`` (``sleep``: the pauses between polls).
+    """Start the Telegram surface for ``host`` (``sleep``: the pauses between polls, and before a message
+    the store refused is offered to it again).
 
     Raises ``StartupError`` (the relay prints it as one line and exits 2) for a missing or refused
     token, a webhook without its address or secret, or a webhook address that cannot be served.
@@ -38,7 +39,7 @@ async def launch(host: Host, settings: TelegramConfig, *, sleep: Sleep = asyncio
     app = build_application(token, settings)
     surface = TelegramSurface(app.bot)
     host.attach(surface, settings.allowed_user_ids)
-    intake = Intake(host, app.bot, surface)
+    intake = Intake(host, app.bot, surface, sleep=sleep)
     webhook_secret = secret(settings.webhook_secret_env) if settings.mode == "webhook" else None
     relay = TelegramRelay(app, surface, intake, settings, host, webhook_secret=webhook_secret, sleep=sleep)
     try:

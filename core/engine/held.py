@@ -1,0 +1,71 @@
+"""Messages the store refused (a full disk, the database away), held in memory and offered to the
+store again until it takes them, for a surface whose platform sends a message again only a few times,
+or only after a while.
+
+``refused(message, exc)`` is called where ``Host.submit`` raised: the person is told once (never a
+stranger, who hears only the core's refusal) that their message will be answered, and the message is
+held: offered to the store again after ``HELD_RETRY_S``'s first wait, twice as long each time up to
+its second, so it is answered as soon as the store takes it. The surface still leaves the platform's
+delivery unconfirmed where it can, so the platform sends it again: finding it journaled by then, the
+core takes that as the repeat it is. A relay stopped while it holds a message says so in its log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from core.engine.messages import InboundMessage
+from core.plugin import Host
+from core.store import HELD_RETRY_S, StoreError, held_prose
+
+__all__ = ["HeldMessages"]
+
+log = logging.getLogger("acp_relay.engine.held")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class HeldMessages:
+    """The messages one surface holds for the store; ``platform`` names it in the log."""
+
+    def __init__(self, host: Host, platform: str, *, retry_s: tuple[float, float] = HELD_RETRY_S,
+                 sleep: Sleep = asyncio.sleep) -> None:
+        self._host = host
+        self._platform = platform
+        self._retry_s = retry_s
+        self._sleep = sleep
+        self._held: set[str] = set()  # message ids: held, and their person told (if allowed)
+
+    def refused(self, message: InboundMessage, exc: StoreError) -> None:
+        """The store refused ``message``: its person told once, in its conversation, and the message held
+        until the store takes it (already held: nothing more)."""
+        if message.message_id in self._held:
+            return
+        self._held.add(message.message_id)
+        if self._host.permits(message.user_id):
+            self._host.notify(message.conversation_key, held_prose(exc))
+        log.warning("could not store %s message %s: held, and offered to the store again until it takes it: %s",
+                    self._platform, message.message_id, exc)
+        self._host.tasks.spawn(self._hold(message), name=f"{self._platform}-held:{message.message_id}")
+
+    async def _hold(self, message: InboundMessage) -> None:
+        delay, longest = self._retry_s
+        try:
+            while True:
+                await self._sleep(delay)
+                try:
+                    await self._host.submit(message)
+                except StoreError as exc:
+                    log.debug("the store refused %s message %s again: %s", self._platform, message.message_id, exc)
+                    delay = min(delay * 2, longest)
+                    continue
+                log.info("saved %s message %s, held since the store refused it", self._platform, message.message_id)
+                return
+        except asyncio.CancelledError:
+            log.warning("the relay stopped while it held %s message %s for the store: unless %s sends it again, "
+                        "it is lost", self._platform, message.message_id, self._platform)
+            raise
+        finally:
+            self._held.discard(message.message_id)
