@@ -15,6 +15,7 @@ import logging
 import pytest
 
 from core.store.records import STORE_FULL_HELD
+from tests.fakes.slack_api import SlackMessage
 from tests.full_store import LONG_TEXT, fill, make_room
 
 from .conftest import DM, FAST, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
@@ -41,15 +42,22 @@ async def _deliver(relay: SlackRelayUnderTest, event: dict[str, object], retry: 
     return status == 200
 
 
-@pytest.mark.parametrize("mode", ["socket", "http"])
-async def test_a_message_the_full_store_refused_is_held_at_slacks_last_delivery_and_answered_once(
-        slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
+async def _full_store_and_a_dm(slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture
+                               ) -> tuple[SlackRelayUnderTest, SlackMessage, dict[str, object]]:
+    """A relay whose store is full, and the event of a DM its disk cannot take (longer than a page)."""
     caplog.set_level(logging.INFO)
     relay = await slack(mode=mode, timings=HELD_FAST)
     fill(relay.store)
     msg = relay.fake.user_message(USER, DM, LONG_TEXT)
     event = {"type": "message", "channel_type": "im", "user": USER, "text": LONG_TEXT, "ts": msg.ts, "channel": DM,
              "team": TEAM, "event_ts": msg.ts}
+    return relay, msg, event
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_message_the_full_store_refused_is_held_at_slacks_last_delivery_and_answered_once(
+        slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    relay, msg, event = await _full_store_and_a_dm(slack, mode, caplog)
     refused = [await _deliver(relay, event, retry, caplog) for retry in range(3)]
     assert refused == [False, False, False], "not acknowledged: Slack sends it again"
     assert relay.prompts() == []
@@ -71,12 +79,7 @@ async def test_a_relay_stopped_while_it_holds_a_message_says_in_its_log_that_it_
         slack: SlackFactory, caplog: pytest.LogCaptureFixture) -> None:
     """Slack will not send it again, and the store never took it: the one loss the relay cannot avoid is
     named in the log (one warning, no traceback), and the stop does not wait for the store."""
-    caplog.set_level(logging.INFO)
-    relay = await slack(timings=HELD_FAST)
-    fill(relay.store)
-    msg = relay.fake.user_message(USER, DM, LONG_TEXT)
-    event = {"type": "message", "channel_type": "im", "user": USER, "text": LONG_TEXT, "ts": msg.ts, "channel": DM,
-             "team": TEAM, "event_ts": msg.ts}
+    relay, msg, event = await _full_store_and_a_dm(slack, "socket", caplog)
     assert await _deliver(relay, event, 3, caplog)
     await until(lambda: "held, and offered to the store again" in caplog.text, "held")
     await relay.close()
@@ -90,12 +93,7 @@ async def test_a_message_held_is_answered_once_the_store_has_room_before_slack_s
         slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
     """Slack's next delivery would come a minute later: the relay answers as soon as there is room, and
     that delivery, finding the message journaled, is acknowledged and answers nothing twice."""
-    caplog.set_level(logging.INFO)
-    relay = await slack(mode=mode, timings=HELD_FAST)
-    fill(relay.store)
-    msg = relay.fake.user_message(USER, DM, LONG_TEXT)
-    event = {"type": "message", "channel_type": "im", "user": USER, "text": LONG_TEXT, "ts": msg.ts, "channel": DM,
-             "team": TEAM, "event_ts": msg.ts}
+    relay, msg, event = await _full_store_and_a_dm(slack, mode, caplog)
     assert not await _deliver(relay, event, 0, caplog), "not acknowledged while the store refuses"
     make_room(relay.store)
     await until(lambda: relay.prompts() == [LONG_TEXT], "answered once there is room, with no new delivery")
