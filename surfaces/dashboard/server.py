@@ -135,7 +135,7 @@ async def handle_errors(request: web.Request, handler: Handler) -> web.StreamRes
     except web.HTTPException:
         raise  # aiohttp's own answers (404, 405, the handlers' 400s)
     except Exception:
-        log.exception("dashboard: %s %s failed unexpectedly", request.method, request.path)
+        log.exception("%s %s failed unexpectedly", request.method, request.path)
         return _error(500, wording.INTERNAL_FAILURE)
 
 
@@ -221,7 +221,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         except ConnectionResetError:
             pass
         except Exception:  # the headers are sent: end the stream (the browser reconnects), log once
-            log.exception("dashboard: the event stream of tab %s failed", tab)
+            log.exception("the event stream of tab %s failed", tab)
         finally:
             quiet.cancel()
     return response
@@ -284,7 +284,7 @@ async def post_message(request: web.Request) -> web.StreamResponse:
             raise
         # Not journaled, so not taken: said in words (a full disk, the database away), not as a failure
         # the relay did not expect; the person sends it again.
-        log.warning("dashboard: a message in tab %s was not taken: %s", tab, exc)
+        log.warning("a message in tab %s was not taken: %s", tab, exc)
         return _error(503, error_prose(exc))
     await shown  # a transcript that failed is this request's failure (the message is journaled: answered)
     return web.json_response({"id": message_id}, status=202)
