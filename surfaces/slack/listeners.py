@@ -20,10 +20,10 @@ growing delay, so it is answered as soon as the store takes it, not at Slack's n
 then finds it journaled). Slack delivers an event four times at most (at once, then about 1 and 5
 minutes later): the last delivery (``retry_attempt``, ``X-Slack-Retry-Num``: 3) is acknowledged
 while the relay still holds the message (a relay stopped after that loses it, and says so in its
-log). An event that cannot be read is
-logged once (never its text), stored as rejected and acknowledged. Presses are handled in tasks of
-their own (the host's), so every acknowledgement leaves well within Slack's 3 seconds; a press that
-changed nothing is answered to the presser only, at the channel's pace (``Host.notify``).
+log). An event that cannot be read is logged once (never its text), stored as rejected and
+acknowledged. Presses are handled in tasks of their own (the host's), so every acknowledgement
+leaves well within Slack's 3 seconds; a press that changed nothing is answered to the presser only,
+at the channel's pace (``Host.notify``).
 
 ``/compact`` cannot be sent in a thread (Slack's rule), so in a channel it applies to the person's
 latest conversation there; it is acknowledged at once (Slack wants an answer within 3 seconds) with
