@@ -59,7 +59,7 @@ class TelegramRelay:
         self.intake = intake
         self.settings = settings
         self.host = host
-        self.polled = False  # this relay polled (relays sharing a store: only the poller's holder does)
+        self._stopping = False  # the relay stops: a poll cancelled now confirms what is stored first
         self.poller: Poller | None = None
         self.webhook: Webhook | None = None
         self._webhook_secret = webhook_secret
@@ -129,21 +129,29 @@ class TelegramRelay:
 
     async def _poll(self) -> None:
         assert self.poller is not None
-        self.polled = True
         await self.app.bot.delete_webhook()  # getUpdates is refused while a webhook is set
-        await self.poller.poll()
+        try:
+            await self.poller.poll()
+        except asyncio.CancelledError:
+            if self._stopping:  # not a lease taken over: this relay is still the one polling
+                await self._confirm(self.poller)
+            raise
+
+    async def _confirm(self, poller: Poller) -> None:
+        """Tell Telegram what is stored, while this relay still holds the poller (relays sharing a store:
+        confirmed after the next relay began polling, that getUpdates would end its poll with 409)."""
+        try:
+            async with asyncio.timeout(_CONFIRM_WAIT_S):
+                await poller.confirm()
+        except (TelegramError, TimeoutError) as exc:  # the next start confirms it instead
+            log.info("could not confirm the last updates to Telegram: %s", exc)
 
     async def stop_receiving(self) -> None:
         """No more updates: stop polling (telling Telegram what is stored) or serving the webhook."""
+        self._stopping = True
         await self.receiver.stop()
         if self.webhook is not None:
             await self.webhook.stop()
-        if self.poller is not None and self.polled and self.intake.me is not None:
-            try:
-                async with asyncio.timeout(_CONFIRM_WAIT_S):
-                    await self.poller.confirm()
-            except (TelegramError, TimeoutError) as exc:  # the next start confirms it instead
-                log.info("could not confirm the last updates to Telegram: %s", exc)
 
     async def fatal(self) -> StartupError:
         """Returns when Telegram refuses the token (it was revoked while running)."""
