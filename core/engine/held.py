@@ -2,12 +2,14 @@
 store again until it takes them, for a surface whose platform sends a message again only a few times,
 or only after a while.
 
-``refused(message, exc)`` is called where ``Host.submit`` raised: the person is told once (never a
-stranger, who hears only the core's refusal) that their message will be answered, and the message is
-held: offered to the store again after ``HELD_RETRY_S``'s first wait, twice as long each time up to
+``refused(message, exc)`` is called where ``Host.submit`` raised: the person is told once (``tell``:
+never a stranger, who hears only the core's refusal) that their message will be answered, and the
+message is held: offered to the store again after ``HELD_RETRY_S``'s first wait, twice as long each time up to
 its second, so it is answered as soon as the store takes it. The surface still leaves the platform's
 delivery unconfirmed where it can, so the platform sends it again: finding it journaled by then, the
-core takes that as the repeat it is. A relay stopped while it holds a message says so in its log.
+core takes that as the repeat it is. A relay stopped while it holds a message says so in its log. A
+surface that offers the message again itself (Discord, in its channel's line) only ``tell``s, and
+says when it is ``saved``.
 """
 
 from __future__ import annotations
@@ -41,14 +43,26 @@ class HeldMessages:
     def refused(self, message: InboundMessage, exc: StoreError) -> None:
         """The store refused ``message``: its person told once, in its conversation, and the message held
         until the store takes it (already held: nothing more)."""
-        if message.message_id in self._held:
+        if not self.tell(message, exc):
             return
-        self._held.add(message.message_id)
-        if self._host.permits(message.user_id):
-            self._host.notify(message.conversation_key, held_prose(exc))
         log.warning("could not store %s message %s: held, and offered to the store again until it takes it: %s",
                     self._platform, message.message_id, exc)
         self._host.tasks.spawn(self._hold(message), name=f"{self._platform}-held:{message.message_id}")
+
+    def tell(self, message: InboundMessage, exc: StoreError, *, where: str | None = None,
+             reply_to: str | None = None) -> bool:
+        """Tell ``message``'s person (in ``where``, by default its conversation) that it will be answered,
+        unless they were told already or are a stranger; False when they were told already."""
+        if message.message_id in self._held:
+            return False
+        self._held.add(message.message_id)
+        if self._host.permits(message.user_id):
+            self._host.notify(where or message.conversation_key, held_prose(exc), reply_to=reply_to)
+        return True
+
+    def saved(self, message_id: str) -> None:
+        """The store took the message (a surface that offered it again itself): a later refusal is told anew."""
+        self._held.discard(message_id)
 
     async def _hold(self, message: InboundMessage) -> None:
         delay, longest = self._retry_s
@@ -68,4 +82,4 @@ class HeldMessages:
                         "it is lost", self._platform, message.message_id, self._platform)
             raise
         finally:
-            self._held.discard(message.message_id)
+            self.saved(message.message_id)

@@ -27,7 +27,7 @@ from typing import Literal
 
 import discord
 
-from core.surface_api import HELD_RETRY_S, Attachment, Host, InboundMessage, StoreError, held_prose, route
+from core.surface_api import HELD_RETRY_S, Attachment, HeldMessages, Host, InboundMessage, StoreError, route
 from surfaces.discord import wording
 from surfaces.discord.channels import Kind, KnownChannels
 from surfaces.discord.errors import PLATFORM_ERRORS, THREAD_EXISTS
@@ -75,7 +75,7 @@ class Router:
         self._live = asyncio.Event()  # closed until the first catch-up has handed over what was missed
         self._sleep = sleep
         self._holding: set[asyncio.Task[object]] = set()  # waiting to try a message the store refused again
-        self._told: set[int] = set()  # messages held whose person was told so
+        self._held = HeldMessages(host, "Discord")  # only to tell (a message is offered again in its line)
 
     # -- what is ours ----------------------------------------------------------------------
 
@@ -170,7 +170,7 @@ class Router:
                     log.debug("the store refused Discord message %s again (%d times)", message.id, refused)
             else:
                 if refused:
-                    self._told.discard(message.id)
+                    self._held.saved(str(message.id))
                     log.info("saved Discord message %s after the store refused it %d times", message.id, refused)
                 return
             await self._hold(delay)
@@ -270,9 +270,7 @@ class Router:
         try:
             await self.host.submit(inbound)
         except StoreError as exc:
-            if message.id not in self._told and self.host.permits(user_id):  # a stranger hears only the refusal
-                self._told.add(message.id)
-                self.host.notify(conversation_key(message.channel.id), held_prose(exc), reply_to=str(message.id))
+            self._held.tell(inbound, exc, where=conversation_key(message.channel.id), reply_to=str(message.id))
             raise
 
     async def _images(self, message: discord.Message) -> tuple[Attachment, ...]:
