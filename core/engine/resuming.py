@@ -14,6 +14,7 @@ from core.engine.messages import Button
 from core.engine.pieces import Pieces
 from core.engine.streamed import Posted, ReplyLog, Sent, Thread
 from core.engine.surface import Capabilities, DeliveryError, DeliveryFailed, DeliveryRefused, Surface
+from core.store import LeaseLost, StoreError
 
 __all__ = ["Resuming"]
 
@@ -32,6 +33,8 @@ class Resuming:
     _log: ReplyLog | None
     _reply_to: str | None
     _pieces: Pieces
+    #: A note in the ``ReplyLog`` was refused by the store (said once in the log).
+    _log_refused: bool = False
 
     async def _deliver_thread(self, thread: Thread, part: Part, buttons: tuple[Button, ...]) -> None:
         raise NotImplementedError  # the streamer's
@@ -103,9 +106,29 @@ class Resuming:
 
     async def _posted(self, thread: Thread, piece: int, message_id: str, kind: str = "message") -> None:
         if self._log is not None and thread.part is not None:
-            await self._log.posted(Posted(thread.part, piece, message_id, "stream" if kind == "stream" else "message"))
+            entry = Posted(thread.part, piece, message_id, "stream" if kind == "stream" else "message")
+            try:
+                await self._log.posted(entry)
+            except LeaseLost:
+                raise
+            except StoreError as exc:
+                self._unlogged(exc)
 
     def _removed(self, thread: Thread, piece: int) -> None:
         if self._log is not None and thread.part is not None:
-            self._log.removed(thread.part, piece)
+            try:
+                self._log.removed(thread.part, piece)
+            except LeaseLost:
+                raise
+            except StoreError as exc:
+                self._unlogged(exc)
+
+    def _unlogged(self, exc: StoreError) -> None:
+        """The store refused a note of where the reply is shown (a full disk, the database held or away):
+        the reply goes on, since the person is owed it; only a restart before it ends would not find
+        what it had shown. Said once a reply, in the log."""
+        if not self._log_refused:
+            self._log_refused = True
+            log.warning("could not note where the answer in %s is shown; it goes on (a restart before it ends "
+                        "could show part of it again): %s", self.conversation_key, exc)
 
