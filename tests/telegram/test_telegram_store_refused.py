@@ -10,11 +10,13 @@ import socket
 
 import pytest
 
-from core.store.records import STORE_FULL_HELD
+from core.store.records import STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HELD
 from tests.fakes.telegram_api import FakeBotApi
-from tests.full_store import LONG_TEXT, fill, make_room
+from tests.full_store import LONG_TEXT, fill, locked, make_room
 from tests.telegram.conftest import USER, TgFactory
 from tests.waiting import fast_sleep, until
+
+HELD = {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD}
 
 
 async def test_a_message_the_full_store_refused_is_said_held_once_and_answered_once_there_is_room(
@@ -69,3 +71,55 @@ async def test_a_webhook_post_the_full_store_refused_is_answered_500_said_once_a
     refusals = [rec for rec in caplog.records if "could not store a Telegram update" in rec.getMessage()]
     assert len(refusals) == 3 and all(rec.levelno == logging.WARNING for rec in refusals)
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+
+async def test_a_repeat_refused_after_the_held_message_was_saved_is_taken_and_told_nobody(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that flaps (another writer holds the file, lets go, holds it again): a webhook post is
+    refused, the relay holds the message and saves it once the file is free, then Telegram posts the
+    update again while the file is held once more. That post repeats a message already journaled: it is
+    taken (200, so Telegram stops), nobody is told a second time, and the message is answered once."""
+    caplog.set_level(logging.INFO)
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-value_1")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    r = await tg(telegram={"mode": "webhook", "webhook_url": f"http://127.0.0.1:{port}/telegram/hook",
+                           "webhook_port": port}, poll_sleep=fast_sleep, busy_timeout_s=0.1)
+    await until(lambda: api.webhook, "setWebhook was called")
+    api.private(USER)
+    api.say(USER, "text flapping store")
+    with locked(r.store.path):
+        assert await api.deliver() == [500], "not journaled: Telegram posts it again"
+        await until(lambda: set(r.texts(USER)) & HELD, "the person is told")
+    await until(lambda: any("flapping store" in t for t in r.texts(USER)), "the held message is answered")
+    with locked(r.store.path):
+        assert await api.deliver() == [200], "a repeat of a message the relay saved is taken"
+    await r.settled()
+    told = [t for t in r.texts(USER) if t in HELD]
+    assert len(told) == 1 and r.prompts() == ["text flapping store"], r.texts(USER)
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+
+async def test_an_answer_ending_while_another_writer_holds_the_store_is_shown_whole_and_nothing_else(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture) -> None:
+    """The store refuses the notes of where an answer is shown (another writer holds the file) just as
+    the answer ends. Those notes only serve a restart: the answer is shown whole, the person reads no
+    notice that it was lost or not accepted, and the log says once what was not noted, as a warning."""
+    caplog.set_level(logging.INFO)
+    api.private(USER)
+    r = await tg(poll_sleep=fast_sleep, busy_timeout_s=0.1)
+    api.say(USER, "text first words\nsleep 0.5\ntext  last words")
+    await until(lambda: any("first words" in str(c.params.get("text")) for c in api.calls("sendMessageDraft")),
+                "the answer streams in a draft")
+    with locked(r.store.path):
+        await until(lambda: any("last words" in t for t in r.texts(USER)), "the answer is shown")
+        await until(lambda: "could not be noted as given" in caplog.text, "its end could not be noted")
+    await r.settled()
+    texts = r.texts(USER)
+    assert len(texts) == 1 and texts[0].startswith("first words last words"), texts
+    unnoted = [rec for rec in caplog.records if "could not note where the answer" in rec.getMessage()]
+    assert len(unnoted) == 1 and unnoted[0].levelno == logging.WARNING
+    assert not [rec for rec in caplog.records if rec.exc_info or rec.levelno >= logging.ERROR], "an error was logged"
