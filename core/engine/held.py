@@ -10,6 +10,10 @@ delivery unconfirmed where it can, so the platform sends it again: finding it jo
 core takes that as the repeat it is. A relay stopped while it holds a message says so in its log. A
 surface that offers the message again itself (Discord, in its channel's line) only ``tell``s, and
 says when it is ``saved``.
+
+A store that flaps (it takes a held message, then refuses the platform's repeat of it) must not
+cost a second notice, nor hold the message again: the ids of the messages saved after a hold are
+remembered (the latest ``SAVED_KEPT``), and a refused repeat of one is confirmed as the repeat it is.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ __all__ = ["HeldMessages"]
 
 log = logging.getLogger("acp_relay.engine.held")
 
+#: How many messages saved after a hold are remembered, to know a refused repeat of one.
+SAVED_KEPT = 1024
+
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -39,21 +46,29 @@ class HeldMessages:
         self._retry_s = retry_s
         self._sleep = sleep
         self._held: set[str] = set()  # message ids: held, and their person told (if allowed)
+        self._saved: dict[str, None] = {}  # message ids saved after a hold, oldest first
 
-    def refused(self, message: InboundMessage, exc: StoreError) -> None:
+    def refused(self, message: InboundMessage, exc: StoreError) -> bool:
         """The store refused ``message``: its person told once, in its conversation, and the message held
-        until the store takes it (already held: nothing more)."""
+        until the store takes it (already held: nothing more). False when the store took it already
+        (it was held, and saved): this offer is a repeat, for the surface to confirm to its platform."""
+        if message.message_id in self._saved:
+            log.info("the store refused %s message %s again, but it was saved already: taken as a repeat",
+                     self._platform, message.message_id)
+            return False
         if not self.tell(message, exc):
-            return
+            return True
         log.warning("could not store %s message %s: held, and offered to the store again until it takes it: %s",
                     self._platform, message.message_id, exc)
         self._host.tasks.spawn(self._hold(message), name=f"{self._platform}-held:{message.message_id}")
+        return True
 
     def tell(self, message: InboundMessage, exc: StoreError, *, where: str | None = None,
              reply_to: str | None = None) -> bool:
         """Tell ``message``'s person (in ``where``, by default its conversation) that it will be answered,
-        unless they were told already or are a stranger; False when they were told already."""
-        if message.message_id in self._held:
+        unless they were told already or are a stranger; False when they were told already (or the
+        message was saved since)."""
+        if message.message_id in self._held or message.message_id in self._saved:
             return False
         self._held.add(message.message_id)
         if self._host.permits(message.user_id):
@@ -61,8 +76,14 @@ class HeldMessages:
         return True
 
     def saved(self, message_id: str) -> None:
-        """The store took the message (a surface that offered it again itself): a later refusal is told anew."""
+        """The store took the message (a surface that offered it again itself): no longer held, and a
+        refused repeat of it is known for one."""
+        if message_id not in self._held:
+            return
         self._held.discard(message_id)
+        self._saved[message_id] = None
+        if len(self._saved) > SAVED_KEPT:
+            del self._saved[next(iter(self._saved))]
 
     async def _hold(self, message: InboundMessage) -> None:
         delay, longest = self._retry_s
@@ -76,10 +97,11 @@ class HeldMessages:
                     delay = min(delay * 2, longest)
                     continue
                 log.info("saved %s message %s, held since the store refused it", self._platform, message.message_id)
+                self.saved(message.message_id)
                 return
         except asyncio.CancelledError:
             log.warning("the relay stopped while it held %s message %s for the store: unless %s sends it again, "
                         "it is lost", self._platform, message.message_id, self._platform)
             raise
         finally:
-            self.saved(message.message_id)
+            self._held.discard(message.message_id)

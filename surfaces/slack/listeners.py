@@ -165,20 +165,31 @@ class Listeners:
     async def _hand_over(self, got: Heard, retry: int) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next."""
         thread = got.thread
-        if not thread.is_dm and self.host.permits(got.user):
-            # Only a person who may use the agent makes a thread the app's: replies in a thread a
-            # stranger started with a mention are the people's own (the stranger is refused once).
-            self.threads.join(thread)
-        self.threads.note_latest(thread, got.user)
+        self._note_thread(thread, got.user)
         message = InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
                                  message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts))
         try:
             await self.host.submit(message)
         except StoreError as exc:
-            self._held.refused(message, exc)
+            if not self._held.refused(message, exc):
+                return  # saved after an earlier refusal: this is Slack's repeat of it
             if retry < LAST_RETRY:
                 raise  # not acknowledged: Slack sends it again (journaled by then, it is a repeat)
             log.warning("Slack will not send message %s again: acknowledged, the relay holds it", message.message_id)
+
+    def _note_thread(self, thread: Thread, user: str) -> None:
+        """Keep ``thread`` as the app's and as ``user``'s latest in its channel. A store that refuses this
+        (the database away) must not cost the message itself, which is journaled (or held) next: the
+        thread is then known in this relay's memory only, and said so in the log."""
+        try:
+            if not thread.is_dm and self.host.permits(user):
+                # Only a person who may use the agent makes a thread the app's: replies in a thread a
+                # stranger started with a mention are the people's own (the stranger is refused once).
+                self.threads.join(thread)
+            self.threads.note_latest(thread, user)
+        except StoreError as exc:
+            log.warning("could not keep Slack thread %s in the store (after a restart a reply there may need a "
+                        "mention again): %s", thread.key, exc)
 
     # -- the slash command -------------------------------------------------------------------
 

@@ -36,9 +36,10 @@ class Threads:
         return self._state.prune(older_than_s, _JOINED) + self._state.prune(older_than_s, _LATEST)
 
     def join(self, thread: Thread) -> None:
-        """The app is part of ``thread`` from now on (written each time, so an active thread is kept)."""
-        self._state.set(f"{_JOINED}{thread.key}", "joined")
+        """The app is part of ``thread`` from now on (written each time, so an active thread is kept;
+        remembered first, so a store that refuses the write loses it only for the next start)."""
         self._remember(thread.key, True)
+        self._state.set(f"{_JOINED}{thread.key}", "joined")
 
     def joined(self, thread: Thread) -> bool:
         """True when the app is part of ``thread`` (its replies need no mention)."""

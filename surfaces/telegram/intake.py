@@ -96,8 +96,8 @@ class Intake:
         try:
             await self.host.submit(message)  # journaled once this returns
         except StoreError as exc:  # not confirmed: Telegram sends it again (journaled by then: a repeat)
-            self._held.refused(message, exc)
-            raise
+            if self._held.refused(message, exc):
+                raise
 
     async def _press(self, query: CallbackQuery) -> None:
         answer: str | None = None

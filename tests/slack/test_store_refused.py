@@ -14,9 +14,9 @@ import logging
 
 import pytest
 
-from core.store.records import STORE_FULL_HELD
+from core.store.records import STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HELD
 from tests.fakes.slack_api import SlackMessage
-from tests.full_store import LONG_TEXT, fill, make_room
+from tests.full_store import LONG_TEXT, fill, locked, make_room
 
 from .conftest import DM, FAST, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
 
@@ -103,4 +103,29 @@ async def test_a_message_held_is_answered_once_the_store_has_room_before_slack_s
     assert relay.prompts() == [LONG_TEXT], "answered once"
     texts = relay.bot_texts(msg.ts, DM)
     assert texts.count(STORE_FULL_HELD) == 1 and sum(t.startswith("echo: hello") for t in texts) == 1, texts
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_repeat_refused_after_the_held_message_was_saved_is_acknowledged_and_told_nobody(
+        slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A store that flaps (another writer holds the file, lets go, holds it again): the relay holds the
+    refused message and saves it once the file is free; Slack's next delivery comes while the file is
+    held again. It repeats a message already journaled: acknowledged, nobody told twice, answered once."""
+    caplog.set_level(logging.INFO)
+    relay = await slack(mode=mode, timings=HELD_FAST, busy_timeout_s=0.1)
+    msg = relay.fake.user_message(USER, DM, "text flapping store")
+    event = {"type": "message", "channel_type": "im", "user": USER, "text": msg.text, "ts": msg.ts, "channel": DM,
+             "team": TEAM, "event_ts": msg.ts}
+    with locked(relay.store.path):
+        assert not await _deliver(relay, event, 0, caplog), "not acknowledged while the store refuses"
+    await until(lambda: relay.prompts() == [msg.text], "answered once the store takes it")
+    await relay.settled(msg.ts, DM)
+    with locked(relay.store.path):
+        assert await _deliver(relay, event, 1, caplog), "Slack's repeat of a message the relay saved is acknowledged"
+    await relay.settled(msg.ts, DM)
+    texts = relay.bot_texts(msg.ts, DM)
+    held = [t for t in texts if t in {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD}]
+    assert len(held) == 1 and sum("flapping store" in t for t in texts) == 1, texts
+    assert relay.prompts() == [msg.text], "answered once"
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
