@@ -18,7 +18,7 @@ from core.store.records import STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HE
 from tests.fakes.slack_api import SlackMessage
 from tests.full_store import LONG_TEXT, fill, locked, make_room
 
-from .conftest import DM, FAST, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
+from .conftest import BOT_USER, CHANNEL, DM, FAST, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
 
 HELD_FAST = dataclasses.replace(FAST, held_retry_s=(0.02, 0.05))
 
@@ -128,4 +128,27 @@ async def test_a_repeat_refused_after_the_held_message_was_saved_is_acknowledged
     held = [t for t in texts if t in {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD}]
     assert len(held) == 1 and sum("flapping store" in t for t in texts) == 1, texts
     assert relay.prompts() == [msg.text], "answered once"
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_thread_reply_the_held_store_refuses_at_every_delivery_is_held_at_the_last_and_answered(
+        slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Another writer holds the store through all four of Slack's deliveries of a mention in a channel,
+    so even the relay's note of the thread is refused: the message is still held at the last delivery,
+    its person told once, and it is answered once the file is free."""
+    caplog.set_level(logging.INFO)
+    relay = await slack(mode=mode, timings=HELD_FAST, busy_timeout_s=0.1)
+    msg = relay.fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> text held through every delivery")
+    event = {"type": "app_mention", "user": USER, "text": msg.text, "ts": msg.ts, "channel": CHANNEL, "team": TEAM,
+             "event_ts": msg.ts}
+    with locked(relay.store.path):
+        delivered = [await _deliver(relay, event, retry, caplog) for retry in range(4)]
+        assert delivered == [False, False, False, True], "only Slack's last delivery is acknowledged"
+        await until(lambda: relay.bot_texts(msg.ts), "told")
+    await until(lambda: relay.prompts() == ["text held through every delivery"], "answered once the file is free")
+    await relay.settled(msg.ts)
+    texts = relay.bot_texts(msg.ts)
+    held = [t for t in texts if t in {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD}]
+    assert len(held) == 1 and sum("held through every delivery" in t for t in texts) == 1, texts
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
