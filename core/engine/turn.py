@@ -44,7 +44,7 @@ from core.engine.reply import Replies, Reply, RetryEnded, Retrying, TurnOutcome,
 from core.errors import AcpError, AcpRuntimeError
 from core.failures import AGENTS_THAT_RETRY, is_session_lost
 from core.retry import Attempt, RetryPolicy, with_retries
-from core.store import LeaseLost
+from core.store import LeaseLost, StoreError
 
 __all__ = ["TurnDeps", "TurnRunner", "prompt_content"]
 
@@ -120,6 +120,7 @@ class _Turn:
         self.ticker: asyncio.Task[None] | None = None  # keeps the patience line up to date, once it may say something
         self.over = False  # the ladder ended: nothing more to keep up to date
         self.tools_noted: set[str] = set()  # tool calls the journal knows may have run
+        self.tool_note_refused = False  # the store refused such a note (said once in the log)
         # How it ended:
         self.stats: AcpPromptStats | None = None
         self.stop_reason = ""
@@ -305,7 +306,15 @@ class _Turn:
     def _tool_may_run(self, call: ToolCall) -> None:
         if call.tool_call_id not in self.tools_noted:  # a restart must not run it twice without asking
             self.tools_noted.add(call.tool_call_id)
-            self.deps.journal.tool_may_run(self.msg, call)
+            try:
+                self.deps.journal.tool_may_run(self.msg, call)
+            except LeaseLost:
+                raise
+            except StoreError as exc:  # the store held or full: the turn goes on, as the person approved
+                if not self.tool_note_refused:
+                    self.tool_note_refused = True
+                    log.warning("could not note in the store that a tool may run in %s (a restart before this "
+                                "answer ends would send the message to the agent again): %s", self.scope.key, exc)
         self.tool_ran = self.current.side_effects = True
 
     def _gate_allows_all(self) -> bool:
