@@ -16,6 +16,13 @@ confirmed, and the updates behind it go on.
 A poll that comes back empty before its ``timeout`` (the server does not long-poll) is followed by
 a short pause, so such a server is not asked hundreds of times a second; Telegram itself answers an
 empty poll only at the timeout, so nothing waits there.
+
+A store that refuses an update (a full disk, the database held or away) does not end the polling:
+the update is not confirmed, and it is asked for again after a pause (``STORE_PAUSE_S``, growing)
+while the relay holds its message (``HeldMessages``). Ending the connection instead made the
+receiver wait longer after each refusal, up to a minute, so the chat stayed deaf for that long after
+the store was back. An offset the store refuses is kept in memory: the update is journaled already,
+so a restart that polls from an older offset only receives repeats, which the relay knows.
 """
 
 from __future__ import annotations
@@ -31,12 +38,12 @@ from telegram import Bot, Update
 from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
 from telegram.warnings import PTBUserWarning
 
-from core.surface_api import StartupError, SurfaceState
+from core.surface_api import StartupError, StoreError, SurfaceState
 from surfaces.telegram.errors import retry_after_s
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.wording import token_refused
 
-__all__ = ["ALLOWED_UPDATES", "IDLE_PAUSE_S", "PARSE_TRIES", "Poller", "Sleep"]
+__all__ = ["ALLOWED_UPDATES", "IDLE_PAUSE_S", "PARSE_TRIES", "STORE_PAUSE_S", "Poller", "Sleep"]
 
 log = logging.getLogger("acp_relay.telegram.polling")
 
@@ -46,6 +53,9 @@ ALLOWED_UPDATES = ("message", "callback_query")
 IDLE_PAUSE_S = 0.5
 #: Polls that find an update unreadable before it is skipped.
 PARSE_TRIES = 3
+#: The pause before an update the store refused is asked for again: the first, twice as long each time
+#: up to the second (seconds); short, so the updates behind it move soon after the store is back.
+STORE_PAUSE_S = (0.5, 8.0)
 #: Added to the long-poll timeout for the HTTP read (Telegram answers at ``timeout`` at the latest).
 _READ_MARGIN_S = 10.0
 
@@ -68,6 +78,7 @@ class Poller:
         self._sleep = sleep
         self.idle_pause_s = idle_pause_s
         self._strikes: dict[int, int] = {}  # update id -> polls that found it unreadable
+        self._offset_refused = False  # the store refused the offset (said once until it takes one)
 
     @property
     def _name(self) -> str:
@@ -93,6 +104,7 @@ class Poller:
     async def poll(self) -> None:
         """Fetch, take in, store the offset; again."""
         offset = self.offset()
+        refused_pause_s = STORE_PAUSE_S[0]
         while True:
             began = time.monotonic()
             try:
@@ -117,11 +129,31 @@ class Poller:
                     continue
                 if offset is not None and update_id < offset:
                     continue  # already stored (a server that ignores the offset sends it again)
-                if not await self._take(update_id, data):
+                try:
+                    taken = await self._take(update_id, data)
+                except StoreError as exc:  # not confirmed: asked for again (the relay holds a message meanwhile)
+                    log.debug("the store refused Telegram update %s: %s", update_id, exc)
+                    await self._sleep(refused_pause_s)
+                    refused_pause_s = min(refused_pause_s * 2, STORE_PAUSE_S[1])
+                    break
+                refused_pause_s = STORE_PAUSE_S[0]
+                if not taken:
                     await self._sleep(self.idle_pause_s)
                     break  # try it again with the next poll, before anything behind it
                 offset = update_id + 1
-                self.state.set(self._name, str(offset))
+                self._keep_offset(offset)
+
+    def _keep_offset(self, offset: int) -> None:
+        """Store the next offset; one the store refuses is kept in memory (see the module's doc)."""
+        try:
+            self.state.set(self._name, str(offset))
+        except StoreError as exc:
+            if not self._offset_refused:
+                self._offset_refused = True
+                log.warning("could not keep the Telegram update offset in the store (polling goes on; a restart "
+                            "may receive some updates again, taken as repeats): %s", exc)
+            return
+        self._offset_refused = False
 
     async def _take(self, update_id: int, data: dict[str, Any]) -> bool:
         """Read and take in one update; False: unreadable, try it again on the next poll."""
