@@ -14,6 +14,8 @@ says when it is ``saved``.
 A store that flaps (it takes a held message, then refuses the platform's repeat of it) must not
 cost a second notice, nor hold the message again: the ids of the messages saved after a hold are
 remembered (the latest ``SAVED_KEPT``), and a refused repeat of one is confirmed as the repeat it is.
+Nor does a conversation read the same notice for every message it writes while the store flaps: it
+is told once in ``TELL_QUIET_S``; the messages refused meanwhile are held all the same.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ log = logging.getLogger("acp_relay.engine.held")
 
 #: How many messages saved after a hold are remembered, to know a refused repeat of one.
 SAVED_KEPT = 1024
+#: A conversation told that its message is held is not told again for this long (seconds).
+TELL_QUIET_S = 60.0
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -47,6 +51,7 @@ class HeldMessages:
         self._sleep = sleep
         self._held: set[str] = set()  # message ids: held, and their person told (if allowed)
         self._saved: dict[str, None] = {}  # message ids saved after a hold, oldest first
+        self._told: dict[str, float] = {}  # conversation -> when it was last told (loop time), oldest first
 
     def refused(self, message: InboundMessage, exc: StoreError) -> bool:
         """The store refused ``message``: its person told once, in its conversation, and the message held
@@ -71,8 +76,18 @@ class HeldMessages:
         if message.message_id in self._held or message.message_id in self._saved:
             return False
         self._held.add(message.message_id)
-        if self._host.permits(message.user_id):
+        if self._host.permits(message.user_id) and self._first_in_a_while(where or message.conversation_key):
             self._host.notify(where or message.conversation_key, held_prose(exc), reply_to=reply_to)
+        return True
+
+    def _first_in_a_while(self, conversation: str) -> bool:
+        """``conversation`` was not told in the last ``TELL_QUIET_S``; it counts as told now."""
+        now = asyncio.get_running_loop().time()
+        while self._told and now - next(iter(self._told.values())) >= TELL_QUIET_S:
+            del self._told[next(iter(self._told))]
+        if conversation in self._told:
+            return False
+        self._told[conversation] = now
         return True
 
     def saved(self, message_id: str) -> None:

@@ -5,8 +5,10 @@ will be answered once there is room; then it is answered, once."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -148,4 +150,42 @@ async def test_a_tool_approved_while_another_writer_holds_the_store_runs_and_the
     assert not any("did not expect" in t for t in texts), texts
     unnoted = [rec for rec in caplog.records if "could not note in the store that a tool may run" in rec.getMessage()]
     assert len(unnoted) == 1 and unnoted[0].levelno == logging.WARNING
+    assert not [rec for rec in caplog.records if rec.exc_info or rec.levelno >= logging.ERROR], "an error was logged"
+
+
+async def _flap(path: str | Path, stop: asyncio.Event) -> None:
+    """Another writer holds the store's file 0.3 s, lets it go 0.2 s, again, until ``stop``."""
+    while not stop.is_set():
+        with locked(path):
+            await asyncio.sleep(0.3)
+        await asyncio.sleep(0.2)
+
+
+async def test_a_chat_written_in_while_the_store_flaps_is_answered_in_order_once_with_one_notice(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture) -> None:
+    """The store is held and let go again and again while a person writes six messages. Polling goes on
+    (a store that refuses an update is not a lost connection, whose reconnects would wait longer each
+    time): every message is answered once, in the order written, the chat reads one notice that a
+    message is held, and nothing is logged as an error."""
+    caplog.set_level(logging.INFO)
+    api.private(USER)
+    r = await tg(poll_sleep=fast_sleep, busy_timeout_s=0.05)
+    stop = asyncio.Event()
+    flapping = asyncio.create_task(_flap(r.store.path, stop))
+    written = [f"text answer number {i}\nsleep 0.1\ntext  end {i}" for i in range(6)]
+    try:
+        for text in written:
+            api.say(USER, text)
+            await asyncio.sleep(0.3)
+        await until(lambda: "held, and offered to the store again" in caplog.text, "a message was held")
+    finally:
+        stop.set()
+        await flapping
+    await until(lambda: len(r.prompts()) == len(written), "every message reached the agent")
+    await r.settled()
+    assert r.prompts() == written, "each once, in the order written"
+    answers = [t for t in r.texts(USER) if t.startswith("answer number")]
+    assert [a.split("\n")[0] for a in answers] == [f"answer number {i} end {i}" for i in range(6)], answers
+    assert sum(t in HELD for t in r.texts(USER)) == 1, r.texts(USER)
+    assert r.launched.receiver.reconnects == 0 and "stopped receiving" not in caplog.text
     assert not [rec for rec in caplog.records if rec.exc_info or rec.levelno >= logging.ERROR], "an error was logged"
