@@ -11,6 +11,12 @@ core takes that as the repeat it is. A relay stopped while it holds a message sa
 surface that offers the message again itself (Discord, in its channel's line) only ``tell``s, and
 says when it is ``saved``.
 
+A conversation's messages are answered in the order they were written, also while one of them is
+held: a later message of a conversation with a message held is held ``behind`` it, never journaled
+ahead of it (a store that flaps would otherwise take the second message while the first waits, and
+the agent would read them swapped). The messages held in a conversation are offered to the store
+in order, the next one as soon as the one before it is taken.
+
 A store that flaps (it takes a held message, then refuses the platform's repeat of it) must not
 cost a second notice, nor hold the message again: the ids of the messages saved after a hold are
 remembered (the latest ``SAVED_KEPT``), and a refused repeat of one is confirmed as the repeat it is.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 from core.engine.messages import InboundMessage
@@ -50,6 +57,8 @@ class HeldMessages:
         self._retry_s = retry_s
         self._sleep = sleep
         self._held: set[str] = set()  # message ids: held, and their person told (if allowed)
+        self._lines: dict[str, deque[InboundMessage]] = {}  # conversation -> its messages held, in order
+        self._why: dict[str, StoreError] = {}  # conversation -> the latest refusal that holds its line
         self._saved: dict[str, None] = {}  # message ids saved after a hold, oldest first
         self._told: dict[str, float] = {}  # conversation -> when it was last told (loop time), oldest first
 
@@ -65,8 +74,25 @@ class HeldMessages:
             return True
         log.warning("could not store %s message %s: held, and offered to the store again until it takes it: %s",
                     self._platform, message.message_id, exc)
-        self._host.tasks.spawn(self._hold(message), name=f"{self._platform}-held:{message.message_id}")
+        self._hold(message, exc)
         return True
+
+    def behind(self, message: InboundMessage) -> StoreError | None:
+        """Before ``message`` is submitted: while a message of its conversation is held, it is held too,
+        behind it (answered after it), and the refusal that holds the line is returned, for the surface
+        to treat as its own (the platform's delivery left unconfirmed). None: nothing is held before it
+        (the platform's repeat of the first message held may be submitted: the hold finds it taken)."""
+        key = message.conversation_key
+        why, line = self._why.get(key), self._lines.get(key)
+        if why is None or line is None:
+            return None
+        if message.message_id in self._held:  # the platform's repeat of a message held already: it may
+            return None if line[0].message_id == message.message_id else why  # go now if first in line
+        if not self.tell(message, why):
+            return why
+        log.info("%s message %s waits behind a held message of its conversation", self._platform, message.message_id)
+        self._hold(message, why)
+        return why
 
     def tell(self, message: InboundMessage, exc: StoreError, *, where: str | None = None,
              reply_to: str | None = None) -> bool:
@@ -80,16 +106,6 @@ class HeldMessages:
             self._host.notify(where or message.conversation_key, held_prose(exc), reply_to=reply_to)
         return True
 
-    def _first_in_a_while(self, conversation: str) -> bool:
-        """``conversation`` was not told in the last ``TELL_QUIET_S``; it counts as told now."""
-        now = asyncio.get_running_loop().time()
-        while self._told and now - next(iter(self._told.values())) >= TELL_QUIET_S:
-            del self._told[next(iter(self._told))]
-        if conversation in self._told:
-            return False
-        self._told[conversation] = now
-        return True
-
     def saved(self, message_id: str) -> None:
         """The store took the message (a surface that offered it again itself): no longer held, and a
         refused repeat of it is known for one."""
@@ -100,23 +116,56 @@ class HeldMessages:
         if len(self._saved) > SAVED_KEPT:
             del self._saved[next(iter(self._saved))]
 
-    async def _hold(self, message: InboundMessage) -> None:
+    def _first_in_a_while(self, conversation: str) -> bool:
+        """``conversation`` was not told in the last ``TELL_QUIET_S``; it counts as told now."""
+        now = asyncio.get_running_loop().time()
+        while self._told and now - next(iter(self._told.values())) >= TELL_QUIET_S:
+            del self._told[next(iter(self._told))]
+        if conversation in self._told:
+            return False
+        self._told[conversation] = now
+        return True
+
+    def _hold(self, message: InboundMessage, exc: StoreError) -> None:
+        """Put ``message`` at the end of its conversation's line (its hold started if there was none)."""
+        key = message.conversation_key
+        self._why[key] = exc
+        line = self._lines.get(key)
+        if line is not None:
+            line.append(message)
+            return
+        self._lines[key] = deque([message])
+        self._host.tasks.spawn(self._offer(key), name=f"{self._platform}-held:{message.message_id}")
+
+    async def _offer(self, key: str) -> None:
+        """Offer the conversation's held messages to the store, in order, until every one is taken."""
+        line = self._lines[key]
         delay, longest = self._retry_s
         try:
-            while True:
+            while line:
                 await self._sleep(delay)
-                try:
-                    await self._host.submit(message)
-                except StoreError as exc:
-                    log.debug("the store refused %s message %s again: %s", self._platform, message.message_id, exc)
-                    delay = min(delay * 2, longest)
-                    continue
-                log.info("saved %s message %s, held since the store refused it", self._platform, message.message_id)
-                self.saved(message.message_id)
-                return
+                while line:
+                    message = line[0]
+                    try:
+                        await self._host.submit(message)
+                    except StoreError as exc:
+                        log.debug("the store refused %s message %s again: %s", self._platform,
+                                  message.message_id, exc)
+                        self._why[key] = exc
+                        delay = min(delay * 2, longest)
+                        break
+                    log.info("saved %s message %s, held since the store refused it", self._platform,
+                             message.message_id)
+                    line.popleft()
+                    self.saved(message.message_id)
+                    delay = self._retry_s[0]
         except asyncio.CancelledError:
-            log.warning("the relay stopped while it held %s message %s for the store: unless %s sends it again, "
-                        "it is lost", self._platform, message.message_id, self._platform)
+            for message in line:
+                log.warning("the relay stopped while it held %s message %s for the store: unless %s sends it "
+                            "again, it is lost", self._platform, message.message_id, self._platform)
             raise
         finally:
-            self._held.discard(message.message_id)
+            for message in line:
+                self._held.discard(message.message_id)
+            del self._lines[key]
+            self._why.pop(key, None)

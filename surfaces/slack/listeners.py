@@ -168,14 +168,18 @@ class Listeners:
         self._note_thread(thread, got.user)
         message = InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
                                  message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts))
-        try:
-            await self.host.submit(message)
-        except StoreError as exc:
-            if not self._held.refused(message, exc):
-                return  # saved after an earlier refusal: this is Slack's repeat of it
-            if retry < LAST_RETRY:
-                raise  # not acknowledged: Slack sends it again (journaled by then, it is a repeat)
-            log.warning("Slack will not send message %s again: acknowledged, the relay holds it", message.message_id)
+        refused = self._held.behind(message)  # a message of its thread is held: this one waits behind it
+        if refused is None:
+            try:
+                await self.host.submit(message)
+                return
+            except StoreError as exc:
+                if not self._held.refused(message, exc):
+                    return  # saved after an earlier refusal: this is Slack's repeat of it
+                refused = exc
+        if retry < LAST_RETRY:
+            raise refused.with_traceback(None)  # not acknowledged: Slack sends it again (a repeat by then)
+        log.warning("Slack will not send message %s again: acknowledged, the relay holds it", message.message_id)
 
     def _note_thread(self, thread: Thread, user: str) -> None:
         """Keep ``thread`` as the app's and as ``user``'s latest in its channel. A store that refuses this

@@ -93,6 +93,9 @@ class Intake:
             self.host.notify(message.conversation_key, IMAGE_NOT_FETCHED)
             if not message.text.strip():
                 return
+        refused = self._held.behind(message)
+        if refused is not None:  # a message of its chat is held: this one waits behind it (not confirmed)
+            raise refused.with_traceback(None)
         try:
             await self.host.submit(message)  # journaled once this returns
         except StoreError as exc:  # not confirmed: Telegram sends it again (journaled by then: a repeat)

@@ -8,9 +8,11 @@ traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +154,51 @@ async def test_a_thread_reply_the_held_store_refuses_at_every_delivery_is_held_a
     held = [t for t in texts if t in {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD}]
     assert len(held) == 1 and sum("held through every delivery" in t for t in texts) == 1, texts
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+async def _flap(path: str | Path, stop: asyncio.Event) -> None:
+    """Another writer holds the store's file 0.3 s, lets it go 0.2 s, again, until ``stop``."""
+    while not stop.is_set():
+        with locked(path):
+            await asyncio.sleep(0.3)
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_replies_in_a_thread_while_the_store_flaps_are_answered_in_the_order_written(
+        slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The store is held and let go again and again while a person writes six replies in one thread. A
+    reply the store refused is held; one written after it waits behind it, not journaled ahead of it
+    (the agent read them swapped: 1, 0, 3, 2, 5, 4). Each is answered once, in order, with one notice."""
+    caplog.set_level(logging.INFO)
+    relay = await slack(mode=mode, timings=dataclasses.replace(FAST, held_retry_s=(0.2, 1.0)), busy_timeout_s=0.05)
+    top = await relay.dm("text first")
+    await until(lambda: relay.prompts() == ["text first"], "the thread is answered once")
+    await relay.settled(top.ts, DM)
+    written = [f"text answer number {i}\nsleep 0.1\ntext  end {i}" for i in range(6)]
+    stop = asyncio.Event()
+    flapping = asyncio.create_task(_flap(relay.store.path, stop))
+    try:
+        for text in written:
+            msg = relay.fake.user_message(USER, DM, text, top.ts)
+            event = {"type": "message", "channel_type": "im", "user": USER, "text": text, "ts": msg.ts,
+                     "thread_ts": top.ts, "channel": DM, "team": TEAM, "event_ts": msg.ts}
+            body = relay.fake.event_envelope(event)
+            if mode == "socket":
+                await relay.fake.send_envelope(body)  # a refused one is held: not waited for here
+            else:
+                raw = json.dumps(body).encode()
+                await relay.fake.post_http(raw, relay.fake.signed_headers(raw))
+            await asyncio.sleep(0.3)
+        await until(lambda: "held, and offered to the store again" in caplog.text, "a reply was held")
+    finally:
+        stop.set()
+        await flapping
+    await until(lambda: len(relay.prompts()) == 1 + len(written), "every reply reached the agent")
+    await relay.settled(top.ts, DM)
+    assert relay.prompts() == ["text first", *written], "each once, in the order written"
+    texts = relay.bot_texts(top.ts, DM)
+    answers = [t.split("\n")[0] for t in texts if t.startswith("answer number")]
+    assert answers == [f"answer number {i} end {i}" for i in range(6)], texts
+    assert sum(t in {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD} for t in texts) == 1, texts
+    assert not [rec for rec in caplog.records if rec.exc_info or rec.levelno >= logging.ERROR], "an error was logged"
