@@ -15,7 +15,9 @@ A conversation's messages are answered in the order they were written, also whil
 held: a later message of a conversation with a message held is held ``behind`` it, never journaled
 ahead of it (a store that flaps would otherwise take the second message while the first waits, and
 the agent would read them swapped). The messages held in a conversation are offered to the store
-in order, the next one as soon as the one before it is taken.
+in order, the next one as soon as the one before it is taken; a delivery in the conversation (a new
+message, the platform's repeat) ends the pause before the next offer, so a line does not wait out
+a long pause once the store is back.
 
 A store that flaps (it takes a held message, then refuses the platform's repeat of it) must not
 cost a second notice, nor hold the message again: the ids of the messages saved after a hold are
@@ -61,6 +63,7 @@ class HeldMessages:
         self._why: dict[str, StoreError] = {}  # conversation -> the latest refusal that holds its line
         self._saved: dict[str, None] = {}  # message ids saved after a hold, oldest first
         self._told: dict[str, float] = {}  # conversation -> when it was last told (loop time), oldest first
+        self._pauses: dict[str, asyncio.Future[None]] = {}  # conversation -> its hold's pause, while it waits
 
     def refused(self, message: InboundMessage, exc: StoreError) -> bool:
         """The store refused ``message``: its person told once, in its conversation, and the message held
@@ -86,6 +89,7 @@ class HeldMessages:
         why, line = self._why.get(key), self._lines.get(key)
         if why is None or line is None:
             return None
+        self._wake(key)  # the platform delivers again: the store may be back, try the line now
         if message.message_id in self._held:  # the platform's repeat of a message held already: it may
             return None if line[0].message_id == message.message_id else why  # go now if first in line
         if not self.tell(message, why):
@@ -137,13 +141,28 @@ class HeldMessages:
         self._lines[key] = deque([message])
         self._host.tasks.spawn(self._offer(key), name=f"{self._platform}-held:{message.message_id}")
 
+    async def _pause(self, key: str, delay_s: float) -> None:
+        """Wait ``delay_s`` before the line is offered again, or less if the conversation is ``_wake``d."""
+        pause = asyncio.ensure_future(self._sleep(delay_s))
+        self._pauses[key] = pause
+        try:
+            await asyncio.wait({pause})
+        finally:
+            del self._pauses[key]
+            pause.cancel()
+
+    def _wake(self, key: str) -> None:
+        pause = self._pauses.get(key)
+        if pause is not None:
+            pause.cancel()
+
     async def _offer(self, key: str) -> None:
         """Offer the conversation's held messages to the store, in order, until every one is taken."""
         line = self._lines[key]
         delay, longest = self._retry_s
         try:
             while line:
-                await self._sleep(delay)
+                await self._pause(key, delay)
                 while line:
                     message = line[0]
                     try:

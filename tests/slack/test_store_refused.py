@@ -202,3 +202,29 @@ async def test_replies_in_a_thread_while_the_store_flaps_are_answered_in_the_ord
     assert answers == [f"answer number {i} end {i}" for i in range(6)], texts
     assert sum(t in {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD} for t in texts) == 1, texts
     assert not [rec for rec in caplog.records if rec.exc_info or rec.levelno >= logging.ERROR], "an error was logged"
+
+
+async def test_a_delivery_in_the_thread_ends_the_holds_pause_once_the_store_is_back(
+        slack: SlackFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """Two replies held in one thread while the store was held, the hold pausing 30 s between offers.
+    Once the file is free, Slack delivers the first again: it is taken at once, and that delivery ends
+    the hold's pause, so the second is answered now, not half a minute later."""
+    caplog.set_level(logging.INFO)
+    relay = await slack(timings=dataclasses.replace(FAST, held_retry_s=(30.0, 30.0)), busy_timeout_s=0.05)
+    top = await relay.dm("text first")
+    await relay.settled(top.ts, DM)
+    events = []
+    for text in ("text reply one", "text reply two"):
+        msg = relay.fake.user_message(USER, DM, text, top.ts)
+        events.append({"type": "message", "channel_type": "im", "user": USER, "text": text, "ts": msg.ts,
+                       "thread_ts": top.ts, "channel": DM, "team": TEAM, "event_ts": msg.ts})
+    with locked(relay.store.path):
+        assert [await _deliver(relay, event, 0, caplog) for event in events] == [False, False], "both held"
+    assert await _deliver(relay, events[0], 1, caplog), "the first, delivered again, is taken"
+    answered = ["text first", "text reply one", "text reply two"]
+    await until(lambda: relay.prompts() == answered, "both answered, in order")
+    await relay.settled(top.ts, DM)
+    await relay.deliver(events[1], retry=1)  # waits for its acknowledgement
+    await relay.settled(top.ts, DM)
+    assert relay.prompts() == answered, "each answered once"
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
