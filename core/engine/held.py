@@ -90,10 +90,11 @@ class HeldMessages:
         if why is None or line is None:
             return None
         self._wake(key)  # the platform delivers again: the store may be back, try the line now
+        if message.message_id in self._saved:
+            return None  # a repeat of a message saved already: the store knows it
         if message.message_id in self._held:  # the platform's repeat of a message held already: it may
             return None if line[0].message_id == message.message_id else why  # go now if first in line
-        if not self.tell(message, why):
-            return why
+        self.tell(message, why)
         log.info("%s message %s waits behind a held message of its conversation", self._platform, message.message_id)
         self._hold(message, why)
         return why
