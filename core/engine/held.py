@@ -32,6 +32,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from core.engine.messages import InboundMessage
 from core.plugin import Host
@@ -49,6 +50,15 @@ TELL_QUIET_S = 60.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
+@dataclass(slots=True)
+class _Line:
+    """One conversation's held messages, in order, and what holds them."""
+
+    why: StoreError  # the latest refusal
+    messages: deque[InboundMessage] = field(default_factory=deque)
+    pause: asyncio.Future[None] | None = None  # the hold's wait before its next offer, while it waits
+
+
 class HeldMessages:
     """The messages one surface holds for the store; ``platform`` names it in the log."""
 
@@ -59,11 +69,9 @@ class HeldMessages:
         self._retry_s = retry_s
         self._sleep = sleep
         self._held: set[str] = set()  # message ids: held, and their person told (if allowed)
-        self._lines: dict[str, deque[InboundMessage]] = {}  # conversation -> its messages held, in order
-        self._why: dict[str, StoreError] = {}  # conversation -> the latest refusal that holds its line
+        self._lines: dict[str, _Line] = {}  # conversation -> its messages held
         self._saved: dict[str, None] = {}  # message ids saved after a hold, oldest first
         self._told: dict[str, float] = {}  # conversation -> when it was last told (loop time), oldest first
-        self._pauses: dict[str, asyncio.Future[None]] = {}  # conversation -> its hold's pause, while it waits
 
     def refused(self, message: InboundMessage, exc: StoreError) -> bool:
         """The store refused ``message``: its person told once, in its conversation, and the message held
@@ -85,19 +93,19 @@ class HeldMessages:
         behind it (answered after it), and the refusal that holds the line is returned, for the surface
         to treat as its own (the platform's delivery left unconfirmed). None: nothing is held before it
         (the platform's repeat of the first message held may be submitted: the hold finds it taken)."""
-        key = message.conversation_key
-        why, line = self._why.get(key), self._lines.get(key)
-        if why is None or line is None:
+        line = self._lines.get(message.conversation_key)
+        if line is None:
             return None
-        self._wake(key)  # the platform delivers again: the store may be back, try the line now
+        if line.pause is not None:  # the platform delivers again: the store may be back, try the line now
+            line.pause.cancel()
         if message.message_id in self._saved:
             return None  # a repeat of a message saved already: the store knows it
         if message.message_id in self._held:  # the platform's repeat of a message held already: it may
-            return None if line[0].message_id == message.message_id else why  # go now if first in line
-        self.tell(message, why)
+            return None if line.messages[0].message_id == message.message_id else line.why  # go if first
+        self.tell(message, line.why)
         log.info("%s message %s waits behind a held message of its conversation", self._platform, message.message_id)
-        self._hold(message, why)
-        return why
+        line.messages.append(message)
+        return line.why
 
     def tell(self, message: InboundMessage, exc: StoreError, *, where: str | None = None,
              reply_to: str | None = None) -> bool:
@@ -134,58 +142,50 @@ class HeldMessages:
     def _hold(self, message: InboundMessage, exc: StoreError) -> None:
         """Put ``message`` at the end of its conversation's line (its hold started if there was none)."""
         key = message.conversation_key
-        self._why[key] = exc
         line = self._lines.get(key)
-        if line is not None:
-            line.append(message)
-            return
-        self._lines[key] = deque([message])
-        self._host.tasks.spawn(self._offer(key), name=f"{self._platform}-held:{message.message_id}")
+        if line is None:
+            line = self._lines[key] = _Line(exc)
+            self._host.tasks.spawn(self._offer(key, line), name=f"{self._platform}-held:{message.message_id}")
+        line.why = exc
+        line.messages.append(message)
 
-    async def _pause(self, key: str, delay_s: float) -> None:
-        """Wait ``delay_s`` before the line is offered again, or less if the conversation is ``_wake``d."""
-        pause = asyncio.ensure_future(self._sleep(delay_s))
-        self._pauses[key] = pause
+    async def _pause(self, line: _Line, delay_s: float) -> None:
+        """Wait ``delay_s`` before the line is offered again, or less if a delivery cancels the pause."""
+        line.pause = asyncio.ensure_future(self._sleep(delay_s))
         try:
-            await asyncio.wait({pause})
+            await asyncio.wait({line.pause})
         finally:
-            del self._pauses[key]
-            pause.cancel()
+            line.pause.cancel()
+            line.pause = None
 
-    def _wake(self, key: str) -> None:
-        pause = self._pauses.get(key)
-        if pause is not None:
-            pause.cancel()
-
-    async def _offer(self, key: str) -> None:
+    async def _offer(self, key: str, line: _Line) -> None:
         """Offer the conversation's held messages to the store, in order, until every one is taken."""
-        line = self._lines[key]
+        held = line.messages
         delay, longest = self._retry_s
         try:
-            while line:
-                await self._pause(key, delay)
-                while line:
-                    message = line[0]
+            while held:
+                await self._pause(line, delay)
+                while held:
+                    message = held[0]
                     try:
                         await self._host.submit(message)
                     except StoreError as exc:
                         log.debug("the store refused %s message %s again: %s", self._platform,
                                   message.message_id, exc)
-                        self._why[key] = exc
+                        line.why = exc
                         delay = min(delay * 2, longest)
                         break
                     log.info("saved %s message %s, held since the store refused it", self._platform,
                              message.message_id)
-                    line.popleft()
+                    held.popleft()
                     self.saved(message.message_id)
                     delay = self._retry_s[0]
         except asyncio.CancelledError:
-            for message in line:
+            for message in held:
                 log.warning("the relay stopped while it held %s message %s for the store: unless %s sends it "
                             "again, it is lost", self._platform, message.message_id, self._platform)
             raise
         finally:
-            for message in line:
+            for message in held:
                 self._held.discard(message.message_id)
             del self._lines[key]
-            self._why.pop(key, None)
