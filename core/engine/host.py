@@ -203,7 +203,7 @@ class SurfaceHost:
                 await self._outbox.reply(surface, asked, markdown, private=True)
                 return
             try:
-                await self._outbox.streamer(surface, conversation_key, reply_to=reply_to).post(markdown)
+                await self._outbox.streamer(surface, conversation_key).post(markdown, reply_to=reply_to)
             except DeliveryError as exc:
                 log.warning("could not deliver a notice in %s: %s", conversation_key, exc)
 

@@ -195,12 +195,13 @@ class Streamer(Resuming):
         return self.message_ids
 
     async def post(self, content: Content, buttons: tuple[Button, ...] = (), *,
-                   answering: InboundMessage | None = None, private: bool = False) -> str:
+                   answering: InboundMessage | None = None, private: bool = False, reply_to: str | None = None) -> str:
         """Send a standalone message (approval, notice); returns the id of its (last) message.
 
-        With ``answering``, its first piece answers that inbound message (``Surface.reply``).
+        With ``answering``, its first piece answers that inbound message (``Surface.reply``); with
+        ``reply_to``, it is a reply to that message where the platform has replies.
         """
-        thread = Thread(answering=answering, private=private)
+        thread = Thread(answering=answering, private=private, reply_to=reply_to)
         await self._deliver_thread(thread, as_part(content), buttons)
         return thread.sent[-1].message_id
 

@@ -224,9 +224,14 @@ class Router:
         exists by then); only then does the channel's position move past the mention, so a restart's
         catch-up finds it again until it is journaled."""
         thread_id = message.id
-        if self.known.get(channel_id) is None:  # the channel's first message: a catch-up must read from here
-            self.known.note(channel_id, message.id - 1, "channel")
-        self.known.note(thread_id, message.id, "thread", channel_id)
+        try:
+            if self.known.get(channel_id) is None:  # the channel's first message: a catch-up must read from here
+                self.known.note(channel_id, message.id - 1, "channel")
+            self.known.note(thread_id, message.id, "thread", channel_id)
+        except StoreError as exc:  # offered again in place: its person hears now why it waits, not at the hand-over
+            self._tell_held(InboundMessage(SURFACE_NAME, conversation_key(thread_id), str(message.author.id), text,
+                                           str(message.id)), message, exc)
+            raise
         async with self.host.ordered(f"channel:{thread_id}"):  # nothing written in the new thread goes first
             thread = await self._open_thread(message, text)
             if thread is None:  # the person was told why; the mention is never answered
@@ -270,8 +275,13 @@ class Router:
         try:
             await self.host.submit(inbound)
         except StoreError as exc:
-            self._held.tell(inbound, exc, where=conversation_key(message.channel.id), reply_to=str(message.id))
+            self._tell_held(inbound, message, exc)
             raise
+
+    def _tell_held(self, inbound: InboundMessage, message: discord.Message, exc: StoreError) -> None:
+        """Tell ``inbound``'s person that the store refused it and it waits (once: a later refusal of the
+        same message says nothing), under the message, where it was written."""
+        self._held.tell(inbound, exc, where=conversation_key(message.channel.id), reply_to=str(message.id))
 
     async def _images(self, message: discord.Message) -> tuple[Attachment, ...]:
         images: list[Attachment] = []

@@ -36,9 +36,10 @@ async def relay(tmp_path: Path, fake_discord: FakeDiscord,
     made: list[Relay] = []
 
     async def build(*flags: str, discord: dict[str, Any] | None = None, capabilities: Any = FAST,
-                    wait_ready: bool = True, reconnect_sleep: Any = None, **sections: Any) -> Relay:
+                    wait_ready: bool = True, reconnect_sleep: Any = None, busy_timeout_s: float = 5.0,
+                    **sections: Any) -> Relay:
         r = Relay(tmp_path, fake_discord, tuple(flags), dict(discord or {}), dict(sections), capabilities,
-                  reconnect_sleep)
+                  reconnect_sleep, busy_timeout_s=busy_timeout_s)
         made.append(r)
         return await r.start(wait_ready=wait_ready)
 

@@ -73,6 +73,8 @@ class Relay:
     running: bool = False
     #: How long ``launch`` waits for the gateway (a relay standing by for it waits this long).
     startup_wait_s: float = 15.0
+    #: How long a store write waits for another writer of the file (SQLite's busy timeout).
+    busy_timeout_s: float = 5.0
 
     @property
     def channel(self) -> int:
@@ -108,7 +110,7 @@ class Relay:
 
     def open_store(self, config: RelayConfig) -> Store:
         """The relay's store: its SQLite file (a subclass may open another)."""
-        return Store.open(config.store.path)
+        return Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
 
     async def start(self, *, wait_ready: bool = True) -> Relay:
         config = self.config()

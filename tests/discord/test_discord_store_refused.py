@@ -10,12 +10,13 @@ import logging
 
 import pytest
 
-from core.store.records import STORE_FULL_HELD
+from core.store.records import STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HELD
 from tests.discord.harness import ALICE, BOB, Relay, RelayFactory, until
-from tests.full_store import LONG_TEXT, fill, make_room
+from tests.full_store import LONG_TEXT, fill, locked, make_room
 from tests.waiting import fast_sleep
 
-ANSWER_OF_LONG = "echo: hello"  # the scripted agent echoes a prompt that is no script
+ANSWER_OF_LONG = "echo: hello"
+HELD = {STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HELD}  # the scripted agent echoes a prompt that is no script
 
 
 def _held(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -69,4 +70,29 @@ async def test_a_relay_stopped_while_it_holds_a_message_answers_it_after_its_nex
     await until(lambda: len(r.prompts()) == 2 and r.idle(), "answered after the restart")
     assert r.prompts() == ["text before", LONG_TEXT]
     assert [t for t in r.bot_texts(dm) if t.startswith(ANSWER_OF_LONG)], r.bot_texts(dm)
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+async def test_a_first_mention_the_held_store_refuses_tells_its_person_once_and_is_answered_in_its_thread(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """A mention in a channel the relay never saw, while another writer holds the store: noting where
+    the channel's catch-up starts, and the thread to open, is refused before the mention is handed over.
+    Its person is told at once, and once, that it waits (under the mention: there is no thread yet), not
+    seconds later when a try gets as far as the hand-over; once the store is free the thread opens and
+    the mention is answered there, once."""
+    caplog.set_level(logging.INFO)
+    r = await relay(busy_timeout_s=0.05)
+    with locked(r.store.path):
+        mention = await r.fake.say(r.channel, ALICE, "text first words", mention=True)
+        await until(lambda: r.bot_texts(r.channel), "the person is told")
+        assert r.fake.thread_for(mention) is None, "told at the first refusal, not once a thread was opened"
+        assert r.prompts() == []
+    await until(lambda: r.fake.thread_for(mention) is not None and r.prompts() and r.idle(), "answered")
+    told = r.bot_texts(r.channel)
+    assert len(told) == 1 and told[0] in HELD, told
+    [notice] = r.fake.bot_messages(r.channel)
+    assert str((notice.get("message_reference") or {}).get("message_id")) == str(mention), "under the mention"
+    assert r.prompts() == ["text first words"]
+    [answer] = r.bot_texts(mention)  # answered once, in the mention's thread
+    assert answer.startswith("first words"), answer
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
