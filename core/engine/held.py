@@ -24,6 +24,11 @@ cost a second notice, nor hold the message again: the ids of the messages saved 
 remembered (the latest ``SAVED_KEPT``), and a refused repeat of one is confirmed as the repeat it is.
 Nor does a conversation read the same notice for every message it writes while the store flaps: it
 is told once in ``TELL_QUIET_S``; the messages refused meanwhile are held all the same.
+
+Whether a message is the relay's at all may be the store's to say (a Slack reply in a thread the app
+may be part of, asked of the store when the thread is not in memory). A message held with ``ours``
+(``hold_unsure``, ``behind``) is held in its line like any other, but nobody is told, and its offer asks
+``ours()`` first: the store refusing again keeps it waiting; False lets it go, never submitted.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class HeldMessages:
         self._retry_s = retry_s
         self._sleep = sleep
         self._held: set[str] = set()  # message ids: held, and their person told (if allowed)
+        self._unsure: dict[str, Callable[[], bool]] = {}  # message id -> whether it is the relay's (held ones)
         self._lines: dict[str, _Line] = {}  # conversation -> its messages held
         self._saved: dict[str, None] = {}  # message ids saved after a hold, oldest first
         self._told: dict[str, float] = {}  # conversation -> when it was last told (loop time), oldest first
@@ -88,11 +94,27 @@ class HeldMessages:
         self._hold(message, exc)
         return True
 
-    def behind(self, message: InboundMessage) -> StoreError | None:
+    def hold_unsure(self, message: InboundMessage, exc: StoreError, ours: Callable[[], bool]) -> bool:
+        """The store refused to say whether ``message`` is the relay's (``exc``): held, nobody told, and
+        at its offer ``ours()`` decides (see the module's doc); held already, nothing more. False when it
+        was saved already after a hold (this is the platform's repeat, for the surface to confirm)."""
+        if message.message_id in self._saved:
+            return False
+        if message.message_id in self._held:
+            return True
+        log.warning("could not tell whether %s message %s is for the relay: held, and asked again until the "
+                    "store answers: %s", self._platform, message.message_id, exc)
+        self._held.add(message.message_id)
+        self._unsure[message.message_id] = ours
+        self._hold(message, exc)
+        return True
+
+    def behind(self, message: InboundMessage, *, ours: Callable[[], bool] | None = None) -> StoreError | None:
         """Before ``message`` is submitted: while a message of its conversation is held, it is held too,
         behind it (answered after it), and the refusal that holds the line is returned, for the surface
         to treat as its own (the platform's delivery left unconfirmed). None: nothing is held before it
-        (the platform's repeat of the first message held may be submitted: the hold finds it taken)."""
+        (the platform's repeat of the first message held may be submitted: the hold finds it taken).
+        ``ours``: whether the message is the relay's is not known yet (as ``hold_unsure``)."""
         line = self._lines.get(message.conversation_key)
         if line is None:
             return None
@@ -102,7 +124,11 @@ class HeldMessages:
             return None  # a repeat of a message saved already: the store knows it
         if message.message_id in self._held:  # the platform's repeat of a message held already: it may
             return None if line.messages[0].message_id == message.message_id else line.why  # go if first
-        self.tell(message, line.why)
+        if ours is None:
+            self.tell(message, line.why)
+        else:
+            self._held.add(message.message_id)
+            self._unsure[message.message_id] = ours
         log.info("%s message %s waits behind a held message of its conversation", self._platform, message.message_id)
         line.messages.append(message)
         return line.why
@@ -168,6 +194,12 @@ class HeldMessages:
                 while held:
                     message = held[0]
                     try:
+                        if not self._ours(message):
+                            log.info("%s message %s, held while the store could not say, is not for the relay",
+                                     self._platform, message.message_id)
+                            held.popleft()
+                            self._held.discard(message.message_id)
+                            continue
                         await self._host.submit(message)
                     except StoreError as exc:
                         log.debug("the store refused %s message %s again: %s", self._platform,
@@ -188,4 +220,15 @@ class HeldMessages:
         finally:
             for message in held:
                 self._held.discard(message.message_id)
+                self._unsure.pop(message.message_id, None)
             del self._lines[key]
+
+    def _ours(self, message: InboundMessage) -> bool:
+        """Whether a held message is the relay's (it raises StoreError while the store cannot say); once
+        known, it is no longer asked."""
+        ours = self._unsure.get(message.message_id)
+        if ours is None:
+            return True
+        mine = ours()
+        del self._unsure[message.message_id]
+        return mine

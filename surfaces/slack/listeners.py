@@ -36,6 +36,7 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -149,9 +150,15 @@ class Listeners:
 
     async def _message(self, body: dict[str, Any], event: dict[str, Any], *, team: str, bot_user_id: str,
                        mention_event: bool, retry: int) -> None:
+        unsure: StoreError | None = None
         try:
-            got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
-                        mention_event=mention_event)
+            try:
+                got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
+                            mention_event=mention_event)
+            except StoreError as exc:  # a reply in a thread not in memory: whether the app is part of it is
+                unsure = exc  # the store's to say, and it refused: read as if it were, and held until it says
+                got = heard(event, team=team, bot_user_id=bot_user_id, joined=lambda _: True,
+                            mention_event=mention_event)
         except Unreadable as exc:
             event_id = str(body.get("event_id") or "")
             log.warning("skipped Slack event %s (%s): it could not be read (%s)", event_id or "without an id",
@@ -160,15 +167,24 @@ class Listeners:
                 self.host.reject(f"event:{event_id}", str(exc))
             return
         if got is not None:
-            await self._hand_over(got, retry)
+            await self._hand_over(got, retry, unsure=unsure)
 
-    async def _hand_over(self, got: Heard, retry: int) -> None:
-        """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next."""
+    async def _hand_over(self, got: Heard, retry: int, *, unsure: StoreError | None = None) -> None:
+        """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next.
+        ``unsure``: the store could not say whether the app is part of the message's thread: the message is
+        held (nobody told) until it can, then handed over if it is, or let go."""
         thread = got.thread
-        self._note_thread(thread, got.user)
         message = InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
                                  message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts))
-        refused = self._held.behind(message)  # a message of its thread is held: this one waits behind it
+        ours = None if unsure is None else partial(self._joined_now, got)
+        if ours is None:
+            self._note_thread(thread, got.user)
+        # A message of its thread is held: this one waits behind it.
+        refused = self._held.behind(message, ours=ours)
+        if refused is None and unsure is not None and ours is not None:
+            if not self._held.hold_unsure(message, unsure, ours):
+                return  # saved after an earlier hold: this is Slack's repeat of it
+            refused = unsure
         if refused is None:
             try:
                 await self.host.submit(message)
@@ -180,6 +196,14 @@ class Listeners:
         if retry < LAST_RETRY:
             raise refused.with_traceback(None)  # not acknowledged: Slack sends it again (a repeat by then)
         log.warning("Slack will not send message %s again: acknowledged, the relay holds it", message.message_id)
+
+    def _joined_now(self, got: Heard) -> bool:
+        """Whether a message held while the store could not say is in a thread the app is part of (asked
+        of the store again; it raises while the store still refuses); its thread is noted if so."""
+        if not self.threads.joined(got.thread):
+            return False
+        self._note_thread(got.thread, got.user)
+        return True
 
     def _note_thread(self, thread: Thread, user: str) -> None:
         """Keep ``thread`` as the app's and as ``user``'s latest in its channel. A store that refuses this

@@ -75,9 +75,14 @@ class SlackRelayUnderTest:
                                    "allowed_user_ids": list(self.allowed), "http_port": 0}},
         })
 
+    def open_store(self, config: RelayConfig) -> Store:
+        """The relay's store: its SQLite file (a subclass may open another)."""
+        return Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
+
     async def start(self) -> SlackRelayUnderTest:
         config = self.config()
-        self.store = Store.open(config.store.path, busy_timeout_s=self.busy_timeout_s)
+        self.store = self.open_store(config)
+        connections = self.fake.connections  # (an earlier relay on the same fake opened some)
         self.lifecycle = Lifecycle(config, self.store, sleep=fast_sleep, cancel_wait_s=5.0)
         self.engine = self.lifecycle.engine
         try:
@@ -90,7 +95,7 @@ class SlackRelayUnderTest:
         if self.running.http is not None:
             self.fake.http_target = f"http://127.0.0.1:{self.running.http.port}/slack/events"
         else:
-            await self.fake.wait_connected()
+            await self.fake.wait_connected(connections + 1)
         await self.lifecycle.start()
         return self
 
@@ -204,6 +209,26 @@ class SlackRelayUnderTest:
 
 
 SlackFactory = Callable[..., Awaitable[SlackRelayUnderTest]]
+
+
+async def delivered(relay: SlackRelayUnderTest, event: dict[str, object], retry: int,
+                    caplog: pytest.LogCaptureFixture, event_id: str = "Ev-held") -> bool:
+    """Deliver ``event`` as Slack's delivery number ``retry``; True when the relay acknowledged it (in
+    Socket Mode, a refusal is known by the relay's log line: ``caplog`` counts them)."""
+    body = relay.fake.event_envelope(event, event_id)
+    if relay.mode == "socket":
+        def refusals() -> int:
+            return sum("could not be stored" in rec.getMessage() for rec in caplog.records)
+
+        envelope = await relay.fake.send_envelope(body, retry_attempt=retry)
+        await until(lambda: envelope in relay.fake.acks or refusals() > retry, "taken or refused")
+        return envelope in relay.fake.acks
+    raw = json.dumps(body).encode()
+    headers = relay.fake.signed_headers(raw)
+    if retry:
+        headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"}
+    status, _ = await relay.fake.post_http(raw, headers)
+    return status == 200
 
 
 @pytest.fixture

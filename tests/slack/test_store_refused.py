@@ -20,28 +20,9 @@ from core.store.records import STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HE
 from tests.fakes.slack_api import SlackMessage
 from tests.full_store import LONG_TEXT, fill, locked, make_room
 
-from .conftest import BOT_USER, CHANNEL, DM, FAST, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
+from .conftest import BOT_USER, CHANNEL, DM, FAST, TEAM, USER, SlackFactory, SlackRelayUnderTest, delivered, until
 
 HELD_FAST = dataclasses.replace(FAST, held_retry_s=(0.02, 0.05))
-
-
-async def _deliver(relay: SlackRelayUnderTest, event: dict[str, object], retry: int,
-                   caplog: pytest.LogCaptureFixture) -> bool:
-    """Deliver ``event`` as Slack's delivery number ``retry``; True when the relay acknowledged it."""
-    body = relay.fake.event_envelope(event, "Ev-held")
-    if relay.mode == "socket":
-        def refusals() -> int:
-            return sum("could not be stored" in rec.getMessage() for rec in caplog.records)
-
-        envelope = await relay.fake.send_envelope(body, retry_attempt=retry)
-        await until(lambda: envelope in relay.fake.acks or refusals() > retry, "taken or refused")
-        return envelope in relay.fake.acks
-    raw = json.dumps(body).encode()
-    headers = relay.fake.signed_headers(raw)
-    if retry:
-        headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_error"}
-    status, _ = await relay.fake.post_http(raw, headers)
-    return status == 200
 
 
 async def _full_store_and_a_dm(slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture
@@ -60,10 +41,10 @@ async def _full_store_and_a_dm(slack: SlackFactory, mode: str, caplog: pytest.Lo
 async def test_a_message_the_full_store_refused_is_held_at_slacks_last_delivery_and_answered_once(
         slack: SlackFactory, mode: str, caplog: pytest.LogCaptureFixture) -> None:
     relay, msg, event = await _full_store_and_a_dm(slack, mode, caplog)
-    refused = [await _deliver(relay, event, retry, caplog) for retry in range(3)]
+    refused = [await delivered(relay, event, retry, caplog) for retry in range(3)]
     assert refused == [False, False, False], "not acknowledged: Slack sends it again"
     assert relay.prompts() == []
-    assert await _deliver(relay, event, 3, caplog), "Slack's last delivery is acknowledged: the relay holds it"
+    assert await delivered(relay, event, 3, caplog), "Slack's last delivery is acknowledged: the relay holds it"
     await until(lambda: relay.bot_texts(msg.ts, DM), "told")
     assert relay.bot_texts(msg.ts, DM) == [STORE_FULL_HELD], "told once, not on every delivery"
     assert sum("held, and offered to the store again" in rec.getMessage() for rec in caplog.records) == 1
@@ -82,7 +63,7 @@ async def test_a_relay_stopped_while_it_holds_a_message_says_in_its_log_that_it_
     """Slack will not send it again, and the store never took it: the one loss the relay cannot avoid is
     named in the log (one warning, no traceback), and the stop does not wait for the store."""
     relay, msg, event = await _full_store_and_a_dm(slack, "socket", caplog)
-    assert await _deliver(relay, event, 3, caplog)
+    assert await delivered(relay, event, 3, caplog)
     await until(lambda: "held, and offered to the store again" in caplog.text, "held")
     await relay.close()
     [lost] = [rec for rec in caplog.records if "it is lost" in rec.getMessage()]
@@ -96,11 +77,11 @@ async def test_a_message_held_is_answered_once_the_store_has_room_before_slack_s
     """Slack's next delivery would come a minute later: the relay answers as soon as there is room, and
     that delivery, finding the message journaled, is acknowledged and answers nothing twice."""
     relay, msg, event = await _full_store_and_a_dm(slack, mode, caplog)
-    assert not await _deliver(relay, event, 0, caplog), "not acknowledged while the store refuses"
+    assert not await delivered(relay, event, 0, caplog), "not acknowledged while the store refuses"
     make_room(relay.store)
     await until(lambda: relay.prompts() == [LONG_TEXT], "answered once there is room, with no new delivery")
     await relay.settled(msg.ts, DM)
-    assert await _deliver(relay, event, 1, caplog), "Slack's next delivery is acknowledged"
+    assert await delivered(relay, event, 1, caplog), "Slack's next delivery is acknowledged"
     await relay.settled(msg.ts, DM)
     assert relay.prompts() == [LONG_TEXT], "answered once"
     texts = relay.bot_texts(msg.ts, DM)
@@ -120,11 +101,11 @@ async def test_a_repeat_refused_after_the_held_message_was_saved_is_acknowledged
     event = {"type": "message", "channel_type": "im", "user": USER, "text": msg.text, "ts": msg.ts, "channel": DM,
              "team": TEAM, "event_ts": msg.ts}
     with locked(relay.store.path):
-        assert not await _deliver(relay, event, 0, caplog), "not acknowledged while the store refuses"
+        assert not await delivered(relay, event, 0, caplog), "not acknowledged while the store refuses"
     await until(lambda: relay.prompts() == [msg.text], "answered once the store takes it")
     await relay.settled(msg.ts, DM)
     with locked(relay.store.path):
-        assert await _deliver(relay, event, 1, caplog), "Slack's repeat of a message the relay saved is acknowledged"
+        assert await delivered(relay, event, 1, caplog), "Slack's repeat of a message the relay saved is acknowledged"
     await relay.settled(msg.ts, DM)
     texts = relay.bot_texts(msg.ts, DM)
     held = [t for t in texts if t in {STORE_FULL_HELD, STORE_AWAY_HELD, STORE_FAILED_HELD}]
@@ -145,8 +126,8 @@ async def test_a_thread_reply_the_held_store_refuses_at_every_delivery_is_held_a
     event = {"type": "app_mention", "user": USER, "text": msg.text, "ts": msg.ts, "channel": CHANNEL, "team": TEAM,
              "event_ts": msg.ts}
     with locked(relay.store.path):
-        delivered = [await _deliver(relay, event, retry, caplog) for retry in range(4)]
-        assert delivered == [False, False, False, True], "only Slack's last delivery is acknowledged"
+        acked = [await delivered(relay, event, retry, caplog) for retry in range(4)]
+        assert acked == [False, False, False, True], "only Slack's last delivery is acknowledged"
         await until(lambda: relay.bot_texts(msg.ts), "told")
     await until(lambda: relay.prompts() == ["text held through every delivery"], "answered once the file is free")
     await relay.settled(msg.ts)
@@ -219,8 +200,8 @@ async def test_a_delivery_in_the_thread_ends_the_holds_pause_once_the_store_is_b
         events.append({"type": "message", "channel_type": "im", "user": USER, "text": text, "ts": msg.ts,
                        "thread_ts": top.ts, "channel": DM, "team": TEAM, "event_ts": msg.ts})
     with locked(relay.store.path):
-        assert [await _deliver(relay, event, 0, caplog) for event in events] == [False, False], "both held"
-    assert await _deliver(relay, events[0], 1, caplog), "the first, delivered again, is taken"
+        assert [await delivered(relay, event, 0, caplog) for event in events] == [False, False], "both held"
+    assert await delivered(relay, events[0], 1, caplog), "the first, delivered again, is taken"
     answered = ["text first", "text reply one", "text reply two"]
     await until(lambda: relay.prompts() == answered, "both answered, in order")
     await relay.settled(top.ts, DM)
