@@ -9,7 +9,9 @@ through it. What is here:
   running surface is to the relay, ``Launched``;
 - the seam the core calls: ``Surface``, ``SurfaceDefaults`` (the fallbacks), ``Capabilities``,
   ``RateLimit``, ``LengthUnit``, ``measure``;
-- what crosses it: ``InboundMessage``, ``Attachment``, ``Button``, ``ButtonPress``, ``PressResult``,
+- what crosses it: ``InboundMessage``, ``Attachment`` (a file other than an image is downloaded up to
+  ``MAX_FILE_BYTES``; a larger one is passed without its data, and the turn names it as not sent),
+  ``Button``, ``ButtonPress``, ``PressResult``,
   ``ConversationStatus``, ``ChoiceList`` (what a panel's picker offers); the reply as typed blocks
   (``Block`` and its kinds: ``Text``, ``Tools``, ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``,
   ``PartialNote``, ``StopMark``, ``Footer``, ``Choices``, a picker whose options come as buttons,
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 from core.config import secret
 from core.describing import Described, describe
+from core.engine.attached import MAX_FILE_BYTES
 from core.engine.blocks import (
     Block,
     Choices,
@@ -114,6 +117,7 @@ __all__ = [
     "HELD_RETRY_S",
     "INTERNAL_FAILURE",
     "LISTEN_BACKLOG",
+    "MAX_FILE_BYTES",
     "SQLITE_COMPANIONS",
     "AnswerUnreadable",
     "Attachment",

@@ -37,6 +37,7 @@ from core.config import TimeoutsConfig
 from core.describing import describe
 from core.engine import wording
 from core.engine.approvals import Approvals
+from core.engine.attached import MAX_FILE_BYTES, file_blocks, not_sent
 from core.engine.journal import Journal
 from core.engine.messages import InboundMessage, QueueItem
 from core.engine.patience import AGENT_RETRY_KEY, PATIENCE_TICK_S, Patience
@@ -54,11 +55,14 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 def prompt_content(message: InboundMessage, *, images_ok: bool = True) -> str | list[dict[str, Any]]:
-    """Text plus image attachments as ACP content blocks (images only to agents that take them)."""
+    """Text plus attachments as ACP content blocks: text files as text (``core.engine.attached``), images
+    only to agents that take them."""
     images = [a for a in message.attachments if a.kind == "image" and a.data] if images_ok else []
-    if not images:
+    files = file_blocks(message.attachments)
+    if not images and not files:
         return message.text
     blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    blocks += files
     blocks += [{"type": "image", "mimeType": a.mime_type, "data": base64.b64encode(a.data).decode()}
                for a in images]
     return blocks
@@ -223,6 +227,8 @@ class _Turn:
         images_ok = session.runtime.accepts_images
         if not images_ok and any(a.kind == "image" for a in msg.attachments):
             self.on_event(Notice(wording.IMAGES_NOT_SUPPORTED, key="images"))
+        if skipped := not_sent(msg.attachments):
+            self.on_event(Notice(wording.files_not_sent_text(skipped, MAX_FILE_BYTES // 1024), key="files"))
         state.reached_agent = True
         timeouts = self.deps.timeouts
         approver = self.approver if self.reply.can_ask else None

@@ -458,6 +458,18 @@ SESSION_SET_ASIDE = (
 IMAGES_NOT_SUPPORTED = "This agent does not accept images, so only the text of your message was sent."
 
 
+def attached_file_text(name: str) -> str:
+    """The line above a file's content in the prompt (the agent reads it)."""
+    return f"Attached file: {name}"
+
+
+def files_not_sent_text(names: list[str], max_kb: int) -> str:
+    """Files that came with the message but were not sent to the agent (not text, or too large)."""
+    listed = ", ".join(f"\"{name}\"" for name in names)
+    return (f"Not sent to the agent: {listed}. It gets text files of up to {max_kb} KB, and images; "
+            "paste what it should read from the others.")
+
+
 def agent_gone_text(old: str, new: str) -> str:
     """The conversation's agent was removed from the config; it continues on another one."""
     return (f"The agent this conversation used ({old}) is no longer configured, so it continues with {new} "

@@ -27,7 +27,16 @@ from typing import Literal
 
 import discord
 
-from core.surface_api import HELD_RETRY_S, Attachment, HeldMessages, Host, InboundMessage, StoreError, route
+from core.surface_api import (
+    HELD_RETRY_S,
+    MAX_FILE_BYTES,
+    Attachment,
+    HeldMessages,
+    Host,
+    InboundMessage,
+    StoreError,
+    route,
+)
 from surfaces.discord import wording
 from surfaces.discord.channels import Kind, KnownChannels
 from surfaces.discord.errors import PLATFORM_ERRORS, THREAD_EXISTS
@@ -268,9 +277,9 @@ class Router:
         reply_to = message.reference.message_id if message.reference is not None else None
         user_id = str(message.author.id)
         # A stranger is refused by the core; what they attached is never downloaded.
-        images = await self._images(message) if self.host.permits(user_id) else ()
+        attached = await self._attachments(message) if self.host.permits(user_id) else ()
         inbound = InboundMessage(SURFACE_NAME, conversation_key(conversation_channel), user_id, text,
-                                 str(message.id), display_name=message.author.display_name, attachments=images,
+                                 str(message.id), display_name=message.author.display_name, attachments=attached,
                                  reply_to=str(reply_to) if reply_to is not None else None)
         try:
             await self.host.submit(inbound)
@@ -283,16 +292,23 @@ class Router:
         same message says nothing), under the message, where it was written."""
         self._held.tell(inbound, exc, where=conversation_key(message.channel.id), reply_to=str(message.id))
 
-    async def _images(self, message: discord.Message) -> tuple[Attachment, ...]:
-        images: list[Attachment] = []
+    async def _attachments(self, message: discord.Message) -> tuple[Attachment, ...]:
+        """The message's images, and its other files up to ``MAX_FILE_BYTES`` (a larger one, or one that
+        could not be downloaded, comes without its data: the turn names it as not sent)."""
+        attached: list[Attachment] = []
         for item in message.attachments:
-            mime = (item.content_type or "").split(";")[0].strip()
-            if not mime.startswith("image/") or item.size > MAX_IMAGE_BYTES:
+            mime = (item.content_type or "").split(";")[0].strip() or "application/octet-stream"
+            image = mime.startswith("image/") and item.size <= MAX_IMAGE_BYTES
+            if not image and item.size > MAX_FILE_BYTES:
+                attached.append(Attachment("file", mime, b"", item.filename))
                 continue
             try:
                 data = await item.read()
             except PLATFORM_ERRORS as exc:
-                log.warning("could not download an image from message %s: %s", message.id, exc)
+                log.warning("could not download %s from message %s: %s", "an image" if image else "a file",
+                            message.id, exc)
+                if not image:
+                    attached.append(Attachment("file", mime, b"", item.filename))
                 continue
-            images.append(Attachment("image", mime, data, item.filename))
-        return tuple(images)
+            attached.append(Attachment("image" if image else "file", mime, data, item.filename))
+        return tuple(attached)

@@ -12,6 +12,8 @@ Which messages are the relay's (``heard``):
 * in a direct message with the app every message is for it: a message starts a thread under it,
   replies in that thread continue it;
 * nothing from a bot (the app itself included), and no edits, deletions or joins.
+
+The files shared with a message come along (``Heard.files``), to download before it is handed over.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from surfaces.slack.files import SharedFile, shared_files
 from surfaces.slack.keys import Thread
 
 __all__ = ["EMPTY_MENTION", "Heard", "Unreadable", "heard", "message_id", "person_text", "strip_mention"]
@@ -53,6 +56,7 @@ class Heard:
     user: str
     text: str
     ts: str
+    files: tuple[SharedFile, ...] = ()  # shared with it, still to download
 
 
 def message_id(team: str, channel: str, ts: str) -> str:
@@ -113,5 +117,6 @@ def heard(event: Mapping[str, Any], *, team: str, bot_user_id: str, joined: Call
         pass  # everything in a DM with the app is for it
     elif _mentions(raw, bot_user_id) or not thread_ts or not joined(thread):
         return None  # a mention arrives as app_mention as well; other channel messages are not ours
-    text = person_text(strip_mention(raw, bot_user_id)).strip() or EMPTY_MENTION
-    return Heard(thread, user, text, ts)
+    files = shared_files(event)
+    text = person_text(strip_mention(raw, bot_user_id)).strip() or ("" if files else EMPTY_MENTION)
+    return Heard(thread, user, text, ts, files)

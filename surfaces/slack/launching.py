@@ -24,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core.surface_api import Host, StartupError, secret
 from surfaces.slack.errors import AUTH_ERRORS, SDK_FAILURES, error_code
+from surfaces.slack.files import SlackFiles
 from surfaces.slack.http import HttpReceiver
 from surfaces.slack.listeners import Listeners
 from surfaces.slack.options import Timings, Tokens, read_tokens
@@ -155,7 +156,9 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
         host.attach(surface, settings.allowed_user_ids)
         threads = Threads(host.state)
         threads.prune()  # threads quiet for months: a reply there needs a mention again
-        listeners = Listeners(host, surface, threads, bot_user_id=bot_user_id, held_retry_s=timings.held_retry_s)
+        files = SlackFiles(session, tokens.bot, settings.api_base_url or _DEFAULT_API)
+        listeners = Listeners(host, surface, threads, files, bot_user_id=bot_user_id,
+                              held_retry_s=timings.held_retry_s)
         listeners.register(app)
         if settings.mode == "socket":
             assert tokens.app is not None  # read_tokens checked it

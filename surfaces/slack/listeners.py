@@ -44,8 +44,9 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.request.internals import extract_team_id
 
-from core.surface_api import HELD_RETRY_S, ButtonPress, HeldMessages, Host, InboundMessage, StoreError
+from core.surface_api import HELD_RETRY_S, Attachment, ButtonPress, HeldMessages, Host, InboundMessage, StoreError
 from surfaces.slack import wording
+from surfaces.slack.files import SlackFiles
 from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
 from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.render import ACTION_PREFIX
@@ -93,11 +94,12 @@ def _team(body: dict[str, Any], context: AsyncBoltContext) -> str:
 class Listeners:
     """Translate Slack's requests for ``host``; each message carries who asked as its ``origin``."""
 
-    def __init__(self, host: Host, surface: SlackSurface, threads: Threads, *, bot_user_id: str = "",
-                 held_retry_s: tuple[float, float] = HELD_RETRY_S) -> None:
+    def __init__(self, host: Host, surface: SlackSurface, threads: Threads, files: SlackFiles, *,
+                 bot_user_id: str = "", held_retry_s: tuple[float, float] = HELD_RETRY_S) -> None:
         self.host = host
         self.surface = surface
         self.threads = threads
+        self.files = files
         self._bot_user_id = bot_user_id  # the app's own member id ("": not known, Bolt asks on each event)
         self._seen = _Seen()
         self._held = HeldMessages(host, "Slack", retry_s=held_retry_s)
@@ -172,10 +174,18 @@ class Listeners:
     async def _hand_over(self, got: Heard, retry: int, *, unsure: StoreError | None = None) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next.
         ``unsure``: the store could not say whether the app is part of the message's thread: the message is
-        held (nobody told) until it can, then handed over if it is, or let go."""
+        held (nobody told) until it can, then handed over if it is, or let go. The files shared with it
+        are downloaded first (never a stranger's), in the thread's line: a later message waits for them."""
+        async with self.host.ordered(got.thread.key):
+            attached = await self.files.fetch(got.files) if got.files and self.host.permits(got.user) else ()
+            await self._submit(got, attached, retry, unsure)
+
+    async def _submit(self, got: Heard, attached: tuple[Attachment, ...], retry: int,
+                      unsure: StoreError | None) -> None:
         thread = got.thread
         message = InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
-                                 message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts))
+                                 message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts),
+                                 attachments=attached)
         ours = None if unsure is None else partial(self._joined_now, got)
         if ours is None:
             self._note_thread(thread, got.user)

@@ -17,27 +17,38 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from telegram import Bot, CallbackQuery, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 
-from core.surface_api import Attachment, ButtonPress, InboundMessage
+from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMessage
 from surfaces.telegram.keys import SURFACE_NAME, conversation_key
 from surfaces.telegram.wording import COMMANDS
 
-__all__ = ["MAX_IMAGE_BYTES", "Incoming", "fetch_image", "message_in", "press_in"]
+__all__ = ["MAX_IMAGE_BYTES", "Attached", "Incoming", "fetch_attached", "message_in", "press_in"]
 
 #: The Bot API lets a bot download files up to 20 MB.
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
+class Attached:
+    """The image or file a message came with, still to fetch (a Telegram file id)."""
+
+    kind: Literal["image", "file"]
+    file_id: str
+    mime: str
+    name: str = ""
+    size: int | None = None  # as Telegram says, when it does
+
+
+@dataclass(frozen=True, slots=True)
 class Incoming:
-    """A message for the engine, and the image it came with (a Telegram file id) still to fetch."""
+    """A message for the engine, and what it came with still to fetch."""
 
     message: InboundMessage
-    image_file_id: str | None = None
-    image_mime: str = "image/jpeg"
+    attached: Attached | None = None
 
 
 def _topic(message: Message) -> int | None:
@@ -77,13 +88,17 @@ def _strip_mention(text: str, me: User) -> str:
     return re.sub(rf"(?i)@{re.escape(me.username)}\b", "", text).strip()
 
 
-def _image(message: Message) -> tuple[str, str] | None:
+def _attached(message: Message) -> Attached | None:
     if message.photo:
-        return message.photo[-1].file_id, "image/jpeg"  # sizes come smallest first
+        photo = message.photo[-1]  # sizes come smallest first
+        return Attached("image", photo.file_id, "image/jpeg", size=photo.file_size)
     doc = message.document
-    if doc is not None and (doc.mime_type or "").startswith("image/") and (doc.file_size or 0) <= MAX_IMAGE_BYTES:
-        return doc.file_id, doc.mime_type or "image/png"
-    return None
+    if doc is None:
+        return None  # a voice message, a sticker, a video: not for the agent
+    mime = doc.mime_type or "application/octet-stream"
+    if mime.startswith("image/") and (doc.file_size or 0) <= MAX_IMAGE_BYTES:
+        return Attached("image", doc.file_id, mime, doc.file_name or "", doc.file_size)
+    return Attached("file", doc.file_id, mime, doc.file_name or "", doc.file_size)
 
 
 def message_in(update: Update, me: User) -> Incoming | None:
@@ -95,8 +110,8 @@ def message_in(update: Update, me: User) -> Incoming | None:
     if chat.type == ChatType.CHANNEL:
         return None
     text = message.text or message.caption or ""
-    image = _image(message)
-    if not text.strip() and image is None:
+    attached = _attached(message)
+    if not text.strip() and attached is None:
         return None  # a sticker, a service message: nothing to answer
     if chat.type != ChatType.PRIVATE:
         command = _command(message, text)
@@ -111,9 +126,7 @@ def message_in(update: Update, me: User) -> Incoming | None:
     user = message.from_user
     inbound = InboundMessage(SURFACE_NAME, conversation_key(chat.id, _topic(message)), str(user.id), text,
                              f"{chat.id}:{message.message_id}", display_name=user.full_name)
-    if image is None:
-        return Incoming(inbound)
-    return Incoming(inbound, image[0], image[1])
+    return Incoming(inbound, attached)
 
 
 def press_in(query: CallbackQuery) -> ButtonPress | None:
@@ -125,12 +138,15 @@ def press_in(query: CallbackQuery) -> ButtonPress | None:
     return ButtonPress(SURFACE_NAME, key, str(query.from_user.id), query.data, str(message.message_id))
 
 
-async def fetch_image(bot: Bot, incoming: Incoming, *, timeout_s: float = 30.0) -> Attachment | None:
-    """Download the image of ``incoming`` (``getFile``, then the file itself)."""
-    if incoming.image_file_id is None:
-        return None
-    file = await bot.get_file(incoming.image_file_id, read_timeout=timeout_s)
-    if file.file_size is not None and file.file_size > MAX_IMAGE_BYTES:
-        return None
+async def fetch_attached(bot: Bot, attached: Attached, *, timeout_s: float = 30.0) -> Attachment | None:
+    """Download ``attached`` (``getFile``, then the file itself). A file past ``MAX_FILE_BYTES`` is not
+    downloaded: it comes without its data (the turn says it was not sent); None: an image too large."""
+    limit = MAX_IMAGE_BYTES if attached.kind == "image" else MAX_FILE_BYTES
+    if attached.kind == "file" and attached.size is not None and attached.size > limit:
+        return Attachment("file", attached.mime, b"", attached.name)
+    file = await bot.get_file(attached.file_id, read_timeout=timeout_s)
+    if file.file_size is not None and file.file_size > limit:
+        return Attachment("file", attached.mime, b"", attached.name) if attached.kind == "file" else None
     data = await file.download_as_bytearray(read_timeout=timeout_s)
-    return Attachment("image", incoming.image_mime, bytes(data), name=(file.file_path or "").rsplit("/", 1)[-1])
+    name = attached.name or (file.file_path or "").rsplit("/", 1)[-1]
+    return Attachment(attached.kind, attached.mime, bytes(data), name=name)

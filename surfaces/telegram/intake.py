@@ -22,9 +22,9 @@ from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
 from core.surface_api import HeldMessages, Host, StoreError
-from surfaces.telegram.inbound import Incoming, fetch_image, message_in, press_in
+from surfaces.telegram.inbound import Incoming, fetch_attached, message_in, press_in
 from surfaces.telegram.surface import TelegramSurface
-from surfaces.telegram.wording import IMAGE_NOT_FETCHED, press_answer
+from surfaces.telegram.wording import FILE_NOT_FETCHED, IMAGE_NOT_FETCHED, press_answer
 
 __all__ = ["Intake"]
 
@@ -78,21 +78,20 @@ class Intake:
         self.host.reject(f"update:{update_id}", f"{kind}: {type(exc).__name__}")
 
     async def _take_message(self, incoming: Incoming) -> None:
-        message = incoming.message
-        lost_image = False
-        if incoming.image_file_id is not None and self.host.permits(message.user_id):
+        message, attached = incoming.message, incoming.attached
+        if attached is not None and self.host.permits(message.user_id):  # (a stranger's costs nothing)
             try:
-                image = await fetch_image(self.bot, incoming)
+                fetched = await fetch_attached(self.bot, attached)
             except (TelegramError, RuntimeError) as exc:
-                log.warning("could not fetch an image in %s: %s", message.conversation_key, exc)
-                image = None
-            lost_image = image is None
-            if image is not None:
-                message = dataclasses.replace(message, attachments=(image,))
-        if lost_image:
-            self.host.notify(message.conversation_key, IMAGE_NOT_FETCHED)
-            if not message.text.strip():
-                return
+                log.warning("could not fetch a %s in %s: %s", attached.kind, message.conversation_key, exc)
+                fetched = None
+            if fetched is not None:
+                message = dataclasses.replace(message, attachments=(fetched,))
+            else:
+                self.host.notify(message.conversation_key,
+                                 IMAGE_NOT_FETCHED if attached.kind == "image" else FILE_NOT_FETCHED)
+                if not message.text.strip():
+                    return
         refused = self._held.behind(message)
         if refused is not None:  # a message of its chat is held: this one waits behind it (not confirmed)
             raise refused.with_traceback(None)

@@ -11,6 +11,7 @@ from types import MappingProxyType
 __all__ = [
     "COMMANDS",
     "COMMAND_MENU",
+    "FILE_NOT_FETCHED",
     "IMAGE_NOT_FETCHED",
     "PRESS_ANSWER_LIMIT",
     "invalid_secret",
@@ -49,6 +50,8 @@ COMMAND_MENU: tuple[tuple[str, str], ...] = (
 
 IMAGE_NOT_FETCHED = ("Telegram did not let me fetch the image you sent, so only your text went to the agent. "
                      "Please send the image again.")
+FILE_NOT_FETCHED = ("Telegram did not let me fetch the file you sent, so only your text went to the agent. "
+                    "Please send the file again.")
 
 #: ``answerCallbackQuery`` shows at most this many characters.
 PRESS_ANSWER_LIMIT = 200

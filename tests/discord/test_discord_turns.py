@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from core.surface_api import MAX_FILE_BYTES
 from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
 from tests.fakes.discord_api import user
 
@@ -119,3 +120,23 @@ async def test_messages_of_a_channel_reach_the_agent_in_the_order_they_were_sent
     await r.fake.say(dm, ALICE, "second")
     await until(lambda: len(r.prompts()) == 2 and r.idle(), "both answered")
     assert r.prompts() == ["first, with a picture", "second"]
+
+
+async def test_a_text_file_reaches_the_agent_and_a_file_it_cannot_read_is_named_as_not_sent(
+        relay: RelayFactory) -> None:
+    """What a person attaches besides images: a text file goes into the prompt as text, under its name;
+    a file that is not text, or too large to send (not even downloaded), is named above the answer."""
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    huge = b"x" * (MAX_FILE_BYTES + 1)
+    await r.fake.say(dm, ALICE, "why does it fail", attachments=(
+        ("app.log", "text/plain; charset=utf-8", b"Traceback: KeyError 'x'\n"),
+        ("core.bin", "application/octet-stream", b"\x7fELF\x00\x01"),
+        ("huge.log", "text/plain", huge)))
+    await until(lambda: r.prompts() and r.idle(), "answered")
+    assert r.prompts() == ["why does it fail\nAttached file: app.log\n```\nTraceback: KeyError 'x'\n```"]
+    (answer,) = r.bot_texts(dm)  # (the fake agent echoes the prompt's text)
+    notice, echoed = answer.split("\n\n", 1)
+    assert notice.startswith('Not sent to the agent: "core.bin", "huge.log". It gets text files of up to 512 KB')
+    assert echoed.startswith("echo: why does it fail\nAttached file: app.log\n"), answer
+    assert r.fake.downloads == 2, "a file larger than the relay sends is not downloaded"

@@ -24,6 +24,9 @@ Behaviour modelled on Slack's documented rules and errors:
 * files (``files.getUploadURLExternal``, a POST of the bytes to the URL it hands out,
   ``files.completeUploadExternal``): the upload must be complete; the file is shared in the thread as a
   message carrying ``initial_comment`` (``files`` keeps every file);
+* a person's file (``shared_file``): its ``url_private_download`` answers its bytes only to the bot
+  token as a bearer token; without it (or without ``read_scope``: the app lacks ``files:read``) it
+  answers Slack's sign-in page, HTML with status 200, as Slack does;
 * ``conversations.replies`` (``slack_replies``): a thread read back by pages; ``history_scope`` off ->
   ``missing_scope``;
 * ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
@@ -35,6 +38,7 @@ socket). HTTP mode: ``post_http`` signs and POSTs to the relay's ``/slack/events
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -123,6 +127,9 @@ class SlackFake(SocketMode):
         self.table_blocks = True
         self.assistant_status = True
         self.history_scope = True  # off: conversations.replies is refused (missing_scope)
+        self.read_scope = True  # off: a person's file downloads as the sign-in page (no files:read)
+        self.downloads: list[str | None] = []  # each download of a person's file: the Authorization it came with
+        self.download_delay_s = 0.0
         self.stream_expiry_s = 300.0
         self.http_target: str | None = None
         self._failures: dict[str, list[_Failure]] = {}
@@ -138,6 +145,7 @@ class SlackFake(SocketMode):
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_get("/files-pri/{file_id}/download/{name}", self._download)
         app.router.add_get("/link/", self._socket)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -326,6 +334,26 @@ class SlackFake(SocketMode):
             return web.Response(status=404)
         found["data"] = await request.read()
         return web.Response(text=f"OK - {len(found['data'])}")
+
+    def shared_file(self, name: str, mime: str, data: bytes) -> dict[str, Any]:
+        """A file a person shares: the file object an event carries (its URL is this server's)."""
+        file_id = f"F{len(self.files) + 1:08d}"
+        self.files[file_id] = {"name": name, "length": len(data), "data": data}
+        url = f"http://127.0.0.1:{self.port}/files-pri/{TEAM}-{file_id}/download/{name}"
+        return {"id": file_id, "name": name, "title": name, "mimetype": mime, "filetype": name.rsplit(".", 1)[-1],
+                "size": len(data), "url_private": url.replace("/download/", "/"), "url_private_download": url}
+
+    async def _download(self, request: web.Request) -> web.Response:
+        given = request.headers.get("Authorization")
+        self.downloads.append(given)
+        await asyncio.sleep(self.download_delay_s)
+        found = self.files.get(request.match_info["file_id"].removeprefix(f"{TEAM}-"))
+        if given != f"Bearer {BOT_TOKEN}" or not self.read_scope:
+            return web.Response(text="<!DOCTYPE html><html><body>Sign in to Slack</body></html>",
+                                content_type="text/html")
+        if found is None or found["data"] is None:
+            return web.Response(status=404)
+        return web.Response(body=found["data"], content_type="application/octet-stream")
 
     def _m_files_completeUploadExternal(self, p: Params) -> Params:
         files = p.get("files")

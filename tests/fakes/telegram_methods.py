@@ -204,7 +204,7 @@ class MessageMethods:
 
     async def _api_getFile(self, params: Json) -> Json:
         file_id = str(params.get("file_id"))
-        path = f"photos/{file_id}.jpg"
+        path = f"sent/{file_id}" if f"sent/{file_id}" in self.files else f"photos/{file_id}.jpg"
         if path not in self.files:
             raise ApiError(400, "Bad Request: invalid file_id")
         return {"file_id": file_id, "file_unique_id": "u", "file_size": len(self.files[path]), "file_path": path}

@@ -18,9 +18,12 @@ def test_the_manifest_subscribes_to_every_event_the_listeners_read() -> None:
 def test_the_manifest_grants_the_scopes_of_every_method_the_surface_calls() -> None:
     scopes = set(MANIFEST["oauth_config"]["scopes"]["bot"])
     # chat.postMessage/update/delete/postEphemeral/startStream: chat:write; reactions.add/remove;
-    # assistant.threads.setStatus; /compact; reading mentions, channel, group, DM and group-DM messages.
+    # assistant.threads.setStatus; /compact; reading mentions, channel, group, DM and group-DM messages;
+    # files.getUploadURLExternal/completeUploadExternal (an answer's file): files:write; downloading a
+    # file a person shared: files:read.
     assert scopes >= {"chat:write", "reactions:write", "assistant:write", "commands", "app_mentions:read",
-                      "channels:history", "groups:history", "im:history", "mpim:history"}
+                      "channels:history", "groups:history", "im:history", "mpim:history", "files:read",
+                      "files:write"}
 
 
 def test_socket_mode_interactivity_and_the_compact_command_are_on() -> None:

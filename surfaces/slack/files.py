@@ -1,0 +1,123 @@
+"""The files a person shares in a message, downloaded for the agent (``files:read``).
+
+A file shared in Slack is private: its ``url_private_download`` takes the bot token as a bearer
+token. The token goes only to Slack's own file host (or to the Web API's host, the fake's in tests),
+never to whatever URL an event names. An image up to ``MAX_IMAGE_BYTES`` and any other file up to
+``MAX_FILE_BYTES`` are downloaded (the core sends a text file as text, and names the rest as not
+sent). What is not downloaded comes without its data, so the turn names it: a file too large, one
+whose URL is not Slack's, or one Slack would not hand over. Slack answers a download it refuses
+(the ``files:read`` scope missing) with its sign-in page, status 200: HTML where no HTML was
+shared is taken as that refusal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from core.surface_api import MAX_FILE_BYTES, Attachment
+
+__all__ = ["MAX_IMAGE_BYTES", "SharedFile", "SlackFiles", "shared_files"]
+
+log = logging.getLogger("acp_relay.slack.files")
+
+#: The largest image downloaded for an agent that takes images.
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+FILES_HOST = "https://files.slack.com"
+_TIMEOUT = aiohttp.ClientTimeout(total=30)
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFile:
+    """A file an event says was shared with the message."""
+
+    name: str
+    mime: str
+    size: int
+    url: str
+
+    @property
+    def image(self) -> bool:
+        """Sent to the agent as an image (one that is larger is a file, named as not sent)."""
+        return self.mime.startswith("image/") and self.size <= MAX_IMAGE_BYTES
+
+    @property
+    def limit(self) -> int:
+        """The most it is downloaded up to."""
+        return MAX_IMAGE_BYTES if self.image else MAX_FILE_BYTES
+
+
+def shared_files(event: Mapping[str, Any]) -> tuple[SharedFile, ...]:
+    """The files of a ``message`` (``file_share``) or ``app_mention`` event; entries that are not
+    file objects are skipped."""
+    files = event.get("files")
+    if not isinstance(files, list):
+        return ()
+    found = []
+    for item in files:
+        if not isinstance(item, dict):
+            continue
+        size = item.get("size")
+        found.append(SharedFile(
+            name=str(item.get("name") or item.get("title") or item.get("id") or ""),
+            mime=str(item.get("mimetype") or "application/octet-stream"),
+            size=size if isinstance(size, int) and size >= 0 else 0,
+            url=str(item.get("url_private_download") or item.get("url_private") or "")))
+    return tuple(found)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+class SlackFiles:
+    """Downloads shared files with the bot token, through the surface's HTTP session."""
+
+    def __init__(self, session: aiohttp.ClientSession, token: str, api_base_url: str) -> None:
+        self._session = session
+        self._token = token
+        self._origins = {FILES_HOST, _origin(api_base_url)}
+
+    async def fetch(self, files: tuple[SharedFile, ...]) -> tuple[Attachment, ...]:
+        """Each file as an attachment, in order (without its data where it was not downloaded)."""
+        return tuple(await asyncio.gather(*(self._one(f) for f in files)))
+
+    async def _one(self, shared: SharedFile) -> Attachment:
+        missing = Attachment("file", shared.mime, b"", shared.name)
+        if not shared.url or _origin(shared.url) not in self._origins:
+            log.warning("a shared file was not downloaded: its URL is not Slack's (%s)", _origin(shared.url) or "none")
+            return missing
+        if shared.size > shared.limit:
+            return missing
+        try:
+            data = await self._download(shared)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("could not download a shared file: %s", type(exc).__name__)
+            return missing
+        if data is None:
+            return missing
+        return Attachment("image" if shared.image else "file", shared.mime, data, shared.name)
+
+    async def _download(self, shared: SharedFile) -> bytes | None:
+        headers = {"Authorization": f"Bearer {self._token}"}
+        async with self._session.get(shared.url, headers=headers, timeout=_TIMEOUT, allow_redirects=False) as response:
+            if response.status != 200:
+                log.warning("Slack answered %s to the download of a shared file", response.status)
+                return None
+            if response.content_type == "text/html" and shared.mime != "text/html":
+                log.warning("Slack answered a shared file's download with a web page: does the app have the "
+                            "files:read scope? (reinstall it from slack-manifest.json)")
+                return None
+            data = bytearray()
+            async for chunk in response.content.iter_chunked(64 * 1024):
+                data += chunk
+                if len(data) > shared.limit:  # larger than the event said
+                    return None
+        return bytes(data)

@@ -1,0 +1,77 @@
+"""Files a person sends the bot (Telegram documents), through the real PTB Application against the
+fake Bot API: a text file reaches the agent as text in its prompt, named; a file that is not text,
+or is too large to send (it is not even downloaded), is named in the answer as not sent, so the
+person never believes the agent read what it never saw. A stranger's file is never downloaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.surface_api import MAX_FILE_BYTES
+from tests.fakes.telegram_api import FakeBotApi
+from tests.telegram.conftest import USER, TgFactory, until
+from tests.telegram.test_telegram_turns import finals
+
+STRANGER = 666
+
+
+def _prompt(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    (prompt,) = [f for f in frames if f.get("method") == "session/prompt"]
+    blocks: list[dict[str, Any]] = prompt["params"]["prompt"]
+    return blocks
+
+
+async def test_a_text_file_reaches_the_agent_as_text_under_its_name(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    log = "ERROR boom at line 3\n```not a fence of ours```\n"
+    api.document(USER, log.encode(), "build.log", "text/plain", caption="read it")
+    await until(lambda: finals(api, USER), "answered")
+    await r.settled()
+    caption, attached = _prompt(r.frames())
+    assert caption == {"type": "text", "text": "read it"}
+    assert attached["type"] == "text"
+    header, body = attached["text"].split("\n", 1)
+    assert header == "Attached file: build.log"
+    assert body == f"````\n{log.rstrip()}\n````", "fenced past the backticks inside it"
+    [answer] = finals(api, USER)  # (the fake agent echoes the prompt's text)
+    assert answer.startswith("echo: read it\nAttached file: build.log\nERROR boom at line 3"), "no notice above it"
+
+
+async def test_a_file_alone_is_a_message_too(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    api.document(USER, b"key: value\n", "config.yaml", "application/x-yaml")
+    await until(lambda: finals(api, USER), "answered")
+    await r.settled()
+    (attached,) = _prompt(r.frames())
+    assert attached["text"] == "Attached file: config.yaml\n```\nkey: value\n```"
+
+
+async def test_a_file_that_is_not_text_or_too_large_is_named_as_not_sent(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    api.document(USER, b"%PDF-1.7\n\x00\x01\x02binary", "report.pdf", "application/pdf", caption="text first")
+    await until(lambda: finals(api, USER), "the first answered")
+    api.document(USER, b"a" * (MAX_FILE_BYTES + 1), "huge.log", "text/plain", caption="text second")
+    await until(lambda: len(finals(api, USER)) == 2, "the second answered")
+    await r.settled()
+    prompts = [f["params"]["prompt"] for f in r.frames() if f.get("method") == "session/prompt"]
+    assert prompts == [[{"type": "text", "text": "text first"}], [{"type": "text", "text": "text second"}]], \
+        "only the captions reached the agent"
+    first, second = finals(api, USER)
+    notice, answer = first.split("\n\n")[:2]
+    assert notice.startswith('Not sent to the agent: "report.pdf".') and answer == "first", "said above the answer"
+    assert second.startswith('Not sent to the agent: "huge.log". It gets text files of up to 512 KB')
+    fetched = [c.params["file_id"] for c in api.calls("getFile")]
+    assert len(fetched) == 1, "the file larger than the relay sends was not downloaded"
+
+
+async def test_a_strangers_file_is_never_downloaded(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(STRANGER)
+    api.document(STRANGER, b"hello", "notes.txt", "text/plain", caption="text hi")
+    await until(lambda: api.bot_messages(STRANGER), "the stranger is refused")
+    await r.settled()
+    assert not api.calls("getFile")
+    assert not [f for f in r.frames() if f.get("method") == "session/prompt"]
