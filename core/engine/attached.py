@@ -17,12 +17,20 @@ from typing import Any
 from core.engine import wording
 from core.engine.messages import Attachment
 
-__all__ = ["MAX_FILE_BYTES", "file_blocks", "not_sent"]
+__all__ = ["MAX_FILE_BYTES", "file_blocks", "may_be_text", "not_sent"]
 
 #: The largest file a surface downloads for the agent (a log, a source file, a config).
 MAX_FILE_BYTES = 512 * 1024
 
 _BACKTICKS = re.compile(r"`{3,}")
+#: Media types whose files are never text: a surface does not download them for the agent.
+_NEVER_TEXT = ("audio/", "video/", "image/", "font/", "application/pdf", "application/zip", "application/gzip",
+               "application/x-tar", "application/vnd.")
+
+
+def may_be_text(mime: str) -> bool:
+    """Whether a file of media type ``mime`` may be text (worth downloading for the agent)."""
+    return not mime.lower().startswith(_NEVER_TEXT)
 
 
 def _files(attachments: Sequence[Attachment]) -> list[Attachment]:

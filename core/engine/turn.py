@@ -229,12 +229,15 @@ class _Turn:
             self.on_event(Notice(wording.IMAGES_NOT_SUPPORTED, key="images"))
         if skipped := not_sent(msg.attachments):
             self.on_event(Notice(wording.files_not_sent_text(skipped, MAX_FILE_BYTES // 1024), key="files"))
+        content = prompt_content(msg, images_ok=images_ok)
+        if not content:  # nothing it could read came (a PDF alone): not an empty prompt, the notice is the answer
+            return STOP_REASON_END_TURN
         state.reached_agent = True
         timeouts = self.deps.timeouts
         approver = self.approver if self.reply.can_ask else None
         elicitor = self.elicitor if self.reply.can_ask else None
         try:
-            stats = await session.prompt(prompt_content(msg, images_ok=images_ok), on_event=self.on_event,
+            stats = await session.prompt(content, on_event=self.on_event,
                                          approver=approver, timeout_s=timeouts.prompt_s,
                                          approval_timeout_s=timeouts.approval_s,
                                          cancel_wait_s=self.deps.cancel_wait_s, elicitor=elicitor)

@@ -35,6 +35,7 @@ from core.surface_api import (
     Host,
     InboundMessage,
     StoreError,
+    may_be_text,
     route,
 )
 from surfaces.discord import wording
@@ -293,13 +294,14 @@ class Router:
         self._held.tell(inbound, exc, where=conversation_key(message.channel.id), reply_to=str(message.id))
 
     async def _attachments(self, message: discord.Message) -> tuple[Attachment, ...]:
-        """The message's images, and its other files up to ``MAX_FILE_BYTES`` (a larger one, or one that
-        could not be downloaded, comes without its data: the turn names it as not sent)."""
+        """The message's images, and its other files up to ``MAX_FILE_BYTES`` that may be text (a larger one,
+        one never text, or one that could not be downloaded, comes without its data: the turn names it as
+        not sent)."""
         attached: list[Attachment] = []
         for item in message.attachments:
             mime = (item.content_type or "").split(";")[0].strip() or "application/octet-stream"
             image = mime.startswith("image/") and item.size <= MAX_IMAGE_BYTES
-            if not image and item.size > MAX_FILE_BYTES:
+            if not image and (item.size > MAX_FILE_BYTES or not may_be_text(mime)):
                 attached.append(Attachment("file", mime, b"", item.filename))
                 continue
             try:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from core.surface_api import MAX_FILE_BYTES, Attachment
+from core.surface_api import MAX_FILE_BYTES, Attachment, may_be_text
 
 __all__ = ["MAX_IMAGE_BYTES", "SharedFile", "SlackFiles", "shared_files"]
 
@@ -94,7 +94,7 @@ class SlackFiles:
         if not shared.url or _origin(shared.url) not in self._origins:
             log.warning("a shared file was not downloaded: its URL is not Slack's (%s)", _origin(shared.url) or "none")
             return missing
-        if shared.size > shared.limit:
+        if shared.size > shared.limit or not (shared.image or may_be_text(shared.mime)):
             return missing
         try:
             data = await self._download(shared)

@@ -22,7 +22,7 @@ from typing import Literal
 from telegram import Bot, CallbackQuery, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 
-from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMessage
+from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMessage, may_be_text
 from surfaces.telegram.keys import SURFACE_NAME, conversation_key
 from surfaces.telegram.wording import COMMANDS
 
@@ -92,9 +92,14 @@ def _attached(message: Message) -> Attached | None:
     if message.photo:
         photo = message.photo[-1]  # sizes come smallest first
         return Attached("image", photo.file_id, "image/jpeg", size=photo.file_size)
+    for media, what in ((message.voice, "voice message"), (message.video_note, "video message"),
+                        (message.audio, "audio"), (message.video, "video"), (message.animation, "animation")):
+        if media is not None:  # never text: named as not sent, never downloaded
+            return Attached("file", media.file_id, getattr(media, "mime_type", None) or "application/octet-stream",
+                            getattr(media, "file_name", None) or what, media.file_size)
     doc = message.document
     if doc is None:
-        return None  # a voice message, a sticker, a video: not for the agent
+        return None  # a sticker, a location, a poll: nothing to answer
     mime = doc.mime_type or "application/octet-stream"
     if mime.startswith("image/") and (doc.file_size or 0) <= MAX_IMAGE_BYTES:
         return Attached("image", doc.file_id, mime, doc.file_name or "", doc.file_size)
@@ -142,7 +147,8 @@ async def fetch_attached(bot: Bot, attached: Attached, *, timeout_s: float = 30.
     """Download ``attached`` (``getFile``, then the file itself). A file past ``MAX_FILE_BYTES`` is not
     downloaded: it comes without its data (the turn says it was not sent); None: an image too large."""
     limit = MAX_IMAGE_BYTES if attached.kind == "image" else MAX_FILE_BYTES
-    if attached.kind == "file" and attached.size is not None and attached.size > limit:
+    too_large = attached.size is not None and attached.size > limit
+    if attached.kind == "file" and (too_large or not may_be_text(attached.mime)):
         return Attachment("file", attached.mime, b"", attached.name)
     file = await bot.get_file(attached.file_id, read_timeout=timeout_s)
     if file.file_size is not None and file.file_size > limit:

@@ -132,11 +132,11 @@ async def test_a_text_file_reaches_the_agent_and_a_file_it_cannot_read_is_named_
     await r.fake.say(dm, ALICE, "why does it fail", attachments=(
         ("app.log", "text/plain; charset=utf-8", b"Traceback: KeyError 'x'\n"),
         ("core.bin", "application/octet-stream", b"\x7fELF\x00\x01"),
-        ("huge.log", "text/plain", huge)))
+        ("huge.log", "text/plain", huge), ("voice-message.ogg", "audio/ogg", b"OggS\x00")))
     await until(lambda: r.prompts() and r.idle(), "answered")
     assert r.prompts() == ["why does it fail\nAttached file: app.log\n```\nTraceback: KeyError 'x'\n```"]
     (answer,) = r.bot_texts(dm)  # (the fake agent echoes the prompt's text)
     notice, echoed = answer.split("\n\n", 1)
-    assert notice.startswith('Not sent to the agent: "core.bin", "huge.log". It gets text files of up to 512 KB')
+    assert notice.startswith('Not sent to the agent: "core.bin", "huge.log", "voice-message.ogg". It gets text files')
     assert echoed.startswith("echo: why does it fail\nAttached file: app.log\n"), answer
-    assert r.fake.downloads == 2, "a file larger than the relay sends is not downloaded"
+    assert r.fake.downloads == 2, "neither the file larger than the relay sends nor the voice message was downloaded"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.engine.attached import MAX_FILE_BYTES, file_blocks, not_sent
+from core.engine.attached import MAX_FILE_BYTES, file_blocks, may_be_text, not_sent
 from core.engine.messages import Attachment, InboundMessage
 from core.engine.turn import prompt_content
 
@@ -43,3 +43,10 @@ def test_images_are_not_files_and_the_prompt_keeps_text_then_files_then_images()
     assert blocks[1]["text"].startswith("Attached file: x.txt")
     only_text = prompt_content(InboundMessage("s", "s:1", "u", "look", "m2", attachments=(_file(b"\x00", "b"),)))
     assert only_text == "look", "a file that is not sent leaves the prompt as the text alone"
+
+
+def test_media_types_that_are_never_text_are_not_worth_downloading() -> None:
+    assert [m for m in ("text/plain", "application/json", "application/octet-stream", "application/x-yaml",
+                        "audio/ogg", "video/mp4", "image/png", "application/PDF", "application/zip",
+                        "application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+            if may_be_text(m)] == ["text/plain", "application/json", "application/octet-stream", "application/x-yaml"]

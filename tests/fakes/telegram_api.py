@@ -275,6 +275,15 @@ class FakeBotApi(MessageMethods):
             msg["caption"] = caption
         return self._incoming(chat_id, msg, None, None)
 
+    def voice(self, chat_id: int, data: bytes, *, user: int | None = None) -> Json:
+        """A person sends a voice message (downloadable with getFile)."""
+        file_id = f"sent{len(self.files) + 1}"
+        self.files[f"sent/{file_id}"] = data
+        msg: Json = {"from": self.user(user if user is not None else chat_id),
+                     "voice": {"file_id": file_id, "file_unique_id": f"u{file_id}", "duration": 2,
+                               "mime_type": "audio/ogg", "file_size": len(data)}}
+        return self._incoming(chat_id, msg, None, None)
+
     def unreadable(self, chat_id: int, text: str, *, user: int | None = None) -> Json:
         """An update python-telegram-bot cannot parse (a message without its date), carrying ``text``:
         a newer Bot API field, or a server that answers oddly, looks like this to the library."""

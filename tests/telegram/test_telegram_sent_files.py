@@ -51,7 +51,7 @@ async def test_a_file_alone_is_a_message_too(api: FakeBotApi, tg: TgFactory) -> 
 async def test_a_file_that_is_not_text_or_too_large_is_named_as_not_sent(api: FakeBotApi, tg: TgFactory) -> None:
     r = await tg()
     api.private(USER)
-    api.document(USER, b"%PDF-1.7\n\x00\x01\x02binary", "report.pdf", "application/pdf", caption="text first")
+    api.document(USER, b"\x7fELF\x00\x01\x02binary", "report.bin", "application/octet-stream", caption="text first")
     await until(lambda: finals(api, USER), "the first answered")
     api.document(USER, b"a" * (MAX_FILE_BYTES + 1), "huge.log", "text/plain", caption="text second")
     await until(lambda: len(finals(api, USER)) == 2, "the second answered")
@@ -61,10 +61,21 @@ async def test_a_file_that_is_not_text_or_too_large_is_named_as_not_sent(api: Fa
         "only the captions reached the agent"
     first, second = finals(api, USER)
     notice, answer = first.split("\n\n")[:2]
-    assert notice.startswith('Not sent to the agent: "report.pdf".') and answer == "first", "said above the answer"
+    assert notice.startswith('Not sent to the agent: "report.bin".') and answer == "first", "said above the answer"
     assert second.startswith('Not sent to the agent: "huge.log". It gets text files of up to 512 KB')
     fetched = [c.params["file_id"] for c in api.calls("getFile")]
     assert len(fetched) == 1, "the file larger than the relay sends was not downloaded"
+
+
+async def test_a_voice_message_is_named_as_not_sent_and_never_downloaded(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    api.voice(USER, b"OggS\x00voice")
+    await until(lambda: api.bot_messages(USER), "answered")
+    await r.settled()
+    [answer] = [m["text"] for m in api.bot_messages(USER)]
+    assert answer.startswith('Not sent to the agent: "voice message".')
+    assert not api.calls("getFile") and not [f for f in r.frames() if f.get("method") == "session/prompt"]
 
 
 async def test_a_strangers_file_is_never_downloaded(api: FakeBotApi, tg: TgFactory) -> None:
@@ -75,3 +86,15 @@ async def test_a_strangers_file_is_never_downloaded(api: FakeBotApi, tg: TgFacto
     await r.settled()
     assert not api.calls("getFile")
     assert not [f for f in r.frames() if f.get("method") == "session/prompt"]
+
+
+async def test_a_file_alone_the_agent_cannot_be_sent_is_answered_by_the_notice_not_by_an_empty_prompt(
+        api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.private(USER)
+    api.document(USER, b"%PDF-1.7\n\x00binary", "scan.pdf", "application/pdf")
+    await until(lambda: api.bot_messages(USER), "answered")
+    await r.settled()
+    assert not [f for f in r.frames() if f.get("method") == "session/prompt"], "the agent got an empty prompt"
+    [answer] = [m["text"] for m in api.bot_messages(USER)]
+    assert answer.startswith('Not sent to the agent: "scan.pdf".')
