@@ -7,7 +7,8 @@ never to whatever URL an event names. An image up to ``MAX_IMAGE_BYTES`` and any
 sent). What is not downloaded comes without its data, so the turn names it: a file too large, one
 whose URL is not Slack's, or one Slack would not hand over. Slack answers a download it refuses
 (the ``files:read`` scope missing) with its sign-in page, status 200: HTML where no HTML was
-shared is taken as that refusal.
+shared is taken as that refusal. In a Slack Connect channel an event names a file by its id alone
+(``"file_access": "check_file_info"``): ``files.info`` says the rest.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from core.surface_api import MAX_FILE_BYTES, Attachment, may_be_text
 
@@ -41,6 +44,7 @@ class SharedFile:
     mime: str
     size: int
     url: str
+    id: str = ""
 
     @property
     def image(self) -> bool:
@@ -59,17 +63,16 @@ def shared_files(event: Mapping[str, Any]) -> tuple[SharedFile, ...]:
     files = event.get("files")
     if not isinstance(files, list):
         return ()
-    found = []
-    for item in files:
-        if not isinstance(item, dict):
-            continue
-        size = item.get("size")
-        found.append(SharedFile(
-            name=str(item.get("name") or item.get("title") or item.get("id") or ""),
-            mime=str(item.get("mimetype") or "application/octet-stream"),
-            size=size if isinstance(size, int) and size >= 0 else 0,
-            url=str(item.get("url_private_download") or item.get("url_private") or "")))
-    return tuple(found)
+    return tuple(_shared(item) for item in files if isinstance(item, dict))
+
+
+def _shared(item: Mapping[str, Any]) -> SharedFile:
+    size = item.get("size")
+    return SharedFile(name=str(item.get("name") or item.get("title") or item.get("id") or ""),
+                      mime=str(item.get("mimetype") or "application/octet-stream"),
+                      size=size if isinstance(size, int) and size >= 0 else 0,
+                      url=str(item.get("url_private_download") or item.get("url_private") or ""),
+                      id=str(item.get("id") or ""))
 
 
 def _origin(url: str) -> str:
@@ -80,7 +83,8 @@ def _origin(url: str) -> str:
 class SlackFiles:
     """Downloads shared files with the bot token, through the surface's HTTP session."""
 
-    def __init__(self, session: aiohttp.ClientSession, token: str, api_base_url: str) -> None:
+    def __init__(self, client: AsyncWebClient, session: aiohttp.ClientSession, token: str, api_base_url: str) -> None:
+        self._client = client
         self._session = session
         self._token = token
         self._origins = {FILES_HOST, _origin(api_base_url)}
@@ -90,6 +94,8 @@ class SlackFiles:
         return tuple(await asyncio.gather(*(self._one(f) for f in files)))
 
     async def _one(self, shared: SharedFile) -> Attachment:
+        if not shared.url and shared.id:  # named by its id alone (Slack Connect)
+            shared = await self._info(shared)
         missing = Attachment("file", shared.mime, b"", shared.name)
         if not shared.url or _origin(shared.url) not in self._origins:
             log.warning("a shared file was not downloaded: its URL is not Slack's (%s)", _origin(shared.url) or "none")
@@ -104,6 +110,16 @@ class SlackFiles:
         if data is None:
             return missing
         return Attachment("image" if shared.image else "file", shared.mime, data, shared.name)
+
+    async def _info(self, shared: SharedFile) -> SharedFile:
+        """``shared`` as ``files.info`` describes it (as it was, without a URL, when Slack would not say)."""
+        try:
+            response = await self._client.files_info(file=shared.id)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("files.info could not describe a shared file: %s", type(exc).__name__)
+            return shared
+        found = response.get("file")
+        return _shared(found) if isinstance(found, dict) else shared
 
     async def _download(self, shared: SharedFile) -> bytes | None:
         headers = {"Authorization": f"Bearer {self._token}"}

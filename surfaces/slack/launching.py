@@ -156,7 +156,7 @@ async def launch(host: Host, settings: SlackConfig, *, timings: Timings | None =
         host.attach(surface, settings.allowed_user_ids)
         threads = Threads(host.state)
         threads.prune()  # threads quiet for months: a reply there needs a mention again
-        files = SlackFiles(session, tokens.bot, settings.api_base_url or _DEFAULT_API)
+        files = SlackFiles(client, session, tokens.bot, settings.api_base_url or _DEFAULT_API)
         listeners = Listeners(host, surface, threads, files, bot_user_id=bot_user_id,
                               held_retry_s=timings.held_retry_s)
         listeners.register(app)

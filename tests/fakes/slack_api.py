@@ -26,7 +26,8 @@ Behaviour modelled on Slack's documented rules and errors:
   message carrying ``initial_comment`` (``files`` keeps every file);
 * a person's file (``shared_file``): its ``url_private_download`` answers its bytes only to the bot
   token as a bearer token; without it (or without ``read_scope``: the app lacks ``files:read``) it
-  answers Slack's sign-in page, HTML with status 200, as Slack does;
+  answers Slack's sign-in page, HTML with status 200, as Slack does; ``files.info`` describes it
+  (``missing_scope`` without ``read_scope``);
 * ``conversations.replies`` (``slack_replies``): a thread read back by pages; ``history_scope`` off ->
   ``missing_scope``;
 * ``fail_next(method, error, status=..., retry_after=...)`` queues one-shot failures (a 429 carries
@@ -340,8 +341,18 @@ class SlackFake(SocketMode):
         file_id = f"F{len(self.files) + 1:08d}"
         self.files[file_id] = {"name": name, "length": len(data), "data": data}
         url = f"http://127.0.0.1:{self.port}/files-pri/{TEAM}-{file_id}/download/{name}"
-        return {"id": file_id, "name": name, "title": name, "mimetype": mime, "filetype": name.rsplit(".", 1)[-1],
-                "size": len(data), "url_private": url.replace("/download/", "/"), "url_private_download": url}
+        shared = {"id": file_id, "name": name, "title": name, "mimetype": mime, "filetype": name.rsplit(".", 1)[-1],
+                  "size": len(data), "url_private": url.replace("/download/", "/"), "url_private_download": url}
+        self.files[file_id]["shared"] = shared
+        return shared
+
+    def _m_files_info(self, p: Params) -> Params:
+        if not self.read_scope:
+            raise _Failure("missing_scope")
+        found = self.files.get(str(p.get("file")))
+        if found is None or "shared" not in found:
+            raise _Failure("file_not_found")
+        return {"file": found["shared"]}
 
     async def _download(self, request: web.Request) -> web.Response:
         given = request.headers.get("Authorization")

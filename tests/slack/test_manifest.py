@@ -20,7 +20,7 @@ def test_the_manifest_grants_the_scopes_of_every_method_the_surface_calls() -> N
     # chat.postMessage/update/delete/postEphemeral/startStream: chat:write; reactions.add/remove;
     # assistant.threads.setStatus; /compact; reading mentions, channel, group, DM and group-DM messages;
     # files.getUploadURLExternal/completeUploadExternal (an answer's file): files:write; downloading a
-    # file a person shared: files:read.
+    # file a person shared, and files.info: files:read.
     assert scopes >= {"chat:write", "reactions:write", "assistant:write", "commands", "app_mentions:read",
                       "channels:history", "groups:history", "im:history", "mpim:history", "files:read",
                       "files:write"}

@@ -99,3 +99,14 @@ async def test_a_message_after_a_slow_download_waits_for_it(slack: SlackFactory)
     await until(lambda: len(relay.prompts()) == 3, "all three answered")
     await relay.settled(first.ts, DM)
     assert [p.split("\n")[0] for p in relay.prompts()] == ["text first", "with a file", "text after it"]
+
+
+async def test_a_file_named_by_its_id_alone_is_described_by_files_info_and_sent(slack: SlackFactory) -> None:
+    """Slack Connect: the event carries ``"file_access": "check_file_info"`` and no URL."""
+    relay = await slack()
+    shared = relay.fake.shared_file("notes.txt", "text/plain", b"from the other company")
+    ts = await _share(relay, "what does it say?", [{"id": shared["id"], "mode": "file_access",
+                                                    "file_access": "check_file_info", "created": 0, "user": ""}])
+    await relay.settled(ts, DM)
+    assert relay.prompts() == ["what does it say?\nAttached file: notes.txt\n```\nfrom the other company\n```"]
+    assert [name for name, _ in relay.fake.calls if name == "files.info"] == ["files.info"]
