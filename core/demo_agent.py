@@ -40,6 +40,8 @@ MALFORMED = ("Encountered an error in the response stream: Improperly formed req
 SLOW_WORDS = ("this", "answer", "arrives", "one", "word", "at", "a", "time", "so", "you", "can", "stop", "it")
 _SESSION_METHODS = ("session/load", "session/set_mode", "session/set_model", "session/set_config_option")
 _RE_KEYWORD = re.compile(r"\b(tool|approve|plan|refuse|flaky|fail|slow)", re.IGNORECASE)
+#: How the relay puts a text file a person attached into the prompt (``core.engine.attached``).
+_RE_ATTACHED = re.compile(r"^Attached file: (.+)$", re.MULTILINE)
 
 HELP = """Hello! I am the **acp-relay demo agent** (model `{model}`). This is a demo: I run no model, \
 read no files and change nothing on your machine. I answer by keyword, so you can try each feature:
@@ -51,6 +53,7 @@ read no files and change nothing on your machine. I answer by keyword, so you ca
 - `fail`: an error that retrying cannot fix
 - `slow`: a slow answer that you can stop
 - `/compact`: compact the conversation
+- attach a text file: I say which files reached me
 
 ```python
 print("hello from the demo agent")
@@ -247,6 +250,9 @@ class _DemoAgent:
             self.tool(s)
         elif "plan" in words:
             self.plan(s)
+        elif files := _RE_ATTACHED.findall(text):
+            names = ", ".join(f"`{name}`" for name in files)
+            self.stream(s, f"These files reached me as text: {names}. (A demo: I only name them.)")
         else:
             self.stream(s, HELP.format(model=s.model))
         return "end_turn"

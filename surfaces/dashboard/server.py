@@ -40,6 +40,7 @@ from core.surface_api import (
     error_prose,
 )
 from surfaces.dashboard import wording
+from surfaces.dashboard.attached import BODY_LIMIT, BadAttachment, attachments
 from surfaces.dashboard.auth import COOKIE_NAME, Auth
 from surfaces.dashboard.binding import MIN_TOKEN_LENGTH, check_bind, is_loopback
 from surfaces.dashboard.login import AUTH, REFUSALS, login, login_needed, login_page, logout, new_link
@@ -173,12 +174,20 @@ def _bad_request(message: str) -> web.HTTPBadRequest:
     return web.HTTPBadRequest(text=json.dumps({"error": message}), content_type="application/json")
 
 
+async def _json(request: web.Request) -> Any:
+    """The body as JSON (None: not JSON, or nested too deeply for the parser)."""
+    try:
+        return await request.json()
+    except (ValueError, RecursionError):
+        return None
+
+
 async def _body(request: web.Request, field: str) -> tuple[str, str | None]:
     """The JSON object's string ``field`` and its optional string ``id``; 400 otherwise."""
-    try:
-        body = await request.json()
-    except (ValueError, RecursionError):  # not JSON, or nested too deeply for the parser
-        body = None
+    return _fields(await _json(request), field)
+
+
+def _fields(body: Any, field: str) -> tuple[str, str | None]:
     value = body.get(field) if isinstance(body, dict) else None
     ident = body.get("id") if isinstance(body, dict) else None
     if not isinstance(value, str) or not isinstance(ident, str | None):
@@ -264,19 +273,25 @@ class _Quiet:
 async def post_message(request: web.Request) -> web.StreamResponse:
     """A message from the composer (a prompt or a command)."""
     tab = _tab(request)
-    text, message_id = await _body(request, "text")
+    body = await _json(request)
+    text, message_id = _fields(body, "text")
+    try:
+        attached = attachments(body.get("files"))  # (a dict: _fields found its text)
+    except BadAttachment as exc:
+        return _error(400, str(exc))
     message_id = message_id or secrets.token_hex(16)
-    if not text.strip() or not valid_tab(message_id):
+    if not (text.strip() or attached) or not valid_tab(message_id):
         return _error(400, wording.EMPTY_MESSAGE)
     if len(text) > MAX_TEXT:
         return _error(413, wording.too_long_text(MAX_TEXT))
     # Written in the transcript at the end of this round of the loop, and journaled in the same round (one
     # after the other, it took three rounds in a burst, ahead of every first answer).
-    shown = request.app[SURFACE].posting_user(tab, text, message_id)
+    shown_text = "\n\n".join(filter(None, (text, wording.attached_line([a.name for a in attached]))))
+    shown = request.app[SURFACE].posting_user(tab, shown_text, message_id)
     try:
         await request.app[HOST].submit(InboundMessage(
             surface=SURFACE_NAME, conversation_key=conversation_key(tab), user_id=USER_ID, text=text,
-            message_id=message_id, display_name="you"))
+            message_id=message_id, display_name="you", attachments=attached))
     except BaseException as exc:
         shown.cancel()  # not taken: not written either, if it still waits
         shown.add_done_callback(_retrieved)  # if written already, the journal's failure is the one to report
@@ -393,7 +408,7 @@ def create_app(surface: DashboardSurface, host: Host, *, access_token: str | Non
                clock: Callable[[], float] = time.monotonic) -> web.Application:
     """The dashboard application. Without ``access_token`` one is made (``app[AUTH]``, see ``auth``);
     ``announce`` prints the path of a login link the login page asked for where the relay runs."""
-    app = web.Application(middlewares=[finish_when_gone, handle_errors, check_request], client_max_size=4 * MAX_TEXT)
+    app = web.Application(middlewares=[finish_when_gone, handle_errors, check_request], client_max_size=BODY_LIMIT)
     app[SURFACE], app[HOST] = surface, host
     app[AUTH] = Auth(access_token, trust_forwarded_proto=trust_forwarded_proto, clock=clock, announce=announce)
     app[REFUSALS] = RefusalLog(log, "a dashboard request without a login", level=logging.INFO, clock=clock)

@@ -21,6 +21,7 @@ __all__ = [
     "SEND_JSON",
     "TOKEN_WRONG",
     "TOKEN_WRONG_PAGE",
+    "attached_line",
     "bind_failure_text",
     "dashboard_at_text",
     "expected_json_text",
@@ -46,6 +47,11 @@ EMPTY_MESSAGE = "empty message or bad message id"
 def expected_json_text(field: str) -> str:
     """The request body was not a JSON object with the string ``field``."""
     return f"expected a JSON object with a string {field!r}"
+
+
+def attached_line(names: list[str]) -> str:
+    """Below the person's own message in the transcript: the files they attached ("" when none)."""
+    return f"Attached: {', '.join(names)}" if names else ""
 
 
 def too_long_text(limit: int) -> str:

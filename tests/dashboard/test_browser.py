@@ -436,3 +436,28 @@ async def test_a_message_the_full_disk_could_not_save_is_shown_with_a_note_that_
     await saved.wait_for()
     assert await unsaved.count() == 0, "a reload shows what was saved"
     assert tab.errors == []
+
+
+async def test_files_attached_in_the_composer_reach_the_agent_and_what_cannot_is_named(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    tab = await open_tab(browser, relay, tmp_path)
+    page = tab.page
+    await page.set_input_files("#attach-input", [
+        {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"remember the milk\n"},
+        {"name": "scan.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.7 binary"},
+        {"name": "extra.txt", "mimeType": "text/plain", "buffer": b"not this one"}])
+    chips = page.locator("#attachments li")
+    assert [t.split("\n")[0] for t in await chips.all_inner_texts()] == ["notes.txt", "scan.pdf", "extra.txt"]
+    await chips.nth(2).locator("button").click()  # changed my mind
+    await tab.shot("22-files-chosen")
+    await page.fill("#composer textarea", "what do you see?")
+    await page.click("#send")
+    answer = await tab.answer("reached me as text")
+    text = await answer.inner_text()
+    assert text.startswith('Not sent to the agent: "scan.pdf".'), text
+    assert "These files reached me as text: notes.txt." in text
+    mine = page.locator("#messages .msg-user", has_text="what do you see?")
+    assert "Attached: notes.txt, scan.pdf" in await mine.inner_text()
+    assert await page.locator("#attachments").is_hidden(), "the files went with the message"
+    await tab.shot("23-files-answered")
+    assert tab.errors == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import errno
 import logging
@@ -509,3 +510,33 @@ async def test_a_transcript_that_fails_is_the_requests_failure_and_the_message_i
         await s.client.close()
     assert [m.message_id for m in s.engine.messages] == ["m1"]
     assert [type(r.exc_info[1]) for r in caplog.records if r.exc_info] == [sqlite3.ProgrammingError]
+
+
+async def test_files_sent_with_a_message_become_its_attachments_and_are_named_in_the_transcript(
+        served: Served) -> None:
+    png = b"\x89PNG\r\n\x1a\n0000"
+    files = [{"name": "notes.txt", "type": "text/plain", "size": 5, "data": base64.b64encode(b"hello").decode()},
+             {"name": "shot.png", "type": "image/png", "size": len(png), "data": base64.b64encode(png).decode()},
+             {"name": "big.log", "type": "text/plain", "size": 9_000_000},  # the page left its bytes out
+             {"name": "a.pdf", "type": "application/pdf", "size": 4, "data": base64.b64encode(b"%PDF").decode()}]
+    async with served.client.post(f"{API}/messages", json={"text": "", "id": "f1", "files": files}) as r:
+        assert r.status == 202, await r.text()
+    (msg,) = served.engine.messages
+    assert msg.text == ""
+    assert [(a.kind, a.name, a.data) for a in msg.attachments] == [
+        ("file", "notes.txt", b"hello"), ("image", "shot.png", png), ("file", "big.log", b""), ("file", "a.pdf", b"")]
+    assert [(m["role"], m["text"]) for m in served.surface.snapshot("tab1")["messages"]] == [
+        ("user", "Attached: notes.txt, shot.png, big.log, a.pdf")]
+
+
+async def test_files_that_are_not_what_the_page_sends_are_a_bad_request(served: Served) -> None:
+    for files, said in ((["x"], "each file must be an object"),
+                        ([{"name": "", "type": "text/plain"}], "each file needs a name and a type"),
+                        ([{"name": "a", "type": "text/plain", "data": "not base64!"}], "the data of 'a' is not base64"),
+                        ([{"name": "a", "type": "text/plain", "size": 9, "data": "aGk="}],
+                         "the data of 'a' is not the whole file"),
+                        ([{"name": "a", "type": "t"}] * 11, "files must be a list of at most 10"),
+                        ({"name": "a"}, "files must be a list of at most 10")):
+        async with served.client.post(f"{API}/messages", json={"text": "hi", "files": files}) as r:
+            assert r.status == 400 and (await r.json()) == {"error": said}, files
+    assert served.engine.messages == []

@@ -566,17 +566,92 @@
 
   // ---- composer, approvals, stop ----------------------------------------------------------
 
+  // Files to send with the next message: the Attach button, a drop on the composer, a pasted screenshot.
+  // The relay sends a text file up to 512 KB to the agent, and an image up to 10 MB; a larger file goes
+  // without its bytes, and the answer names it as not sent.
+  const MAX_FILE_BYTES = 512 * 1024;
+  const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+  const MAX_FILES = 10;
+  const composer = $("#composer");
+  const attachInput = $("#attach-input");
+  const attachList = $("#attachments");
+  let chosen = [];
+
+  function showChosen() {
+    attachList.replaceChildren(...chosen.map((file, i) => {
+      const item = document.createElement("li");
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.dataset.index = String(i);
+      remove.title = `Do not send ${file.name}`;
+      remove.textContent = "\u00d7";
+      item.append(file.name, remove);
+      return item;
+    }));
+    attachList.hidden = chosen.length === 0;
+  }
+
+  function attach(files) {
+    for (const file of files) {
+      if (chosen.length >= MAX_FILES) {
+        showError(`At most ${MAX_FILES} files go with one message.`);
+        break;
+      }
+      chosen.push(file);
+    }
+    showChosen();
+  }
+
+  function base64(buffer) {
+    const bytes = new Uint8Array(buffer);
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    return btoa(binary);
+  }
+
+  async function encoded(file) {
+    const type = file.type || "application/octet-stream";
+    const limit = type.startsWith("image/") ? MAX_IMAGE_BYTES : MAX_FILE_BYTES;
+    const sent = { name: file.name || "pasted", type, size: file.size };
+    if (file.size <= limit) sent.data = base64(await file.arrayBuffer());
+    return sent;
+  }
+
+  $("#attach").addEventListener("click", () => attachInput.click());
+  attachInput.addEventListener("change", () => { attach(attachInput.files); attachInput.value = ""; });
+  attachList.addEventListener("click", (e) => {
+    const button = e.target.closest("button");
+    if (!button) return;
+    chosen.splice(Number(button.dataset.index), 1);
+    showChosen();
+  });
+  textarea.addEventListener("paste", (e) => {
+    const files = e.clipboardData ? [...e.clipboardData.files] : [];
+    if (files.length) { e.preventDefault(); attach(files); }
+  });
+  composer.addEventListener("dragover", (e) => { e.preventDefault(); composer.classList.add("dropping"); });
+  composer.addEventListener("dragleave", () => composer.classList.remove("dropping"));
+  composer.addEventListener("drop", (e) => {
+    e.preventDefault();
+    composer.classList.remove("dropping");
+    if (e.dataTransfer) attach(e.dataTransfer.files);
+  });
+
   let unsent = null;  // {text, id} of a send that failed: resending the same text reuses its id
   async function send() {
     const text = textarea.value;
-    if (!text.trim()) return;
+    if (!text.trim() && !chosen.length) return;
     const id = unsent && unsent.text === text ? unsent.id : newId();
     unsent = { text, id };
     sendButton.disabled = true;
     try {
-      await post("messages", { text, id });
+      const body = { text, id };
+      if (chosen.length) body.files = await Promise.all(chosen.map(encoded));
+      await post("messages", body);
       unsent = null;
       textarea.value = "";
+      chosen = [];
+      showChosen();
     } catch (e) {
       showError(`Not sent: ${e.message}`);
     } finally {
