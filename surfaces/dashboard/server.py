@@ -175,11 +175,16 @@ def _bad_request(message: str) -> web.HTTPBadRequest:
 
 
 async def _json(request: web.Request) -> Any:
-    """The body as JSON (None: not JSON, or nested too deeply for the parser)."""
+    """The body as JSON (None: not JSON, or nested too deeply for the parser); a body past the relay's
+    limit is a 413 with a sentence (aiohttp's own says it in bytes, as text)."""
     try:
         return await request.json()
     except (ValueError, RecursionError):
         return None
+    except web.HTTPRequestEntityTooLarge:
+        raise web.HTTPRequestEntityTooLarge(max_size=BODY_LIMIT, actual_size=request.content_length or 0,
+                                            text=json.dumps({"error": wording.too_large_body_text(BODY_LIMIT)}),
+                                            content_type="application/json") from None
 
 
 async def _body(request: web.Request, field: str) -> tuple[str, str | None]:

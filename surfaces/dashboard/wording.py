@@ -31,6 +31,7 @@ __all__ = [
     "login_link_text",
     "login_needed_page",
     "no_token_text",
+    "too_large_body_text",
     "too_long_text",
     "weak_token_text",
 ]
@@ -52,6 +53,11 @@ def expected_json_text(field: str) -> str:
 def attached_line(names: list[str]) -> str:
     """Below the person's own message in the transcript: the files they attached ("" when none)."""
     return f"Attached: {', '.join(names)}" if names else ""
+
+
+def too_large_body_text(limit: int) -> str:
+    """A message whose files, with its text, are more than the relay takes at once."""
+    return f"the message and its files are larger than the relay takes at once ({limit // (1024 * 1024)} MB)"
 
 
 def too_long_text(limit: int) -> str:

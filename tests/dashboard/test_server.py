@@ -25,6 +25,7 @@ from core.engine import wording
 from core.engine.surface import InboundMessage, StartupError
 from core.rounds import Round
 from surfaces.dashboard import server
+from surfaces.dashboard.attached import BODY_LIMIT
 from surfaces.dashboard.errors import BindFailed, TokenMissing, WeakToken
 from surfaces.dashboard.launching import Dashboard
 from surfaces.dashboard.server import (
@@ -539,4 +540,14 @@ async def test_files_that_are_not_what_the_page_sends_are_a_bad_request(served: 
                         ({"name": "a"}, "files must be a list of at most 10")):
         async with served.client.post(f"{API}/messages", json={"text": "hi", "files": files}) as r:
             assert r.status == 400 and (await r.json()) == {"error": said}, files
+    assert served.engine.messages == []
+
+
+async def test_a_body_larger_than_the_relay_takes_is_a_413_with_a_sentence(served: Served) -> None:
+    data = base64.b64encode(b"x" * (BODY_LIMIT * 3 // 4 + 1024)).decode()
+    body = {"text": "hi", "files": [{"name": "big.bin", "type": "application/octet-stream", "data": data}]}
+    async with served.client.post(f"{API}/messages", json=body) as r:
+        assert r.status == 413
+        assert (await r.json()) == {"error": "the message and its files are larger than the relay takes at once "
+                                             f"({BODY_LIMIT // (1024 * 1024)} MB)"}
     assert served.engine.messages == []

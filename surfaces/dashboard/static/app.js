@@ -572,6 +572,7 @@
   const MAX_FILE_BYTES = 512 * 1024;
   const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
   const MAX_FILES = 10;
+  const MAX_TOTAL_BYTES = 16 * 1024 * 1024;  // what one message carries in all (the relay takes its base64)
   const composer = $("#composer");
   const attachInput = $("#attach-input");
   const attachList = $("#attachments");
@@ -609,11 +610,20 @@
     return btoa(binary);
   }
 
-  async function encoded(file) {
-    const type = file.type || "application/octet-stream";
-    const limit = type.startsWith("image/") ? MAX_IMAGE_BYTES : MAX_FILE_BYTES;
-    const sent = { name: file.name || "pasted", type, size: file.size };
-    if (file.size <= limit) sent.data = base64(await file.arrayBuffer());
+  // Each file with its bytes, as long as they fit; past a limit it goes by name only (named as not sent).
+  async function encoded(files) {
+    let total = 0;
+    const sent = [];
+    for (const file of files) {
+      const type = file.type || "application/octet-stream";
+      const limit = type.startsWith("image/") ? MAX_IMAGE_BYTES : MAX_FILE_BYTES;
+      const one = { name: file.name || "pasted", type, size: file.size };
+      if (file.size <= limit && total + file.size <= MAX_TOTAL_BYTES) {
+        one.data = base64(await file.arrayBuffer());
+        total += file.size;
+      }
+      sent.push(one);
+    }
     return sent;
   }
 
@@ -646,7 +656,7 @@
     sendButton.disabled = true;
     try {
       const body = { text, id };
-      if (chosen.length) body.files = await Promise.all(chosen.map(encoded));
+      if (chosen.length) body.files = await encoded(chosen);
       await post("messages", body);
       unsent = null;
       textarea.value = "";
