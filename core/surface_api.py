@@ -10,8 +10,8 @@ through it. What is here:
 - the seam the core calls: ``Surface``, ``SurfaceDefaults`` (the fallbacks), ``Capabilities``,
   ``RateLimit``, ``LengthUnit``, ``measure``;
 - what crosses it: ``InboundMessage``, ``Attachment`` (a file other than an image is downloaded up to
-  ``MAX_FILE_BYTES`` when ``may_be_text``; one larger, or never text, is passed without its data, and
-  the turn names it as not sent),
+  ``MAX_FILE_BYTES`` when ``may_be_text``, as ``download_as`` says; one larger, or never text, is passed
+  without its data, and the turn names it as not sent),
   ``Button``, ``ButtonPress``, ``PressResult``,
   ``ConversationStatus``, ``ChoiceList`` (what a panel's picker offers); the reply as typed blocks
   (``Block`` and its kinds: ``Text``, ``Tools``, ``Plan``, ``Notices``, ``ErrorProse``, ``RefusalCard``,
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from core.config import secret
 from core.describing import Described, describe
-from core.engine.attached import MAX_FILE_BYTES, may_be_text
+from core.engine.attached import MAX_FILE_BYTES, download_as, may_be_text
 from core.engine.blocks import (
     Block,
     Choices,
@@ -184,6 +184,7 @@ __all__ = [
     "command_word",
     "describe",
     "disk_full",
+    "download_as",
     "error_prose",
     "held_prose",
     "image_kind",

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from core.engine import wording
 from core.engine.messages import Attachment
 
-__all__ = ["MAX_FILE_BYTES", "file_blocks", "may_be_text", "not_sent"]
+__all__ = ["MAX_FILE_BYTES", "download_as", "file_blocks", "may_be_text", "not_sent"]
 
 #: The largest file a surface downloads for the agent (a log, a source file, a config).
 MAX_FILE_BYTES = 512 * 1024
@@ -31,6 +31,17 @@ _NEVER_TEXT = ("audio/", "video/", "image/", "font/", "application/pdf", "applic
 def may_be_text(mime: str) -> bool:
     """Whether a file of media type ``mime`` may be text (worth downloading for the agent)."""
     return not mime.lower().startswith(_NEVER_TEXT)
+
+
+def download_as(mime: str, size: int, *, image_limit: int) -> Literal["image", "file"] | None:
+    """How a surface takes a file a person attached, before downloading it: as an image (up to
+    ``image_limit`` bytes, the platform's), as a file that may be text (up to ``MAX_FILE_BYTES``), or
+    None: not at all (it goes without its data, and the turn names it as not sent)."""
+    if mime.startswith("image/") and size <= image_limit:
+        return "image"
+    if may_be_text(mime) and size <= MAX_FILE_BYTES:
+        return "file"
+    return None
 
 
 def _files(attachments: Sequence[Attachment]) -> list[Attachment]:

@@ -73,7 +73,7 @@ class HeldMessages:
         self._platform = platform
         self._retry_s = retry_s
         self._sleep = sleep
-        self._held: set[str] = set()  # message ids: held, and their person told (if allowed)
+        self._held: set[str] = set()  # message ids: held, and their person told (if allowed and sure)
         self._unsure: dict[str, Callable[[], bool]] = {}  # message id -> whether it is the relay's (held ones)
         self._lines: dict[str, _Line] = {}  # conversation -> its messages held
         self._saved: dict[str, None] = {}  # message ids saved after a hold, oldest first

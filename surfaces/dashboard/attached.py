@@ -12,7 +12,7 @@ import base64
 import binascii
 from typing import Any
 
-from core.surface_api import MAX_FILE_BYTES, Attachment, may_be_text
+from core.surface_api import Attachment, download_as
 
 __all__ = ["BODY_LIMIT", "MAX_FILES", "MAX_IMAGE_BYTES", "BadAttachment", "attachments"]
 
@@ -43,11 +43,8 @@ def _one(item: Any) -> Attachment:
         raise BadAttachment(f"the data of {name!r} is not base64") from None
     if isinstance(size, int) and size != len(raw):
         raise BadAttachment(f"the data of {name!r} is not the whole file")
-    if mime.startswith("image/") and len(raw) <= MAX_IMAGE_BYTES:
-        return Attachment("image", mime, raw, name)
-    if len(raw) > MAX_FILE_BYTES or not may_be_text(mime):
-        return Attachment("file", mime, b"", name)
-    return Attachment("file", mime, raw, name)
+    kind = download_as(mime, len(raw), image_limit=MAX_IMAGE_BYTES)
+    return Attachment("file", mime, b"", name) if kind is None else Attachment(kind, mime, raw, name)
 
 
 def attachments(files: Any) -> tuple[Attachment, ...]:

@@ -29,13 +29,12 @@ import discord
 
 from core.surface_api import (
     HELD_RETRY_S,
-    MAX_FILE_BYTES,
     Attachment,
     HeldMessages,
     Host,
     InboundMessage,
     StoreError,
-    may_be_text,
+    download_as,
     route,
 )
 from surfaces.discord import wording
@@ -300,17 +299,16 @@ class Router:
         attached: list[Attachment] = []
         for item in message.attachments:
             mime = (item.content_type or "").split(";")[0].strip() or "application/octet-stream"
-            image = mime.startswith("image/") and item.size <= MAX_IMAGE_BYTES
-            if not image and (item.size > MAX_FILE_BYTES or not may_be_text(mime)):
+            kind = download_as(mime, item.size, image_limit=MAX_IMAGE_BYTES)
+            if kind is None:
                 attached.append(Attachment("file", mime, b"", item.filename))
                 continue
             try:
                 data = await item.read()
             except PLATFORM_ERRORS as exc:
-                log.warning("could not download %s from message %s: %s", "an image" if image else "a file",
-                            message.id, exc)
-                if not image:
+                log.warning("could not download %s from message %s: %s", f"a {kind}", message.id, exc)
+                if kind == "file":
                     attached.append(Attachment("file", mime, b"", item.filename))
                 continue
-            attached.append(Attachment("image" if image else "file", mime, data, item.filename))
+            attached.append(Attachment(kind, mime, data, item.filename))
         return tuple(attached)

@@ -24,7 +24,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.surface_api import MAX_FILE_BYTES, Attachment, may_be_text
+from core.surface_api import MAX_FILE_BYTES, Attachment, download_as
 
 __all__ = ["MAX_IMAGE_BYTES", "SharedFile", "SlackFiles", "shared_files"]
 
@@ -45,16 +45,6 @@ class SharedFile:
     size: int
     url: str
     id: str = ""
-
-    @property
-    def image(self) -> bool:
-        """Sent to the agent as an image (one that is larger is a file, named as not sent)."""
-        return self.mime.startswith("image/") and self.size <= MAX_IMAGE_BYTES
-
-    @property
-    def limit(self) -> int:
-        """The most it is downloaded up to."""
-        return MAX_IMAGE_BYTES if self.image else MAX_FILE_BYTES
 
 
 def shared_files(event: Mapping[str, Any]) -> tuple[SharedFile, ...]:
@@ -100,16 +90,15 @@ class SlackFiles:
         if not shared.url or _origin(shared.url) not in self._origins:
             log.warning("a shared file was not downloaded: its URL is not Slack's (%s)", _origin(shared.url) or "none")
             return missing
-        if shared.size > shared.limit or not (shared.image or may_be_text(shared.mime)):
+        kind = download_as(shared.mime, shared.size, image_limit=MAX_IMAGE_BYTES)
+        if kind is None:
             return missing
         try:
-            data = await self._download(shared)
+            data = await self._download(shared, MAX_IMAGE_BYTES if kind == "image" else MAX_FILE_BYTES)
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.warning("could not download a shared file: %s", type(exc).__name__)
             return missing
-        if data is None:
-            return missing
-        return Attachment("image" if shared.image else "file", shared.mime, data, shared.name)
+        return missing if data is None else Attachment(kind, shared.mime, data, shared.name)
 
     async def _info(self, shared: SharedFile) -> SharedFile:
         """``shared`` as ``files.info`` describes it (as it was, without a URL, when Slack would not say)."""
@@ -121,7 +110,7 @@ class SlackFiles:
         found = response.get("file")
         return _shared(found) if isinstance(found, dict) else shared
 
-    async def _download(self, shared: SharedFile) -> bytes | None:
+    async def _download(self, shared: SharedFile, limit: int) -> bytes | None:
         headers = {"Authorization": f"Bearer {self._token}"}
         async with self._session.get(shared.url, headers=headers, timeout=_TIMEOUT, allow_redirects=False) as response:
             if response.status != 200:
@@ -134,6 +123,6 @@ class SlackFiles:
             data = bytearray()
             async for chunk in response.content.iter_chunked(64 * 1024):
                 data += chunk
-                if len(data) > shared.limit:  # larger than the event said
+                if len(data) > limit:  # larger than the event said
                     return None
         return bytes(data)

@@ -186,12 +186,12 @@ class Listeners:
         message = InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
                                  message_id(thread.team, thread.channel, got.ts), origin=Asker(got.user, got.ts),
                                  attachments=attached)
-        ours = None if unsure is None else partial(self._joined_now, got)
-        if ours is None:
+        ours = partial(self._joined_now, got)  # (asked only while the store cannot say: ``unsure``)
+        if unsure is None:
             self._note_thread(thread, got.user)
         # A message of its thread is held: this one waits behind it.
-        refused = self._held.behind(message, ours=ours)
-        if refused is None and unsure is not None and ours is not None:
+        refused = self._held.behind(message, ours=None if unsure is None else ours)
+        if refused is None and unsure is not None:
             if not self._held.hold_unsure(message, unsure, ours):
                 return  # saved after an earlier hold: this is Slack's repeat of it
             refused = unsure

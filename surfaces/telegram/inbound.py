@@ -22,7 +22,7 @@ from typing import Literal
 from telegram import Bot, CallbackQuery, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 
-from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMessage, may_be_text
+from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMessage, download_as
 from surfaces.telegram.keys import SURFACE_NAME, conversation_key
 from surfaces.telegram.wording import COMMANDS
 
@@ -147,8 +147,8 @@ async def fetch_attached(bot: Bot, attached: Attached, *, timeout_s: float = 30.
     """Download ``attached`` (``getFile``, then the file itself). A file past ``MAX_FILE_BYTES`` is not
     downloaded: it comes without its data (the turn says it was not sent); None: an image too large."""
     limit = MAX_IMAGE_BYTES if attached.kind == "image" else MAX_FILE_BYTES
-    too_large = attached.size is not None and attached.size > limit
-    if attached.kind == "file" and (too_large or not may_be_text(attached.mime)):
+    taken_as = download_as(attached.mime, attached.size or 0, image_limit=MAX_IMAGE_BYTES)
+    if attached.kind == "file" and taken_as != "file":  # never text, or too large (a size Telegram said)
         return Attachment("file", attached.mime, b"", attached.name)
     file = await bot.get_file(attached.file_id, read_timeout=timeout_s)
     if file.file_size is not None and file.file_size > limit:
