@@ -86,7 +86,7 @@ class SqliteBackend(Backend):
             cur = self._conn.execute(sql, tuple(params))
             result = Result(cur.rowcount, cur.fetchall())
         except sqlite3.Error as exc:
-            raise self._error(_describe(exc), full=disk_full(exc)) from exc
+            raise self._error(_describe(exc), transient=_held(exc), full=disk_full(exc)) from exc
         if self._checkpoints is not None and result.rowcount > 0 and not self._conn.in_transaction:
             self._checkpoints.committed()  # a write outside a transaction commits on its own
         return result
@@ -144,6 +144,12 @@ class SqliteBackend(Backend):
         start = time.perf_counter()
         self.execute("SELECT 1")
         return Clock(0.0, time.perf_counter() - start)
+
+
+def _held(exc: sqlite3.Error) -> bool:
+    """Another connection held the file past the busy timeout (SQLITE_BUSY, SQLITE_LOCKED): it lets go
+    in time, as a PostgreSQL row lock does (transient there too), so what was refused is tried again."""
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _describe(exc: OSError | sqlite3.Error) -> str:

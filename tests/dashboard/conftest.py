@@ -141,9 +141,10 @@ def demo_config(tmp: Path, **dashboard: Any) -> RelayConfig:
     })
 
 
-def lifecycle(config: RelayConfig, **engine_kw: Any) -> Lifecycle:
-    """A relay's parts in ``acp-relay run``'s order, on ``config``'s store."""
-    return Lifecycle(config, Store.open(config.store.path), **engine_kw)
+def lifecycle(config: RelayConfig, *, busy_timeout_s: float = 5.0, **engine_kw: Any) -> Lifecycle:
+    """A relay's parts in ``acp-relay run``'s order, on ``config``'s store (waiting ``busy_timeout_s``
+    for another writer of its file)."""
+    return Lifecycle(config, Store.open(config.store.path, busy_timeout_s=busy_timeout_s), **engine_kw)
 
 
 @dataclass
@@ -152,6 +153,7 @@ class DemoRelay:
 
     tmp: Path
     config: RelayConfig
+    busy_timeout_s: float = 5.0
     relay: Lifecycle | None = None
     engine: Engine | None = None
     dashboard: Dashboard | None = None
@@ -162,7 +164,7 @@ class DemoRelay:
         return None if self.relay is None else self.relay.store
 
     async def start(self) -> DemoRelay:
-        self.relay = lifecycle(self.config, cancel_wait_s=5.0)
+        self.relay = lifecycle(self.config, busy_timeout_s=self.busy_timeout_s, cancel_wait_s=5.0)
         self.engine = self.relay.engine
         launched = await self.relay.launch("dashboard", lambda host, s: launch(host, s, announce=False))
         assert isinstance(launched, Dashboard)
@@ -239,11 +241,12 @@ async def browser() -> AsyncIterator[Any]:
 
 @pytest.fixture
 async def demo_relay(tmp_path: Path) -> AsyncIterator[DemoRelayFactory]:
-    """``await demo_relay(**dashboard_settings)`` -> a started DemoRelay; closed at the end."""
+    """``await demo_relay(**dashboard_settings)`` -> a started DemoRelay; closed at the end
+    (``busy_timeout_s``: its store's, when a test holds the file)."""
     made: list[DemoRelay] = []
 
-    async def build(**dashboard: Any) -> DemoRelay:
-        relay = DemoRelay(tmp_path, demo_config(tmp_path, **dashboard))
+    async def build(*, busy_timeout_s: float = 5.0, **dashboard: Any) -> DemoRelay:
+        relay = DemoRelay(tmp_path, demo_config(tmp_path, **dashboard), busy_timeout_s)
         made.append(relay)
         return await relay.start()
 

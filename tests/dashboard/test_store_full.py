@@ -10,8 +10,8 @@ import sqlite3
 
 import pytest
 
-from core.store.records import STORE_FULL
-from tests.full_store import LONG_TEXT, fill, fill_file, make_room, make_room_in_file
+from core.store.records import STORE_AWAY, STORE_FULL
+from tests.full_store import LONG_TEXT, fill, fill_file, locked, make_room, make_room_in_file
 
 from .conftest import DemoRelayFactory
 from .test_dashboard_relay import TAB, answered
@@ -81,3 +81,23 @@ async def test_an_answer_under_way_when_the_disk_fills_goes_on_showing_marked_un
     make_room_in_file(transcript)
     again = await relay.events(TAB)  # a reload: what was saved, without the unsaved edits
     assert not any(m.get("unsaved") for m in again.view.values())
+
+
+async def test_a_message_sent_while_another_writer_holds_the_store_is_refused_as_for_now_and_taken_after(
+        demo_relay: DemoRelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """Another writer holds the store's file past the busy timeout (a second relay in a long write, a
+    ``sqlite3`` shell left in a transaction): the composer reads that the database did not answer just
+    now and to send it again in a moment, not "a problem the relay did not expect"; sent again once the
+    file is let go, it is answered."""
+    relay = await demo_relay(busy_timeout_s=0.05)
+    assert relay.store is not None
+    stream = await relay.events(TAB)
+    with caplog.at_level(logging.WARNING), locked(relay.store.path):
+        refused = await relay.post(TAB, "messages", {"text": "held store", "id": "m1"})
+        assert refused.status == 503 and (await refused.json()) == {"error": STORE_AWAY}
+    [record] = [r for r in caplog.records if "was not taken" in r.getMessage()]
+    assert "locked" in record.getMessage() and record.exc_info is None
+    taken = await relay.post(TAB, "messages", {"text": "held store", "id": "m1"})
+    assert taken.status == 202
+    await stream.until(answered("demo agent"), "the demo's answer")
+    assert stream.texts("user") == ["held store"]

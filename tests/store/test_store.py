@@ -13,6 +13,7 @@ import pytest
 
 from core.store import SCHEMA_VERSION, ConversationRecord, Store, StoreError
 from core.store.dialect import SQLITE
+from core.store.records import STORE_AWAY, STORE_AWAY_HELD, held_prose
 from tests.store.conftest import Place
 
 
@@ -308,13 +309,16 @@ def test_file_locked_by_an_exclusive_transaction_raises_store_error(db: Path) ->
         pass
 
 
-def test_write_blocked_by_another_writer_raises_store_error(db: Path) -> None:
+def test_write_blocked_by_another_writer_raises_a_transient_store_error(db: Path) -> None:
+    """Another writer lets go in time, as a PostgreSQL row lock does: worth trying again, and said so."""
     with Store.open(db, busy_timeout_s=0.05) as s:
         holder = sqlite3.connect(db, isolation_level=None)
         holder.execute("BEGIN EXCLUSIVE")
         try:
-            with pytest.raises(StoreError, match="locked"):
+            with pytest.raises(StoreError, match="locked") as info:
                 s.set_offset("telegram", "update_id", "1")
+            assert info.value.transient and not info.value.full
+            assert info.value.prose == STORE_AWAY and held_prose(info.value) == STORE_AWAY_HELD
         finally:
             holder.execute("ROLLBACK")
             holder.close()
