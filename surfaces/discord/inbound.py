@@ -64,6 +64,13 @@ def thread_name(text: str) -> str:
     return words if len(words) <= _THREAD_NAME_MAX else words[:_THREAD_NAME_MAX - 1] + "…"
 
 
+def _nothing_to_read(message: discord.Message) -> tuple[Attachment, ...]:
+    """The message's stickers and its poll: nothing the agent could read, named as not sent (never fetched:
+    a media type that is never text, and no data), so the person is not answered as if they wrote nothing."""
+    named = ["sticker"] * len(message.stickers) + (["poll"] if message.poll is not None else [])
+    return tuple(Attachment("file", f"application/vnd.discord.{what}", b"", what) for what in named)
+
+
 def _in_guild(message: discord.Message) -> bool:
     """The message was written in a server, loaded or not: one whose GUILD_CREATE has not come yet
     leaves ``message.guild`` None, but its channel still carries the server's id (never a DM)."""
@@ -218,7 +225,7 @@ class Router:
         if not mentioned:
             self.known.note(channel_id, message.id, "channel")
             return
-        if not text and not message.attachments:
+        if not text and not message.attachments and not _nothing_to_read(message):
             text = "!help"  # a bare mention asks what the bot can do
         if not self.host.permits(str(message.author.id)) or route(text, COMMANDS) is not None:
             await self._hand(message, text, channel_id)  # refused once, or a command: no thread for it
@@ -295,7 +302,7 @@ class Router:
     async def _attachments(self, message: discord.Message) -> tuple[Attachment, ...]:
         """The message's images, and its other files up to ``MAX_FILE_BYTES`` that may be text (a larger one,
         one never text, or one that could not be downloaded, comes without its data: the turn names it as
-        not sent)."""
+        not sent), then its stickers and its poll, named as not sent too."""
         attached: list[Attachment] = []
         for item in message.attachments:
             mime = (item.content_type or "").split(";")[0].strip() or "application/octet-stream"
@@ -311,4 +318,4 @@ class Router:
                     attached.append(Attachment("file", mime, b"", item.filename))
                 continue
             attached.append(Attachment(kind, mime, data, item.filename))
-        return tuple(attached)
+        return (*attached, *_nothing_to_read(message))

@@ -32,6 +32,11 @@ __all__ = ["MAX_IMAGE_BYTES", "Attached", "Incoming", "fetch_attached", "message
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
 
+#: What a person can send that carries no text and no file, as the notice names it (a venue before the
+#: location it also carries).
+_NOTHING_TO_READ = ("sticker", "venue", "location", "contact", "poll", "dice", "game", "story", "checklist")
+
+
 @dataclass(frozen=True, slots=True)
 class Attached:
     """The image or file a message came with, still to fetch (a Telegram file id)."""
@@ -99,11 +104,21 @@ def _attached(message: Message) -> Attached | None:
                             getattr(media, "file_name", None) or what, media.file_size)
     doc = message.document
     if doc is None:
-        return None  # a sticker, a location, a poll: nothing to answer
+        return _nothing_to_read(message)
     mime = doc.mime_type or "application/octet-stream"
     if mime.startswith("image/") and (doc.file_size or 0) <= MAX_IMAGE_BYTES:
         return Attached("image", doc.file_id, mime, doc.file_name or "", doc.file_size)
     return Attached("file", doc.file_id, mime, doc.file_name or "", doc.file_size)
+
+
+def _nothing_to_read(message: Message) -> Attached | None:
+    """A sticker, a location, a poll...: nothing the agent could read, named as not sent (so the person
+    is not met with silence); None for a message of none of these (a service message)."""
+    for field in _NOTHING_TO_READ:
+        if getattr(message, field, None):
+            # Never fetched: a media type that is never text, and no file to download.
+            return Attached("file", "", f"application/vnd.telegram.{field}", field)
+    return None
 
 
 def message_in(update: Update, me: User) -> Incoming | None:
@@ -117,7 +132,7 @@ def message_in(update: Update, me: User) -> Incoming | None:
     text = message.text or message.caption or ""
     attached = _attached(message)
     if not text.strip() and attached is None:
-        return None  # a sticker, a service message: nothing to answer
+        return None  # a service message (a member joined, a pin): nothing to answer
     if chat.type != ChatType.PRIVATE:
         command = _command(message, text)
         if command is not None and command[1]:

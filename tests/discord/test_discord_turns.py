@@ -140,3 +140,15 @@ async def test_a_text_file_reaches_the_agent_and_a_file_it_cannot_read_is_named_
     assert notice.startswith('Not sent to the agent: "core.bin", "huge.log", "voice-message.ogg". It gets text files')
     assert echoed.startswith("echo: why does it fail\nAttached file: app.log\n"), answer
     assert r.fake.downloads == 2, "neither the file larger than the relay sends nor the voice message was downloaded"
+
+
+async def test_a_sticker_alone_is_named_as_not_sent_and_prompts_nothing(relay: RelayFactory) -> None:
+    """A sticker carries no text and no file: the person reads that the agent never got it (not silence,
+    nor an answer to an empty prompt)."""
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "", extra={"sticker_items": [{"id": "749054660769218631", "name": "Wave",
+                                                              "format_type": 1}]})
+    await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
+    assert [t.split(".")[0] for t in r.bot_texts(dm)] == ['Not sent to the agent: "sticker"']
+    assert r.prompts() == []

@@ -149,8 +149,9 @@ class FakeDiscord(InteractionRoutes):
         return cid
 
     async def say(self, channel_id: int, uid: int, content: str, *, mention: bool = False,
-                  attachments: tuple[tuple[str, str, bytes], ...] = (), name: str = "") -> int:
-        """A person writes in a channel (``mention``: the message starts with the bot's mention)."""
+                  attachments: tuple[tuple[str, str, bytes], ...] = (), name: str = "", extra: Json | None = None) -> int:
+        """A person writes in a channel (``mention``: the message starts with the bot's mention; ``extra``:
+        more of the message's fields, as a sticker's ``sticker_items``)."""
         author = self.users.setdefault(uid, user(uid, name or f"user{uid}"))
         if mention:
             content = f"<@{BOT_ID}> {content}"
@@ -163,6 +164,7 @@ class FakeDiscord(InteractionRoutes):
                           "proxy_url": f"http://127.0.0.1:{self.port}/cdn/{key}"})
         msg = self._message(self.channels[channel_id], author, content, attachments=files,
                             mentions=[self.bot] if mention else [])
+        msg.update(extra or {})
         await self.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
 

@@ -284,6 +284,11 @@ class FakeBotApi(MessageMethods):
                                "mime_type": "audio/ogg", "file_size": len(data)}}
         return self._incoming(chat_id, msg, None, None)
 
+    def sends(self, chat_id: int, fields: Json, *, user: int | None = None, reply_to: int | None = None) -> Json:
+        """A person sends a message of ``fields`` alone (a sticker, a location, a poll: no text)."""
+        msg: Json = {"from": self.user(user if user is not None else chat_id), **fields}
+        return self._incoming(chat_id, msg, None, reply_to)
+
     def unreadable(self, chat_id: int, text: str, *, user: int | None = None) -> Json:
         """An update python-telegram-bot cannot parse (a message without its date), carrying ``text``:
         a newer Bot API field, or a server that answers oddly, looks like this to the library."""

@@ -98,3 +98,40 @@ async def test_a_file_alone_the_agent_cannot_be_sent_is_answered_by_the_notice_n
     assert not [f for f in r.frames() if f.get("method") == "session/prompt"], "the agent got an empty prompt"
     [answer] = [m["text"] for m in api.bot_messages(USER)]
     assert answer.startswith('Not sent to the agent: "scan.pdf".')
+
+
+STICKER = {"sticker": {"file_id": "stk1", "file_unique_id": "ustk1", "type": "regular", "width": 512,
+                       "height": 512, "is_animated": False, "is_video": False, "emoji": "\N{THUMBS UP SIGN}"}}
+LOCATION = {"location": {"latitude": 52.52, "longitude": 13.405}}
+
+
+async def test_a_sticker_or_a_location_is_named_as_not_sent_instead_of_met_with_silence(
+        api: FakeBotApi, tg: TgFactory) -> None:
+    """Nothing the agent could read: the person reads which of the two it never got, once each, and
+    nothing is downloaded or prompted. Before, neither got a word back."""
+    r = await tg()
+    api.private(USER)
+    api.sends(USER, STICKER)
+    await until(lambda: api.bot_messages(USER), "the sticker is answered")
+    api.sends(USER, LOCATION)
+    await until(lambda: len(api.bot_messages(USER)) == 2, "the location is answered")
+    await r.settled()
+    texts = [m["text"] for m in api.bot_messages(USER)]
+    assert [t.split(".")[0] for t in texts] == ['Not sent to the agent: "sticker"', 'Not sent to the agent: "location"']
+    assert not api.calls("getFile") and "session/prompt" not in r.methods()
+
+
+async def test_in_a_group_only_a_sticker_answering_the_bot_is_named(api: FakeBotApi, tg: TgFactory) -> None:
+    """A sticker among people is not for the bot (nothing said); one in reply to the bot's message is."""
+    r = await tg()
+    group = api.group(-100777)
+    api.say(group, "/new", user=USER)
+    await until(lambda: api.bot_messages(group), "the group's /new is answered")
+    api.sends(group, STICKER, user=USER)
+    await r.settled()
+    assert len(api.bot_messages(group)) == 1, "a sticker among people is not the bot's"
+    [reply] = api.bot_messages(group)
+    api.sends(group, STICKER, user=USER, reply_to=reply["message_id"])
+    await until(lambda: len(api.bot_messages(group)) == 2, "the sticker answering the bot is answered")
+    await r.settled()
+    assert api.bot_messages(group)[-1]["text"].startswith('Not sent to the agent: "sticker".')
