@@ -149,7 +149,8 @@ class FakeDiscord(InteractionRoutes):
         return cid
 
     async def say(self, channel_id: int, uid: int, content: str, *, mention: bool = False,
-                  attachments: tuple[tuple[str, str, bytes], ...] = (), name: str = "", extra: Json | None = None) -> int:
+                  attachments: tuple[tuple[str, str, bytes], ...] = (), name: str = "",
+                  extra: Json | None = None) -> int:
         """A person writes in a channel (``mention``: the message starts with the bot's mention; ``extra``:
         more of the message's fields, as a sticker's ``sticker_items``)."""
         author = self.users.setdefault(uid, user(uid, name or f"user{uid}"))
