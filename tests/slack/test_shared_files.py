@@ -15,7 +15,7 @@ import pytest
 from core.surface_api import MAX_FILE_BYTES
 from tests.fakes.slack_api import BOT_TOKEN
 
-from .conftest import DM, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
+from .conftest import BOT_USER, CHANNEL, DM, TEAM, USER, SlackFactory, SlackRelayUnderTest, until
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"0" * 64
 
@@ -110,3 +110,19 @@ async def test_a_file_named_by_its_id_alone_is_described_by_files_info_and_sent(
     await relay.settled(ts, DM)
     assert relay.prompts() == ["what does it say?\nAttached file: notes.txt\n```\nfrom the other company\n```"]
     assert [name for name, _ in relay.fake.calls if name == "files.info"] == ["files.info"]
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_file_shared_with_a_mention_is_downloaded_once(slack: SlackFactory, mode: str) -> None:
+    """Slack sends a mention twice (``app_mention``, then ``message``): the file it shares is fetched for
+    the first alone, and the agent reads it once."""
+    relay = await slack(mode=mode)
+    fake = relay.fake
+    files = [fake.shared_file("app.log", "text/plain", b"KeyError: 'x'\n")]
+    msg = fake.user_message(USER, CHANNEL, f"<@{BOT_USER}> read it", None)
+    base = {"user": USER, "text": msg.text, "ts": msg.ts, "channel": CHANNEL, "team": TEAM, "event_ts": msg.ts,
+            "files": files}
+    await relay.deliver({"type": "app_mention", **base})
+    await relay.deliver({"type": "message", "subtype": "file_share", "channel_type": "channel", **base})
+    await relay.settled(msg.ts, CHANNEL)
+    assert len(_prompt_blocks(relay)) == 1 and fake.downloads == [f"Bearer {BOT_TOKEN}"]
