@@ -2,12 +2,15 @@
 
 A commit survives a relay crash and a call takes well under a millisecond, so the event loop calls
 directly; the log's checkpoints (its fsyncs) run on a thread of their own (``core.wal_checkpoints``).
+Another connection holding the file costs one wait of the whole busy timeout, not one a write
+(``HELD_WAIT_MS``).
 Relays sharing a SQLite file must share a machine; the leases still work among them (a write
 transaction excludes every other), with the machine's clock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import time
@@ -27,6 +30,12 @@ __all__ = ["SqliteBackend"]
 
 _log = logging.getLogger("acp_relay.store")
 _HUBS: dict[str, LocalHub] = {}
+#: Once another connection held the file past the whole busy timeout, the writes after it wait only this
+#: long (ms) each, until one is taken: every write waits on the event loop, and a file held for minutes
+#: (a ``sqlite3`` shell left in a transaction, a relay sharing the file frozen in one) would stop the
+#: whole relay for the full timeout at each of them (each refusal is transient: what was refused is
+#: held and tried again).
+HELD_WAIT_MS = 50
 
 
 class SqliteBackend(Backend):
@@ -39,6 +48,8 @@ class SqliteBackend(Backend):
         self._writes = WriterLock()  # the lock, which the file's checkpointer can take next when it must
         super().__init__(path, self._writes)
         self._conn = conn
+        self._patience_ms = 0  # the busy timeout it was opened with (``open``)
+        self._impatient = False  # the file was held past it: writes wait HELD_WAIT_MS until one is taken
         #: The file's checkpoints (none in memory, nor before ``open`` switched the file to WAL).
         self._checkpoints: WalCheckpointer | None = None
         # Stores opened on one file in one process are one relay's (or a test's two): they hear each other.
@@ -56,7 +67,8 @@ class SqliteBackend(Backend):
             raise StoreError(name, _describe(exc)) from exc
         backend = cls(conn, name)
         try:
-            backend.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            backend._patience_ms = int(busy_timeout_s * 1000)
+            backend.execute(f"PRAGMA busy_timeout = {backend._patience_ms}")
             mode = backend.switch_to_wal(busy_timeout_s)
             if mode != "wal" and name != ":memory:":
                 _log.warning("store %s: journal_mode is %s, not wal", name, mode)
@@ -86,10 +98,21 @@ class SqliteBackend(Backend):
             cur = self._conn.execute(sql, tuple(params))
             result = Result(cur.rowcount, cur.fetchall())
         except sqlite3.Error as exc:
-            raise self._error(_describe(exc), transient=_held(exc), full=disk_full(exc)) from exc
+            held = _held(exc)
+            if held:
+                self._wait(min(HELD_WAIT_MS, self._patience_ms))
+            raise self._error(_describe(exc), transient=held, full=disk_full(exc)) from exc
+        if self._impatient and (result.rowcount > 0 or self._conn.in_transaction):  # a write was taken
+            self._wait(self._patience_ms)
         if self._checkpoints is not None and result.rowcount > 0 and not self._conn.in_transaction:
             self._checkpoints.committed()  # a write outside a transaction commits on its own
         return result
+
+    def _wait(self, busy_timeout_ms: int) -> None:
+        """Wait up to ``busy_timeout_ms`` for another connection's write lock from now on."""
+        self._impatient = busy_timeout_ms < self._patience_ms
+        with contextlib.suppress(sqlite3.Error):  # (a connection closing meanwhile: nothing to wait for)
+            self._conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
 
     def _begin(self) -> None:
         self._execute("BEGIN IMMEDIATE", ())

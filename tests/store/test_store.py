@@ -13,7 +13,9 @@ import pytest
 
 from core.store import SCHEMA_VERSION, ConversationRecord, Store, StoreError
 from core.store.dialect import SQLITE
+from core.store.sqlite import HELD_WAIT_MS
 from core.store.records import STORE_AWAY, STORE_AWAY_HELD, held_prose
+from tests.full_store import locked
 from tests.store.conftest import Place
 
 
@@ -425,3 +427,28 @@ def test_migration_to_version_7_keeps_conversations_and_stores_the_chats_choices
         reset = store.get_conversation("k")
         assert reset is not None and (reset.project, reset.mode, reset.title) == ("app", "plan\neffort=high", "")
         assert reset.costs == again.costs and reset.session_id is None
+
+
+def test_a_file_held_past_the_busy_timeout_costs_that_wait_once_until_a_write_is_taken(db: Path) -> None:
+    """Each write waits on the event loop: once another writer held the file past the whole timeout, the
+    writes after it wait a moment each (the relay goes on meanwhile); a write taken again restores it."""
+    def waits(s: Store) -> int:
+        return int(s.backend.execute("PRAGMA busy_timeout").rows[0][0])
+
+    with Store.open(db, busy_timeout_s=0.5) as s:
+        assert waits(s) == 500
+        with locked(db):
+            for value in ("1", "2", "3"):
+                with pytest.raises(StoreError, match="locked"):
+                    s.set_offset("telegram", "update_id", value)
+                assert waits(s) == HELD_WAIT_MS
+            assert s.get_offset("telegram", "update_id") is None  # a read does not end it
+            assert waits(s) == HELD_WAIT_MS
+        s.set_offset("telegram", "update_id", "4")
+        assert waits(s) == 500 and s.get_offset("telegram", "update_id") == "4"
+        with locked(db), pytest.raises(StoreError, match="locked"):
+            s.set_offset("telegram", "update_id", "5")
+        assert waits(s) == HELD_WAIT_MS
+        with s.transaction():  # a transaction begun holds the write lock: taken too
+            pass
+        assert waits(s) == 500
