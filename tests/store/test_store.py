@@ -13,8 +13,8 @@ import pytest
 
 from core.store import SCHEMA_VERSION, ConversationRecord, Store, StoreError
 from core.store.dialect import SQLITE
-from core.store.sqlite import HELD_WAIT_MS
 from core.store.records import STORE_AWAY, STORE_AWAY_HELD, held_prose
+from core.store.sqlite import HELD_WAIT_MS
 from tests.full_store import locked
 from tests.store.conftest import Place
 
