@@ -461,3 +461,38 @@ async def test_files_attached_in_the_composer_reach_the_agent_and_what_cannot_is
     assert await page.locator("#attachments").is_hidden(), "the files went with the message"
     await tab.shot("23-files-answered")
     assert tab.errors == []
+
+
+async def test_a_file_pasted_and_a_file_dropped_on_the_composer_go_with_the_message(
+        browser: playwright_api.Browser, relay: DemoRelay, tmp_path: Path) -> None:
+    """The other two ways in: a file pasted into the text box (a file copied in a file manager, a
+    screenshot) and one dropped on the composer (the composer shows it takes it while one is over it)."""
+    tab = await open_tab(browser, relay, tmp_path)
+    page = tab.page
+    pasted = await page.evaluate("""() => {
+        const data = new DataTransfer();
+        data.items.add(new File(["copied from the editor\\n"], "snippet.py", {type: "text/x-python"}));
+        const paste = new ClipboardEvent("paste", {clipboardData: data, bubbles: true, cancelable: true});
+        document.querySelector("#composer textarea").dispatchEvent(paste);
+        return paste.defaultPrevented;
+    }""")
+    assert pasted, "a paste of files is the composer's, not the text box's"
+    assert await page.locator("#composer textarea").input_value() == "", "no file name pasted as text"
+    dropped = await page.evaluate_handle("""() => {
+        const data = new DataTransfer();
+        data.items.add(new File(["ERROR at line 3\\n"], "build.log", {type: "text/plain"}));
+        return data;
+    }""")
+    await page.dispatch_event("#composer", "dragover", {"dataTransfer": dropped})
+    assert "dropping" in (await page.get_attribute("#composer", "class") or "").split()
+    await tab.shot("24-file-dragged-over")
+    await page.dispatch_event("#composer", "drop", {"dataTransfer": dropped})
+    assert "dropping" not in (await page.get_attribute("#composer", "class") or "").split()
+    chips = page.locator("#attachments li")
+    assert [t.split("\n")[0] for t in await chips.all_inner_texts()] == ["snippet.py", "build.log"]
+    await page.fill("#composer textarea", "look at these")
+    await page.click("#send")
+    answer = await tab.answer("reached me as text")
+    assert "These files reached me as text: snippet.py, build.log." in await answer.inner_text()
+    assert await page.locator("#attachments").is_hidden()
+    assert tab.errors == []
