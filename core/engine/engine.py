@@ -326,6 +326,12 @@ class Engine(Pickups):
             text = f"/compact {command.argument}".rstrip()
             await self._enqueue(conv, QueueItem(dataclasses.replace(msg, text=text), compact=True), replay=replay)
             return
+        if command is None and not msg.text.strip() and not msg.attachments:
+            # Nothing to send (a surface read no words in it): said so, not "the agent finished without
+            # writing a reply" to a prompt it never got.
+            self.journal.complete(msg)
+            await self.outbox.reply(conv.surface, msg, wording.NOTHING_TO_SEND)
+            return
         if command is None:
             typed = agent_command(msg.text, conv.session.commands if conv.session is not None else ())
             if typed is not None:  # the agent's own command, typed in this surface's way: sent as /name

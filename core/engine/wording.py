@@ -29,6 +29,7 @@ __all__ = [
     "LEFT_AS_IT_IS",
     "MERGED_ABOVE",
     "NEW_CONVERSATION",
+    "NOTHING_TO_SEND",
     "NOTHING_TO_STOP",
     "OWNER_FAILED",
     "OWNER_SILENT",
@@ -94,6 +95,8 @@ COMPACTED = "The conversation was compacted."
 CHOOSE_BY_NUMBER = "Reply with a number to choose."
 PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finished."
 EMPTY_ANSWER = "The agent finished without writing a reply."
+#: A message with no words and nothing attached: the agent is not asked.
+NOTHING_TO_SEND = "That message had nothing in it the agent could read, so it was not sent."
 #: Left in a message that an answer no longer needs (the surface cannot delete it).
 MERGED_ABOVE = "(continued in the message above)"
 #: Posted below a message the platform showed without telling us its id (its answer could not be

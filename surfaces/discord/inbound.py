@@ -64,10 +64,26 @@ def thread_name(text: str) -> str:
     return words if len(words) <= _THREAD_NAME_MAX else words[:_THREAD_NAME_MAX - 1] + "…"
 
 
+def _forwarded(message: discord.Message) -> list[discord.MessageSnapshot]:
+    """The messages ``message`` forwards (a forward's own content is empty: what it says is in these)."""
+    reference = message.reference
+    if reference is None or reference.type != discord.MessageReferenceType.forward:
+        return []
+    return list(message.message_snapshots)
+
+
+def with_forwarded(message: discord.Message, text: str) -> str:
+    """``text``, then the words of the messages it forwards, each said to be forwarded."""
+    forwarded = [wording.forwarded_text(s.content.strip()) for s in _forwarded(message) if s.content.strip()]
+    return "\n\n".join(filter(None, (text, *forwarded)))
+
+
 def _nothing_to_read(message: discord.Message) -> tuple[Attachment, ...]:
-    """The message's stickers and its poll: nothing the agent could read, named as not sent (never fetched:
-    a media type that is never text, and no data), so the person is not answered as if they wrote nothing."""
-    named = ["sticker"] * len(message.stickers) + (["poll"] if message.poll is not None else [])
+    """The message's stickers and its poll (a forwarded message's stickers too): nothing the agent could
+    read, named as not sent (never fetched: a media type that is never text, and no data), so the person
+    is not answered as if they wrote nothing."""
+    stickers = len(message.stickers) + sum(len(s.stickers) for s in _forwarded(message))
+    named = ["sticker"] * stickers + (["poll"] if message.poll is not None else [])
     return tuple(Attachment("file", f"application/vnd.discord.{what}", b"", what) for what in named)
 
 
@@ -211,7 +227,7 @@ class Router:
             return  # a channel that is not allowed: nothing at all
         kind, parent = place
         if kind == "dm":
-            await self._hand(message, message.content.strip(), channel_id)
+            await self._hand(message, with_forwarded(message, message.content.strip()), channel_id)
             self.known.note(channel_id, message.id, "dm")
             return
         mentioned = self.mentions_me(message)
@@ -219,7 +235,7 @@ class Router:
         if kind == "thread":
             if self.known.get(channel_id) is None and not mentioned:
                 return  # someone else's thread that never addressed the bot
-            await self._hand(message, text, channel_id)
+            await self._hand(message, with_forwarded(message, text), channel_id)
             self.known.note(channel_id, message.id, "thread", parent)
             return
         if not mentioned:
@@ -281,7 +297,9 @@ class Router:
 
     async def _hand(self, message: discord.Message, text: str, conversation_channel: int) -> None:
         """Journal the message (``Host.submit``); the core handles it after the conversation's earlier ones."""
-        reply_to = message.reference.message_id if message.reference is not None else None
+        reference = message.reference
+        replies = reference is not None and reference.type != discord.MessageReferenceType.forward
+        reply_to = reference.message_id if reference is not None and replies else None
         user_id = str(message.author.id)
         # A stranger is refused by the core; what they attached is never downloaded.
         attached = await self._attachments(message) if self.host.permits(user_id) else ()
@@ -302,9 +320,10 @@ class Router:
     async def _attachments(self, message: discord.Message) -> tuple[Attachment, ...]:
         """The message's images, and its other files up to ``MAX_FILE_BYTES`` that may be text (a larger one,
         one never text, or one that could not be downloaded, comes without its data: the turn names it as
-        not sent), then its stickers and its poll, named as not sent too."""
+        not sent), and those of the messages it forwards; then its stickers and its poll, named as not sent
+        too."""
         attached: list[Attachment] = []
-        for item in message.attachments:
+        for item in [*message.attachments, *(a for s in _forwarded(message) for a in s.attachments)]:
             mime = (item.content_type or "").split(";")[0].strip() or "application/octet-stream"
             kind = download_as(mime, item.size, image_limit=MAX_IMAGE_BYTES)
             if kind is None:

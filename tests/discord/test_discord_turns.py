@@ -7,6 +7,7 @@ import asyncio
 from core.surface_api import MAX_FILE_BYTES
 from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
 from tests.fakes.discord_api import user
+from tests.fakes.discord_payloads import now
 
 OTHER_BOT = 111_000_000_000_000_777
 
@@ -152,3 +153,24 @@ async def test_a_sticker_alone_is_named_as_not_sent_and_prompts_nothing(relay: R
     await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
     assert [t.split(".")[0] for t in r.bot_texts(dm)] == ['Not sent to the agent: "sticker"']
     assert r.prompts() == []
+
+
+async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded_with_its_file(relay: RelayFactory) -> None:
+    """A forward's own content is empty: what it says, and the files it carries, are in its snapshot.
+    Before, the agent was prompted with nothing ("The agent finished without writing a reply")."""
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    key = f"{r.fake.snowflake()}-ci.log"
+    r.fake.attachments[key] = b"FAILED test_login\n"
+    cdn = f"http://127.0.0.1:{r.fake.port}/cdn/{key}"
+    snapshot = {"type": 0, "content": "the build fails on CI, see the log", "embeds": [], "timestamp": now(),
+                "edited_timestamp": None, "flags": 0, "mentions": [], "mention_roles": [],
+                "attachments": [{"id": key.split("-")[0], "filename": "ci.log", "size": 18, "content_type": "text/plain",
+                                 "url": cdn, "proxy_url": cdn}]}
+    await r.fake.say(dm, ALICE, "", extra={
+        "message_reference": {"type": 1, "message_id": "123456789012345678", "channel_id": "223456789012345678"},
+        "message_snapshots": [{"message": snapshot}]})
+    await until(lambda: r.prompts() and r.idle(), "answered")
+    assert r.prompts() == ["Forwarded message:\nthe build fails on CI, see the log\n"
+                           "Attached file: ci.log\n```\nFAILED test_login\n```"]
+    assert not any("finished without" in t for t in r.bot_texts(dm))

@@ -263,3 +263,17 @@ def test_the_allow_always_outcome_line_names_its_scope() -> None:
     edit = wording.approval_outcome_text("allow_always", "Edit a.py", "edit", "a.py")
     assert edit == ("Allowed for this session: Edit a.py (the same edit of `a.py` runs again without asking; "
                     "anything else is asked first)")
+
+
+async def test_a_message_with_nothing_in_it_is_told_so_and_never_prompted(relay: RelayFactory) -> None:
+    """A surface that read no words in a message (and nothing attached) hands it over blank: the person
+    reads that it was not sent, not that the agent wrote no reply to a prompt it never got; a message
+    after it is answered as usual."""
+    r = await relay()
+    blank = await r.send("  \n")
+    await r.idle()
+    assert r.texts() == [wording.NOTHING_TO_SEND] and r.reply_to(blank).text == wording.NOTHING_TO_SEND
+    assert "session/prompt" not in r.methods()
+    assert r.store.unfinished_inbound() == [], "done with: not offered again after a restart"
+    await r.ask("text hello")
+    assert r.prompts() == ["text hello"]
