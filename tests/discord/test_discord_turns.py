@@ -165,8 +165,8 @@ async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded_with_i
     cdn = f"http://127.0.0.1:{r.fake.port}/cdn/{key}"
     snapshot = {"type": 0, "content": "the build fails on CI, see the log", "embeds": [], "timestamp": now(),
                 "edited_timestamp": None, "flags": 0, "mentions": [], "mention_roles": [],
-                "attachments": [{"id": key.split("-")[0], "filename": "ci.log", "size": 18, "content_type": "text/plain",
-                                 "url": cdn, "proxy_url": cdn}]}
+                "attachments": [{"id": key.split("-")[0], "filename": "ci.log", "size": 18,
+                                 "content_type": "text/plain", "url": cdn, "proxy_url": cdn}]}
     await r.fake.say(dm, ALICE, "", extra={
         "message_reference": {"type": 1, "message_id": "123456789012345678", "channel_id": "223456789012345678"},
         "message_snapshots": [{"message": snapshot}]})
