@@ -13,7 +13,8 @@ Which messages are the relay's (``heard``):
   replies in that thread continue it;
 * nothing from a bot (the app itself included), and no edits, deletions or joins.
 
-The files shared with a message come along (``Heard.files``), to download before it is handed over.
+The files shared with a message come along (``Heard.files``), to download before it is handed over;
+the words of a message it forwards, or links to, come after its own, each said to be one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from surfaces.slack import wording
 from surfaces.slack.files import SharedFile, shared_files
 from surfaces.slack.keys import Thread
 
@@ -118,5 +120,19 @@ def heard(event: Mapping[str, Any], *, team: str, bot_user_id: str, joined: Call
     elif _mentions(raw, bot_user_id) or not thread_ts or not joined(thread):
         return None  # a mention arrives as app_mention as well; other channel messages are not ours
     files = shared_files(event)
-    text = person_text(strip_mention(raw, bot_user_id)).strip() or ("" if files else EMPTY_MENTION)
-    return Heard(thread, user, text, ts, files)
+    text = "\n\n".join(filter(None, (person_text(strip_mention(raw, bot_user_id)).strip(), *_shared(event))))
+    return Heard(thread, user, text or ("" if files else EMPTY_MENTION), ts, files)
+
+
+def _shared(event: Mapping[str, Any]) -> list[str]:
+    """The words of the messages ``event`` forwards (``is_share``) or links to (``is_msg_unfurl``: a message's
+    link, which Slack shows whole), each said to be one; a link's preview of a web page is not one."""
+    attachments = event.get("attachments")
+    out = []
+    for shared in attachments if isinstance(attachments, list) else ():
+        if not isinstance(shared, dict) or not (shared.get("is_share") or shared.get("is_msg_unfurl")):
+            continue
+        words = next((v for v in (shared.get("text"), shared.get("fallback")) if isinstance(v, str) and v.strip()), "")
+        if words:
+            out.append(wording.shared_text(person_text(words).strip(), forwarded=bool(shared.get("is_share"))))
+    return out

@@ -12,6 +12,7 @@ __all__ = [
     "RESET_HINT",
     "WORKING_REACTION",
     "WORKING_STATUS",
+    "shared_text",
 ]
 
 #: Appended where the core's prose suggests starting a new conversation.
@@ -27,3 +28,8 @@ COMPACT_NO_THREAD = (
 )
 #: ``/compact`` acknowledged: the compaction's answer appears in the thread it applies to.
 COMPACT_SENT = "Sent `/compact` to your latest conversation in this channel; the answer appears in its thread."
+
+
+def shared_text(words: str, *, forwarded: bool) -> str:
+    """A message a person forwarded to the app, or linked to, as the agent reads it."""
+    return f"{'Forwarded' if forwarded else 'Linked'} message:\n{words}"

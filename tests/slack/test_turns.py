@@ -6,10 +6,12 @@ import dataclasses
 import json
 import re
 
+import pytest
+
 from core.engine import wording
 from tests.fakes.slack_api import SlackMessage
 
-from .conftest import CHANNEL, DM, FAST, SlackFactory, until
+from .conftest import CHANNEL, DM, FAST, TEAM, USER, SlackFactory, until
 
 FENCE = re.compile(r"(?m)^ {0,3}```")
 
@@ -173,3 +175,19 @@ async def test_a_code_block_streams_natively_as_it_is_written(slack: SlackFactor
     called = methods(relay.fake.calls)
     assert called.count("chat.appendStream") >= 2 and "chat.update" not in called  # a stream all the way
     assert fences_balanced(answer)
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded(slack: SlackFactory, mode: str) -> None:
+    """A message forwarded to the app (Slack's "Forward message") has no words of its own: what it says is
+    in a shared attachment. Before, the app answered it with its list of commands (an empty mention)."""
+    relay = await slack(mode=mode)
+    msg = relay.fake.user_message(USER, DM, "")
+    forwarded = {"is_share": True, "is_msg_unfurl": True, "author_id": "U0OTHER", "channel_id": "C0OTHER",
+                 "ts": "1700000000.000100", "text": "deploy failed on <https://ci.example.com/run/7|run 7>",
+                 "fallback": "[November 14th] Bob: deploy failed"}
+    preview = {"title": "CI", "title_link": "https://ci.example.com", "text": "a page preview, not a message"}
+    await relay.deliver({"type": "message", "channel_type": "im", "user": USER, "text": "", "ts": msg.ts,
+                         "channel": DM, "team": TEAM, "event_ts": msg.ts, "attachments": [forwarded, preview]})
+    await relay.settled(msg.ts, DM)
+    assert relay.prompts() == ["Forwarded message:\ndeploy failed on run 7 (https://ci.example.com/run/7)"]
