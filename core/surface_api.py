@@ -96,6 +96,7 @@ from core.engine.surface import (
 )
 from core.engine.tables import MarkdownTable, monospace_tables, table_pieces
 from core.engine.tasks import TaskSet
+from core.engine.wording import forwarded_text
 from core.failures import INTERNAL_FAILURE
 from core.plugin import (
     LISTEN_BACKLOG,
@@ -186,6 +187,7 @@ __all__ = [
     "disk_full",
     "download_as",
     "error_prose",
+    "forwarded_text",
     "held_prose",
     "image_kind",
     "markdown_of",

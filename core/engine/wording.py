@@ -58,6 +58,7 @@ __all__ = [
     "compaction_status_text",
     "delivery_failure_text",
     "footer_text",
+    "forwarded_text",
     "help_text",
     "model_switched_text",
     "models_text",
@@ -481,3 +482,8 @@ def agent_gone_text(old: str, new: str) -> str:
 
 def _squash(text: str) -> str:
     return " ".join(text.split())
+
+
+def forwarded_text(words: str) -> str:
+    """A message a person forwarded (someone else's words), as the agent reads it."""
+    return f"Forwarded message:\n{words}"

@@ -35,6 +35,7 @@ from core.surface_api import (
     InboundMessage,
     StoreError,
     download_as,
+    forwarded_text,
     route,
 )
 from surfaces.discord import wording
@@ -74,7 +75,7 @@ def _forwarded(message: discord.Message) -> list[discord.MessageSnapshot]:
 
 def with_forwarded(message: discord.Message, text: str) -> str:
     """``text``, then the words of the messages it forwards, each said to be forwarded."""
-    forwarded = [wording.forwarded_text(s.content.strip()) for s in _forwarded(message) if s.content.strip()]
+    forwarded = [forwarded_text(s.content.strip()) for s in _forwarded(message) if s.content.strip()]
     return "\n\n".join(filter(None, (text, *forwarded)))
 
 

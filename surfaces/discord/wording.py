@@ -15,7 +15,6 @@ __all__ = [
     "STOP_DONE",
     "THREAD_FALLBACK_NAME",
     "close_code_text",
-    "forwarded_text",
     "missed_text",
     "no_token_text",
     "unreadable_answer",
@@ -36,11 +35,6 @@ NO_THREAD = ("I could not open a thread for this message: the bot needs the Crea
 REFUSAL_HINT = "Use `/new` to start a new conversation if this one keeps being declined."
 #: The name of a thread opened by a mention with no words.
 THREAD_FALLBACK_NAME = "Conversation"
-
-
-def forwarded_text(content: str) -> str:
-    """A message a person forwarded to the bot, as the agent reads it."""
-    return f"Forwarded message:\n{content}"
 
 BAD_TOKEN = ("Discord refused the bot token in ${env} (surfaces.discord.token_env); copy a fresh token from the "
              "Developer Portal (your application → Bot → Reset Token)")

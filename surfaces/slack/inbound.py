@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.surface_api import forwarded_text
 from surfaces.slack import wording
 from surfaces.slack.files import SharedFile, shared_files
 from surfaces.slack.keys import Thread
@@ -134,5 +135,6 @@ def _shared(event: Mapping[str, Any]) -> list[str]:
             continue
         words = next((v for v in (shared.get("text"), shared.get("fallback")) if isinstance(v, str) and v.strip()), "")
         if words:
-            out.append(wording.shared_text(person_text(words).strip(), forwarded=bool(shared.get("is_share"))))
+            words = person_text(words).strip()
+            out.append(forwarded_text(words) if shared.get("is_share") else wording.linked_text(words))
     return out

@@ -12,7 +12,7 @@ __all__ = [
     "RESET_HINT",
     "WORKING_REACTION",
     "WORKING_STATUS",
-    "shared_text",
+    "linked_text",
 ]
 
 #: Appended where the core's prose suggests starting a new conversation.
@@ -30,6 +30,6 @@ COMPACT_NO_THREAD = (
 COMPACT_SENT = "Sent `/compact` to your latest conversation in this channel; the answer appears in its thread."
 
 
-def shared_text(words: str, *, forwarded: bool) -> str:
-    """A message a person forwarded to the app, or linked to, as the agent reads it."""
-    return f"{'Forwarded' if forwarded else 'Linked'} message:\n{words}"
+def linked_text(words: str) -> str:
+    """A message a person linked to (Slack shows its words), as the agent reads it."""
+    return f"Linked message:\n{words}"

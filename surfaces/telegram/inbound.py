@@ -22,7 +22,7 @@ from typing import Literal
 from telegram import Bot, CallbackQuery, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 
-from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMessage, download_as
+from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMessage, download_as, forwarded_text
 from surfaces.telegram.keys import SURFACE_NAME, conversation_key
 from surfaces.telegram.wording import COMMANDS
 
@@ -143,6 +143,8 @@ def message_in(update: Update, me: User) -> Incoming | None:
             return None
         if command is None:
             text = _strip_mention(text, me)
+    if message.forward_origin is not None and text.strip():  # someone else's words (a comment is a message of its own)
+        text = forwarded_text(text.strip())
     user = message.from_user
     inbound = InboundMessage(SURFACE_NAME, conversation_key(chat.id, _topic(message)), str(user.id), text,
                              f"{chat.id}:{message.message_id}", display_name=user.full_name)

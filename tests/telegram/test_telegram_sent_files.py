@@ -135,3 +135,4 @@ async def test_in_a_group_only_a_sticker_answering_the_bot_is_named(api: FakeBot
     await until(lambda: len(api.bot_messages(group)) == 2, "the sticker answering the bot is answered")
     await r.settled()
     assert api.bot_messages(group)[-1]["text"].startswith('Not sent to the agent: "sticker".')
+

@@ -154,3 +154,18 @@ async def test_an_agent_without_images_gets_the_text_and_the_person_a_sentence(a
     await r.settled()
     assert "does not accept images" in finals(api, USER)[0]
     assert finals(api, USER)[0].count("images:0") == 1
+
+
+async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded(api: FakeBotApi, tg: TgFactory) -> None:
+    """Someone else's words, forwarded to the bot: the agent reads that they are (the person's own comment,
+    which Telegram sends as a message of its own, reads as theirs)."""
+    r = await tg()
+    api.private(USER)
+    api.say(USER, "text why does this happen?")
+    await until(lambda: finals(api, USER), "the comment is answered")
+    api.say(USER, "text KeyError: 'x' in deploy.py", extra={
+        "forward_origin": {"type": "user", "date": 1700000000, "sender_user": {"id": 77, "is_bot": False,
+                                                                              "first_name": "Bob"}}})
+    await until(lambda: len(finals(api, USER)) == 2, "the forward is answered")
+    await r.settled()
+    assert r.prompts() == ["text why does this happen?", "Forwarded message:\ntext KeyError: 'x' in deploy.py"]
