@@ -490,6 +490,20 @@ async def test_a_file_pasted_and_a_file_dropped_on_the_composer_go_with_the_mess
     assert "dropping" not in (await page.get_attribute("#composer", "class") or "").split()
     chips = page.locator("#attachments li")
     assert [t.split("\n")[0] for t in await chips.all_inner_texts()] == ["snippet.py", "build.log"]
+    text = await page.evaluate_handle("""() => {
+        const data = new DataTransfer();
+        data.setData("text/plain", "dragged words");
+        return data;
+    }""")
+    await page.dispatch_event("#composer", "dragover", {"dataTransfer": text})
+    assert "dropping" not in (await page.get_attribute("#composer", "class") or "").split(), "words are no file"
+    taken = await page.evaluate("""(data) => {
+        const drop = new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true});
+        document.querySelector("#composer textarea").dispatchEvent(drop);
+        return drop.defaultPrevented;
+    }""", text)
+    assert not taken, "dragged words are left to the text box, which takes them"
+    assert await chips.count() == 2
     await page.fill("#composer textarea", "look at these")
     await page.click("#send")
     answer = await tab.answer("reached me as text")

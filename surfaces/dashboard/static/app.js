@@ -639,12 +639,21 @@
     const files = e.clipboardData ? [...e.clipboardData.files] : [];
     if (files.length) { e.preventDefault(); attach(files); }
   });
-  composer.addEventListener("dragover", (e) => { e.preventDefault(); composer.classList.add("dropping"); });
-  composer.addEventListener("dragleave", () => composer.classList.remove("dropping"));
-  composer.addEventListener("drop", (e) => {
+  // Only files are the composer's to take: dragged text still drops into the text box, as anywhere.
+  const carriesFiles = (e) => Boolean(e.dataTransfer && [...e.dataTransfer.types].includes("Files"));
+  composer.addEventListener("dragover", (e) => {
+    if (!carriesFiles(e)) return;
     e.preventDefault();
+    composer.classList.add("dropping");
+  });
+  composer.addEventListener("dragleave", (e) => {
+    if (!composer.contains(e.relatedTarget)) composer.classList.remove("dropping");  // not onto a child of it
+  });
+  composer.addEventListener("drop", (e) => {
     composer.classList.remove("dropping");
-    if (e.dataTransfer) attach(e.dataTransfer.files);
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    attach(e.dataTransfer.files);
   });
 
   let unsent = null;  // {text, id} of a send that failed: resending the same text reuses its id
