@@ -477,6 +477,15 @@ async def test_a_file_pasted_and_a_file_dropped_on_the_composer_go_with_the_mess
         return paste.defaultPrevented;
     }""")
     assert pasted, "a paste of files is the composer's, not the text box's"
+    cells = await page.evaluate("""() => {
+        const data = new DataTransfer();
+        data.setData("text/plain", "a\\tb\\n1\\t2");
+        data.items.add(new File([new Uint8Array([137, 80, 78, 71])], "image.png", {type: "image/png"}));
+        const paste = new ClipboardEvent("paste", {clipboardData: data, bubbles: true, cancelable: true});
+        document.querySelector("#composer textarea").dispatchEvent(paste);
+        return paste.defaultPrevented;
+    }""")
+    assert not cells, "cells copied from a spreadsheet (words, and a picture of them) paste as words"
     assert await page.locator("#composer textarea").input_value() == "", "no file name pasted as text"
     dropped = await page.evaluate_handle("""() => {
         const data = new DataTransfer();

@@ -636,8 +636,12 @@
     showChosen();
   });
   textarea.addEventListener("paste", (e) => {
-    const files = e.clipboardData ? [...e.clipboardData.files] : [];
-    if (files.length) { e.preventDefault(); attach(files); }
+    const data = e.clipboardData;
+    const files = data ? [...data.files] : [];
+    // Words come first: cells copied from a spreadsheet or a document bring a picture of themselves along.
+    if (!files.length || data.getData("text/plain").trim()) return;
+    e.preventDefault();
+    attach(files);
   });
   // Only files are the composer's to take: dragged text still drops into the text box, as anywhere.
   const carriesFiles = (e) => Boolean(e.dataTransfer && [...e.dataTransfer.types].includes("Files"));
