@@ -16,6 +16,7 @@ reply to a message the bot wrote counts as a reply to the bot.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,7 +27,7 @@ from core.surface_api import MAX_FILE_BYTES, Attachment, ButtonPress, InboundMes
 from surfaces.telegram.keys import SURFACE_NAME, conversation_key
 from surfaces.telegram.wording import COMMANDS
 
-__all__ = ["MAX_IMAGE_BYTES", "Attached", "Incoming", "fetch_attached", "message_in", "press_in"]
+__all__ = ["MAX_IMAGE_BYTES", "Attached", "Incoming", "album_in", "fetch_attached", "message_in", "press_in"]
 
 #: The Bot API lets a bot download files up to 20 MB.
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -50,10 +51,10 @@ class Attached:
 
 @dataclass(frozen=True, slots=True)
 class Incoming:
-    """A message for the engine, and what it came with still to fetch."""
+    """A message for the engine, and what it came with still to fetch (an album's every part)."""
 
     message: InboundMessage
-    attached: Attached | None = None
+    attached: tuple[Attached, ...] = ()
 
 
 def _topic(message: Message) -> int | None:
@@ -123,8 +124,22 @@ def _nothing_to_read(message: Message) -> Attached | None:
 
 def message_in(update: Update, me: User) -> Incoming | None:
     """The message ``update`` carries for this bot, or None when it is not for the bot."""
-    message = update.message
-    if message is None or message.from_user is None or message.from_user.is_bot:
+    return None if update.message is None else _message_in(update.message, me)
+
+
+def album_in(parts: Sequence[Message], me: User) -> Incoming | None:
+    """The parts of an album (photos or files sent together, a message each) as one message: read as the
+    part that carries the words (the caption, where a group's mention is), with every part's file; None
+    when no part is for the bot."""
+    readings = [reading for part in parts if (reading := _message_in(part, me)) is not None]
+    lead = next((r for r in readings if r.message.text.strip()), readings[0] if readings else None)
+    if lead is None:
+        return None
+    return Incoming(lead.message, tuple(a for part in parts if (a := _attached(part)) is not None))
+
+
+def _message_in(message: Message, me: User) -> Incoming | None:
+    if message.from_user is None or message.from_user.is_bot:
         return None
     chat = message.chat
     if chat.type == ChatType.CHANNEL:
@@ -148,7 +163,7 @@ def message_in(update: Update, me: User) -> Incoming | None:
     user = message.from_user
     inbound = InboundMessage(SURFACE_NAME, conversation_key(chat.id, _topic(message)), str(user.id), text,
                              f"{chat.id}:{message.message_id}", display_name=user.full_name)
-    return Incoming(inbound, attached)
+    return Incoming(inbound, () if attached is None else (attached,))
 
 
 def press_in(query: CallbackQuery) -> ButtonPress | None:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
-from core.surface_api import HeldMessages, Host, StoreError
-from surfaces.telegram.inbound import Incoming, fetch_attached, message_in, press_in
+from core.surface_api import Attachment, HeldMessages, Host, InboundMessage, StoreError
+from surfaces.telegram.inbound import Attached, Incoming, album_in, fetch_attached, message_in, press_in
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import FILE_NOT_FETCHED, IMAGE_NOT_FETCHED, press_answer
 
@@ -77,21 +77,24 @@ class Intake:
         log.debug("update %s could not be read", update_id, exc_info=exc)
         self.host.reject(f"update:{update_id}", f"{kind}: {type(exc).__name__}")
 
+    async def take_album(self, parts: Sequence[Update]) -> None:
+        """Take in the parts of an album (an update each) as one message: the agent reads the caption with
+        every part's file, and answers once. When this returns, Telegram may be told of every part."""
+        await self.ready.wait()
+        assert self.me is not None
+        incoming = album_in([u.message for u in parts if u.message is not None], self.me)
+        if incoming is None:
+            return
+        async with self.host.ordered(incoming.message.conversation_key):
+            await self._take_message(incoming)
+
     async def _take_message(self, incoming: Incoming) -> None:
-        message, attached = incoming.message, incoming.attached
-        if attached is not None and self.host.permits(message.user_id):  # (a stranger's costs nothing)
-            try:
-                fetched = await fetch_attached(self.bot, attached)
-            except (TelegramError, RuntimeError) as exc:
-                log.warning("could not fetch a %s in %s: %s", attached.kind, message.conversation_key, exc)
-                fetched = None
-            if fetched is not None:
-                message = dataclasses.replace(message, attachments=(fetched,))
-            else:
-                self.host.notify(message.conversation_key,
-                                 IMAGE_NOT_FETCHED if attached.kind == "image" else FILE_NOT_FETCHED)
-                if not message.text.strip():
-                    return
+        message = incoming.message
+        if incoming.attached and self.host.permits(message.user_id):  # (a stranger's costs nothing)
+            fetched = [got for attached in incoming.attached if (got := await self._fetch(message, attached))]
+            message = dataclasses.replace(message, attachments=tuple(fetched))
+            if not fetched and not message.text.strip():
+                return  # nothing came to send (the person was told)
         refused = self._held.behind(message)
         if refused is not None:  # a message of its chat is held: this one waits behind it (not confirmed)
             raise refused.with_traceback(None)
@@ -100,6 +103,18 @@ class Intake:
         except StoreError as exc:  # not confirmed: Telegram sends it again (journaled by then: a repeat)
             if self._held.refused(message, exc):
                 raise
+
+    async def _fetch(self, message: InboundMessage, attached: Attached) -> Attachment | None:
+        """``attached``, downloaded; None when it could not be (its person is told so)."""
+        try:
+            fetched = await fetch_attached(self.bot, attached)
+        except (TelegramError, RuntimeError) as exc:
+            log.warning("could not fetch a %s in %s: %s", attached.kind, message.conversation_key, exc)
+            fetched = None
+        if fetched is None:
+            said = IMAGE_NOT_FETCHED if attached.kind == "image" else FILE_NOT_FETCHED
+            self.host.notify(message.conversation_key, said)
+        return fetched
 
     async def _press(self, query: CallbackQuery) -> None:
         answer: str | None = None

@@ -13,6 +13,11 @@ people's texts and all, at CRITICAL each time. An update that cannot be read is 
 next few polls, then logged once (its id and what was wrong, never its text), stored as rejected,
 confirmed, and the updates behind it go on.
 
+An album (photos or files sent together) comes as an update a part, and a long poll answers at the
+first: a batch that ends in one is asked for again shortly after, from the same offset (confirming
+nothing), until the album stops growing; its parts are then taken in as one message, and the offset
+moves past them together.
+
 A poll that comes back empty before its ``timeout`` (the server does not long-poll) is followed by
 a short pause, so such a server is not asked hundreds of times a second; Telegram itself answers an
 empty poll only at the timeout, so nothing waits there.
@@ -35,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from telegram import Bot, Update
-from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter
+from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter, TelegramError
 from telegram.warnings import PTBUserWarning
 
 from core.surface_api import StartupError, StoreError, SurfaceState
@@ -43,7 +48,8 @@ from surfaces.telegram.errors import retry_after_s
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.wording import token_refused
 
-__all__ = ["ALLOWED_UPDATES", "IDLE_PAUSE_S", "PARSE_TRIES", "STORE_PAUSE_S", "Poller", "Sleep"]
+__all__ = ["ALBUM_WAITS", "ALBUM_WAIT_S", "ALLOWED_UPDATES", "IDLE_PAUSE_S", "PARSE_TRIES", "STORE_PAUSE_S", "Poller",
+           "Sleep"]
 
 log = logging.getLogger("acp_relay.telegram.polling")
 
@@ -58,6 +64,11 @@ PARSE_TRIES = 3
 STORE_PAUSE_S = (0.5, 8.0)
 #: Added to the long-poll timeout for the HTTP read (Telegram answers at ``timeout`` at the latest).
 _READ_MARGIN_S = 10.0
+#: A batch that ends in a part of an album (photos or files sent together: an update each) is asked for
+#: again this long after, from the same offset (so nothing is confirmed), while the album grows, at most
+#: ``ALBUM_WAITS`` times: a long poll answers at the first part, and the agent should read them together.
+ALBUM_WAIT_S = 0.4
+ALBUM_WAITS = 5
 
 # The raw answer is asked for on purpose (see the module docstring); PTB would suggest get_updates.
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates'", category=PTBUserWarning)
@@ -121,7 +132,8 @@ class Poller:
                 if time.monotonic() - began < self.timeout_s:  # came back early: it did not long-poll
                     await self._sleep(self.idle_pause_s)
                 continue
-            for data in batch:
+            for unit in _units(await self._whole_albums(offset, batch)):
+                data = unit[-1]  # the offset moves past the last of an album's parts
                 update_id = data.get("update_id") if isinstance(data, dict) else None
                 if not isinstance(update_id, int):
                     # Without its id it cannot be confirmed alone; the next update's offset confirms it.
@@ -130,7 +142,7 @@ class Poller:
                 if offset is not None and update_id < offset:
                     continue  # already stored (a server that ignores the offset sends it again)
                 try:
-                    taken = await self._take(update_id, data)
+                    taken = await (self._take(update_id, data) if len(unit) == 1 else self._take_album(unit))
                 except StoreError as exc:  # not confirmed: asked for again (the relay holds a message meanwhile)
                     log.debug("the store refused Telegram update %s: %s", update_id, exc)
                     await self._sleep(refused_pause_s)
@@ -155,6 +167,34 @@ class Poller:
             return
         self._offset_refused = False
 
+    async def _whole_albums(self, offset: int | None, batch: list[Any]) -> list[Any]:
+        """``batch``, and the rest of the album it ends in (see ``ALBUM_WAIT_S``)."""
+        for _ in range(ALBUM_WAITS):
+            if _album(batch[-1]) is None:
+                break
+            await self._sleep(ALBUM_WAIT_S)
+            try:
+                again = await self._fetch(offset, 0)
+            except TelegramError as exc:  # the album as far as it came; the next poll brings the rest
+                log.info("could not ask for the rest of an album: %s", exc)
+                break
+            if len(again) <= len(batch):
+                break  # the album is whole
+            batch = again
+        return batch
+
+    async def _take_album(self, parts: list[dict[str, Any]]) -> bool:
+        """Take in an album's parts as one message; one that cannot be read leaves each taken on its own."""
+        try:
+            updates = [Update.de_json(data, self.bot) for data in parts]
+        except Exception:  # whatever PTB raises: each part is tried, and skipped, on its own
+            for data in parts:
+                if not await self._take(data["update_id"], data):
+                    return False
+            return True
+        await self.intake.take_album(updates)
+        return True
+
     async def _take(self, update_id: int, data: dict[str, Any]) -> bool:
         """Read and take in one update; False: unreadable, try it again on the next poll."""
         try:
@@ -177,3 +217,24 @@ class Poller:
         offset = self.offset()
         if offset is not None:
             await self._fetch(offset, 0, limit=1)
+
+
+def _album(data: Any) -> tuple[Any, str] | None:
+    """The chat and album id of an update that is part of an album; None for any other update."""
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("media_group_id"), str):
+        return None
+    chat = message.get("chat")
+    return (chat.get("id") if isinstance(chat, dict) else None), message["media_group_id"]
+
+
+def _units(batch: list[Any]) -> list[list[Any]]:
+    """``batch`` as what is taken in at once: an update, or an album's parts that came one after another."""
+    units: list[list[Any]] = []
+    for data in batch:
+        album = _album(data)
+        if units and album is not None and _album(units[-1][-1]) == album:
+            units[-1].append(data)
+        else:
+            units.append([data])
+    return units

@@ -263,6 +263,26 @@ class FakeBotApi(MessageMethods):
             msg["caption"] = caption
         return self._incoming(chat_id, msg, topic, None)
 
+    def album(self, chat_id: int, photos: list[bytes], *, caption: str = "", user: int | None = None,
+              group: str = "13579") -> list[Json]:
+        """A person sends photos together (an album): a message each, one ``media_group_id``, the caption
+        on the first, as Telegram's apps send one."""
+        parts = []
+        for i, data in enumerate(photos):
+            file_id = f"photo{len(self.files) + 1}"
+            self.files[f"photos/{file_id}.jpg"] = data
+            msg: Json = {"from": self.user(user if user is not None else chat_id), "media_group_id": group,
+                         "photo": [{"file_id": file_id, "file_unique_id": f"u{file_id}", "width": 800, "height": 800,
+                                    "file_size": len(data)}]}
+            if caption and i == 0:
+                msg["caption"] = caption
+                mentions = [{"type": "mention", "offset": utf16_len(caption[:m.start()]), "length": utf16_len(m[0])}
+                            for m in re.finditer(r"@\w+", caption)]
+                if mentions:
+                    msg["caption_entities"] = mentions
+            parts.append(self._incoming(chat_id, msg, None, None))
+        return parts
+
     def document(self, chat_id: int, data: bytes, name: str, mime: str, *, caption: str = "",
                  user: int | None = None) -> Json:
         """A person sends a file (``sendDocument`` as a person's app does it): downloadable with getFile."""

@@ -5,6 +5,7 @@ person never believes the agent read what it never saw. A stranger's file is nev
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from core.surface_api import MAX_FILE_BYTES
@@ -136,3 +137,39 @@ async def test_in_a_group_only_a_sticker_answering_the_bot_is_named(api: FakeBot
     await r.settled()
     assert api.bot_messages(group)[-1]["text"].startswith('Not sent to the agent: "sticker".')
 
+
+
+async def test_an_album_is_one_message_the_agent_reads_whole_and_answers_once(api: FakeBotApi, tg: TgFactory) -> None:
+    """Photos sent together come as an update each, the caption on the first: the agent reads the caption
+    with every photo in one prompt, and the chat reads one answer (before: an answer a photo, and two
+    "queued" receipts). Parts that arrive after the poll that brought the first join it."""
+    r = await tg()
+    api.private(USER)
+    jpeg = b"\xff\xd8" + b"\0" * 64
+    api.album(USER, [jpeg, jpeg], caption="report_images")
+    await asyncio.sleep(0.1)  # a poll answers with what is there: the third part comes after it
+    api.album(USER, [jpeg])  # (the same album: its caption was on the first part)
+    await until(lambda: finals(api, USER), "answered")
+    await r.settled()
+    prompts = [f for f in r.frames() if f.get("method") == "session/prompt"]
+    assert len(prompts) == 1, "one prompt for the album"
+    blocks = prompts[0]["params"]["prompt"]
+    assert [b["type"] for b in blocks] == ["text", "image", "image", "image"]
+    [answer] = finals(api, USER)
+    assert answer.startswith("images:3") and len(api.bot_messages(USER)) == 1, "one answer, no receipts"
+    assert len(api.calls("getFile")) == 3
+
+
+async def test_in_a_group_an_album_whose_caption_mentions_the_bot_is_one_message(
+        api: FakeBotApi, tg: TgFactory) -> None:
+    """Only the first part carries the caption, and so the mention: the other parts are the bot's too.
+    An album among people, mentioning nobody, is not the bot's."""
+    r = await tg()
+    group = api.group(-100778)
+    jpeg = b"\xff\xd8" + b"\0" * 64
+    api.album(group, [jpeg, jpeg], user=USER, group="11")  # people sharing photos: nothing for the bot
+    api.album(group, [jpeg, jpeg, jpeg], caption=f"@{api.me['username']} report_images", user=USER, group="22")
+    await until(lambda: finals(api, group), "answered")
+    await r.settled()
+    [answer] = finals(api, group)
+    assert answer.startswith("images:3") and len(r.prompts()) == 1, answer
