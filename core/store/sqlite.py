@@ -10,7 +10,6 @@ transaction excludes every other), with the machine's clock.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
 import time
@@ -111,8 +110,10 @@ class SqliteBackend(Backend):
     def _wait(self, busy_timeout_ms: int) -> None:
         """Wait up to ``busy_timeout_ms`` for another connection's write lock from now on."""
         self._impatient = busy_timeout_ms < self._patience_ms
-        with contextlib.suppress(sqlite3.Error):  # (a connection closing meanwhile: nothing to wait for)
+        try:
             self._conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        except sqlite3.Error as exc:  # a connection closing meanwhile: its next statement says why
+            _log.debug("store %s: could not set the busy timeout: %s", self.location, exc)
 
     def _begin(self) -> None:
         self._execute("BEGIN IMMEDIATE", ())
