@@ -30,6 +30,7 @@ from core.engine.choices import ModelChoices
 from core.engine.commands import Control
 from core.engine.conversation import Conversation, ConversationDeps
 from core.engine.delivery import Outbox
+from core.engine.edits import Edits
 from core.engine.form_prompt import FormPrompts
 from core.engine.form_state import Forms
 from core.engine.journal import Journal
@@ -126,6 +127,7 @@ class Engine(Pickups):
         self.receipts = Receipts(self.outbox, self.tasks)
         self.steering = Steering(self.outbox, self.journal, self.receipts)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
+        self.edits = Edits(self.journal, self.outbox, self.conversation)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
                                          max_answer_bytes=config.engine.max_answer_bytes, forms=self.form_prompts)
@@ -254,7 +256,7 @@ class Engine(Pickups):
             log.warning("message from a surface that is not attached: %s", message.surface)
             return None
         if not self.access.permits(message.surface, message.user_id):
-            if not self.access.first_refusal(message.surface, message.user_id):
+            if message.edits is not None or not self.access.first_refusal(message.surface, message.user_id):
                 return None
             text = wording.unauthorised_text(message.user_id)
 
@@ -262,6 +264,11 @@ class Engine(Pickups):
                 await self.outbox.reply(surface, message, text, private=True)
 
             return refuse
+        if message.edits is not None:
+            if self.ownership is not None and self.ownership.lease(message.conversation_key) is None:
+                log.info("an edit in %s, a conversation this relay does not answer, was left", message.conversation_key)
+                return None
+            return self.edits.accept(surface, message, running=self.state == "running")
         if not self.journal.record(message):
             log.info("ignoring a redelivered message %s/%s", message.surface, message.message_id)
             return None

@@ -59,6 +59,9 @@ class InboundMessage:
     attachments: tuple[Attachment, ...] = ()
     reply_to: str | None = None
     origin: object | None = field(default=None, compare=False, repr=False)
+    #: The ``message_id`` of the person's message this one edits (its new words); ``message_id`` is
+    #: then the edit's own, which recognises a redelivery of the same edit.
+    edits: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

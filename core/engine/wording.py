@@ -22,6 +22,7 @@ __all__ = [
     "CHOOSE_BY_NUMBER",
     "COMPACTED",
     "DENY_LABEL",
+    "EDIT_NOT_SENT",
     "EMPTY_ANSWER",
     "FOOTER_GLYPH",
     "INTERRUPTED_RESUMING",
@@ -98,6 +99,9 @@ PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finis
 EMPTY_ANSWER = "The agent finished without writing a reply."
 #: A message with no words and nothing attached: the agent is not asked.
 NOTHING_TO_SEND = "That message had nothing in it the agent could read, so it was not sent."
+#: A person edited a message the agent had already read: an agent reads a message once.
+EDIT_NOT_SENT = ("The agent had already read this message, so the edit was not sent to it. "
+                 "Send what changed as a new message.")
 #: Left in a message that an answer no longer needs (the surface cannot delete it).
 MERGED_ABOVE = "(continued in the message above)"
 #: Posted below a message the platform showed without telling us its id (its answer could not be

@@ -151,14 +151,29 @@ class Store:
         return int(result.rows[0][0])
 
     def record_inbound(
-        self, surface: str, message_id: str, conversation_key: str, payload: dict[str, Any]
+        self, surface: str, message_id: str, conversation_key: str, payload: dict[str, Any], *,
+        completed: bool = False,
     ) -> bool:
-        """Journal an inbound message; False when ``(surface, message_id)`` was already recorded."""
+        """Journal an inbound message; False when ``(surface, message_id)`` was already recorded.
+        ``completed``: handled once taken, never replayed (an edit: its row only recognises a repeat)."""
+        now = time.time()
         result = self._write(
-            "INSERT INTO inbound (surface, message_id, conversation_key, payload, received_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (surface, message_id) DO NOTHING",
-            (surface, message_id, conversation_key, json.dumps(payload), time.time()),
+            "INSERT INTO inbound (surface, message_id, conversation_key, payload, received_at, completed_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (surface, message_id) DO NOTHING",
+            (surface, message_id, conversation_key, json.dumps(payload), now, now if completed else None),
         )
+        return result.rowcount == 1
+
+    def inbound_payload(self, surface: str, message_id: str) -> dict[str, Any] | None:
+        """What was journaled of a message taken in (None: never journaled, or rejected)."""
+        rows = self._read("SELECT payload FROM inbound WHERE surface = ? AND message_id = ? AND progress <> 'rejected'",
+                          (surface, message_id))
+        return json.loads(rows[0][0]) if rows else None
+
+    def rewrite_inbound(self, surface: str, message_id: str, payload: dict[str, Any]) -> bool:
+        """Replace what an unfinished message says (edited before it was read); False when it is finished."""
+        result = self._write("UPDATE inbound SET payload = ? WHERE surface = ? AND message_id = ?"
+                             " AND completed_at IS NULL", (json.dumps(payload), surface, message_id))
         return result.rowcount == 1
 
     def reject_inbound(self, surface: str, message_id: str, reason: str) -> None:

@@ -139,6 +139,24 @@ def test_unfinished_inbound_survives_reopen_in_arrival_order(place: Place) -> No
         assert pending[1].conversation_key == "slack:T:C:1.0" and pending[1].surface == "slack"
         assert pending[0].seq < pending[1].seq < pending[2].seq
 
+def test_an_edited_message_is_rewritten_only_while_unfinished_and_an_edit_is_never_replayed(place: Place) -> None:
+    with place.open() as s:
+        s.record_inbound("telegram", "1:5", "telegram:1", {"text": "fix foo.py", "user_id": "7"})
+        assert s.record_inbound("telegram", "1:5:edit:1", "telegram:1", {"edits": "1:5"}, completed=True)
+        assert not s.record_inbound("telegram", "1:5:edit:1", "telegram:1", {"edits": "1:5"}, completed=True)
+        assert s.rewrite_inbound("telegram", "1:5", {"text": "fix bar.py", "user_id": "7"})
+        s.reject_inbound("telegram", "update:9", "unreadable")
+    with place.open() as s:
+        assert [(r.message_id, r.payload) for r in s.unfinished_inbound()] == [
+            ("1:5", {"text": "fix bar.py", "user_id": "7"})], "the edit itself is never answered"
+        assert s.inbound_payload("telegram", "1:5") == {"text": "fix bar.py", "user_id": "7"}
+        assert s.inbound_payload("telegram", "update:9") is None, "a rejected update was never taken in"
+        assert s.inbound_payload("telegram", "1:6") is None
+        s.complete_inbound("telegram", "1:5")
+        assert not s.rewrite_inbound("telegram", "1:5", {"text": "too late"})
+        assert s.inbound_payload("telegram", "1:5") == {"text": "fix bar.py", "user_id": "7"}
+
+
 
 def test_a_rejected_update_is_never_replayed_and_its_redelivery_is_known(store: Store) -> None:
     store.reject_inbound("telegram", "9", "unreadable update")

@@ -1,0 +1,102 @@
+"""A person edits a message of theirs (a typo fixed, a file name corrected), through the engine (memory
+surface, the scripted agent as a real process). The agent reads a message once: an edit of one still
+waiting its turn replaces its words, an edit of one it has read is answered with a sentence saying the
+edit was not sent, and an edit with no new words, one of a message the relay never took in, and one
+delivered twice change nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from core.engine import wording
+from core.engine.messages import InboundMessage
+from tests.engine.conftest import Relay, RelayFactory, until
+
+
+async def edit(r: Relay, original: InboundMessage, text: str, *, edit_id: str = "") -> InboundMessage:
+    """The surface's edit of ``original``: new words, under an id of the edit's own."""
+    edited = dataclasses.replace(original, text=text, message_id=f"{original.message_id}:edit:{edit_id or text}",
+                                 edits=original.message_id)
+    await r.engine.handle_message(edited)
+    return edited
+
+
+async def running(r: Relay, script: str) -> InboundMessage:
+    msg = await r.send(script)
+    await until(lambda: any("working" in t for t in r.texts()), what="the turn runs at the agent")
+    return msg
+
+
+async def test_an_edit_of_a_message_waiting_its_turn_replaces_its_words(relay: RelayFactory) -> None:
+    r = await relay()
+    await running(r, "text working\nsleep 0.5\ntext done")
+    waiting = await r.send("text fix foo.py")
+    await edit(r, waiting, "text fix bar.py")
+    await r.idle()
+    assert r.prompts()[1:] == ["text fix bar.py"], "the agent reads the edited words, once"
+    assert "fix bar.py" in r.answer(waiting)
+    assert wording.EDIT_NOT_SENT not in r.texts(), "nothing to tell: the agent got the edit"
+
+
+async def test_an_edit_of_a_message_the_agent_has_read_is_answered_that_it_was_not_sent(relay: RelayFactory) -> None:
+    r = await relay()
+    answered = await r.send("text fix foo.py")
+    await r.idle()
+    await edit(r, answered, "text fix bar.py")
+    await r.idle()
+    assert r.prompts() == ["text fix foo.py"], "an agent reads a message once"
+    [notice] = r.with_text(wording.EDIT_NOT_SENT)
+    assert notice.reply_to == answered.message_id, "said under the message that was edited"
+
+    running_now = await running(r, "text working\nsleep 0.3\ntext done")
+    await edit(r, running_now, "text working harder")
+    await r.idle()
+    assert len(r.with_text(wording.EDIT_NOT_SENT)) == 2, "an edit while its turn runs is not sent either"
+    assert r.prompts()[-1] == "text working\nsleep 0.3\ntext done"
+
+
+async def test_an_edit_with_no_new_words_a_repeat_or_of_a_message_never_taken_in_changes_nothing(
+        relay: RelayFactory) -> None:
+    r = await relay()
+    answered = await r.send("text hello")
+    await r.idle()
+    shown = r.texts()
+    await edit(r, answered, "text hello", edit_id="preview")  # a link preview added: the same words
+    never = r.message("not for the bot", message_id="elsewhere")  # never journaled
+    await edit(r, never, "still not for the bot")
+    await r.idle()
+    assert r.texts() == shown
+
+    await edit(r, answered, "text hello again", edit_id="1")
+    await edit(r, answered, "text hello again", edit_id="1")  # the platform delivers the same edit again
+    await r.idle()
+    assert len(r.with_text(wording.EDIT_NOT_SENT)) == 1, "one edit, one notice"
+    assert r.prompts() == ["text hello"]
+
+
+async def test_an_edit_into_a_command_leaves_the_waiting_message_as_it_was(relay: RelayFactory) -> None:
+    r = await relay()
+    await running(r, "text working\nsleep 0.5\ntext done")
+    waiting = await r.send("text second")
+    await edit(r, waiting, "/new")
+    await r.idle()
+    assert r.prompts()[1:] == ["text second"], "an edit never runs a command"
+    assert r.reply_to(waiting).text != wording.NEW_CONVERSATION
+    assert wording.EDIT_NOT_SENT in r.texts()
+
+
+async def test_an_edit_before_the_restart_answers_a_waiting_message_sends_its_new_words(relay: RelayFactory) -> None:
+    """A message left unanswered by a stopped relay, edited while it was down (the platform delivers the
+    edit as the relay starts): the start answers it with the new words, from the journal."""
+    r = await relay()
+    await running(r, "text working\nsleep 1\ntext done")
+    waiting = await r.send("text fix foo.py")
+    await r.close()
+    await r.build()  # not started yet: the edit arrives before the start looks at the journal
+    assert r.engine.accept(dataclasses.replace(waiting, text="text fix bar.py", message_id="e1",
+                                               edits=waiting.message_id)) is None
+    [left] = [u for u in r.store.unfinished_inbound() if u.message_id == waiting.message_id]
+    assert left.payload["text"] == "text fix bar.py"
+    await r.lifecycle.start()
+    await until(lambda: "fix bar.py" in "\n".join(r.texts()), what="the edited words answered")
+    assert "text fix foo.py" not in r.prompts()[1:]
