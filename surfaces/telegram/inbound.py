@@ -15,6 +15,7 @@ reply to a message the bot wrote counts as a reply to the bot.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -123,8 +124,22 @@ def _nothing_to_read(message: Message) -> Attached | None:
 
 
 def message_in(update: Update, me: User) -> Incoming | None:
-    """The message ``update`` carries for this bot, or None when it is not for the bot."""
+    """The message ``update`` carries for this bot, or None when it is not for the bot: a person's edit
+    of a message of theirs comes as its new words (``InboundMessage.edits``), without its files."""
+    if update.edited_message is not None:
+        return _edit_in(update.edited_message, update.update_id, me)
     return None if update.message is None else _message_in(update.message, me)
+
+
+def _edit_in(message: Message, update_id: int, me: User) -> Incoming | None:
+    """An edit, under the id of its update (Telegram sends the same update again, never another with
+    it); a live location moving is an edit too, with no words: nothing for the agent."""
+    read = _message_in(message, me)
+    if read is None or not (message.text or message.caption):
+        return None
+    edited = read.message
+    return Incoming(dataclasses.replace(edited, message_id=f"{edited.message_id}:edit:{update_id}",
+                                        edits=edited.message_id))
 
 
 def album_in(parts: Sequence[Message], me: User) -> Incoming | None:

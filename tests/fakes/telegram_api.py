@@ -69,6 +69,9 @@ class FakeBotApi(MessageMethods):
         self.commands: list[Json] = []
         self.chat_commands: dict[int, list[Json]] = {}  # chat id -> its own menu
         self.webhook: Json = {}
+        #: The kinds of update the bot last asked for (getUpdates, setWebhook); None: never said, so
+        #: Telegram sends every kind but a few (edits too). Updates of other kinds are not kept.
+        self.allowed_updates: list[str] | None = None
         self.answered: dict[str, str | None] = {}
         #: getUpdates answers at once, whatever its ``timeout`` (a server that does not long-poll).
         self.answers_at_once = False
@@ -325,8 +328,24 @@ class FakeBotApi(MessageMethods):
                                       "data": data}})
         return query_id
 
+    def edit(self, chat_id: int, message_id: int, text: str) -> Json:
+        """A person edits a message of theirs: its words (or caption) change, and an ``edited_message``
+        update is queued, as Telegram does (only for a bot that asked for edits)."""
+        msg = self.messages[(chat_id, message_id)]
+        msg["caption" if "caption" in msg else "text"] = text
+        msg.pop("entities", None)
+        mentions = [{"type": "mention", "offset": utf16_len(text[:m.start()]), "length": utf16_len(m[0])}
+                    for m in re.finditer(r"@\w+", text)]
+        if mentions:
+            msg["caption_entities" if "caption" in msg else "entities"] = mentions
+        msg["edit_date"] = int(time.time())
+        return self.push({"edited_message": {k: v for k, v in msg.items() if not k.startswith("_")}})
+
     def push(self, update: Json) -> Json:
         update = {"update_id": next(self._update_ids), **update}
+        kind = next(k for k in update if k != "update_id")
+        if self.allowed_updates and kind not in self.allowed_updates:  # (an empty list: every kind)
+            return update  # Telegram keeps it to itself
         self._updates.append(update)
         asyncio.get_running_loop().create_task(self._notify())
         return update
@@ -376,7 +395,7 @@ class FakeBotApi(MessageMethods):
             text = m.get("text") or m.get("caption") or ("[photo]" if "photo" in m else "")
             rows = m.get("reply_markup", {}).get("inline_keyboard", [])
             buttons = " ".join(f"[{b['text']}]" for row in rows for b in row)
-            edits = f" (edited {m['_edits']}x)" if m.get("_edits") else ""
+            edits = f" (edited {m['_edits']}x)" if m.get("_edits") else " (edited)" if m.get("edit_date") else ""
             lines.append(f"{who}: {text}{' ' + buttons if buttons else ''}{edits}")
         return lines
 
@@ -443,9 +462,17 @@ class FakeBotApi(MessageMethods):
 
     async def _api_setWebhook(self, params: Json) -> bool:
         self.webhook = {"url": params.get("url"), "secret_token": params.get("secret_token")}
+        self._allow(params)
         return True
 
+    def _allow(self, params: Json) -> None:
+        """``allowed_updates`` given: from now on only those kinds are kept (none given: as before)."""
+        allowed = params.get("allowed_updates")
+        if allowed is not None:
+            self.allowed_updates = list(json.loads(allowed) if isinstance(allowed, str) else allowed)
+
     async def _api_getUpdates(self, params: Json) -> list[Json]:
+        self._allow(params)
         if self.webhook:
             raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
                                 "use deleteWebhook to delete the webhook first")

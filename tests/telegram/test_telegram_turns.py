@@ -3,6 +3,7 @@ drafts, forum topics as a message edited in place, and the commands in Telegram'
 
 from __future__ import annotations
 
+from core.engine import wording
 from tests.fakes.telegram_api import FakeBotApi
 from tests.telegram.conftest import GROUP, USER, TgFactory, until
 
@@ -169,3 +170,42 @@ async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded(api: F
     await until(lambda: len(finals(api, USER)) == 2, "the forward is answered")
     await r.settled()
     assert r.prompts() == ["text why does this happen?", "Forwarded message:\ntext KeyError: 'x' in deploy.py"]
+
+
+async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_once_read(
+        api: FakeBotApi, tg: TgFactory) -> None:
+    """A person fixes a typo: in the message waiting for its turn, the agent reads the fix; in the one it
+    is answering, the person reads under it that the edit was not sent (before, Telegram kept edits
+    from the relay: nothing happened, and the agent worked on the words the person had corrected)."""
+    r = await tg()
+    api.private(USER)
+    first = api.say(USER, "text working\nsleep 0.6\ntext done")
+    await until(lambda: r.prompts(), "the first message is at the agent")
+    second = api.say(USER, "text fix foo.py")
+    await until(lambda: any(t.startswith("Queued") for t in r.texts(USER)), "the second waits its turn")
+    api.edit(USER, second["message_id"], "text fix bar.py")
+    api.edit(USER, first["message_id"], "text working harder")
+    await until(lambda: len(finals(api, USER)) == 2, "both answered")
+    await r.settled()
+    assert r.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
+    [notice] = [m for m in api.bot_messages(USER) if m["text"] == wording.EDIT_NOT_SENT]
+    assert notice["reply_to_message"]["message_id"] == first["message_id"]
+    assert finals(api, USER)[1].startswith("fix bar.py")
+    transcript = api.transcript(USER)
+    assert transcript.count(f"bot: {wording.EDIT_NOT_SENT}") == 1
+    assert "you: text fix bar.py (edited)" in transcript
+
+
+async def test_in_a_group_only_an_edit_of_a_message_for_the_bot_is_answered(api: FakeBotApi, tg: TgFactory) -> None:
+    r = await tg()
+    api.group(GROUP)
+    chatter = api.say(GROUP, "lunch at noon?", user=USER)
+    asked = api.say(GROUP, "@relay_bot text hello", user=USER)
+    await until(lambda: finals(api, GROUP), "the answer")
+    api.edit(GROUP, chatter["message_id"], "lunch at one?")
+    api.edit(GROUP, asked["message_id"], "@relay_bot text hello")  # the same words: a no-op edit
+    api.edit(GROUP, asked["message_id"], "@relay_bot text hello there")
+    await until(lambda: wording.EDIT_NOT_SENT in r.texts(GROUP), "the edit is answered")
+    await r.settled()
+    assert r.prompts() == ["text hello"]
+    assert r.texts(GROUP).count(wording.EDIT_NOT_SENT) == 1, "the chatter's edit and the no-op are not the bot's"

@@ -184,3 +184,21 @@ def test_a_button_press_names_its_conversation_topic_and_token() -> None:
     assert press is not None
     assert (press.conversation_key, press.user_id, press.token, press.message_id) == (
         "telegram:-100:7", "9", "tok", "12")
+
+
+def test_an_edit_is_its_new_words_under_an_id_of_its_own_and_a_moving_live_location_is_nothing() -> None:
+    def edited(update_id: int, **message: Any) -> Update:
+        base = {"message_id": 5, "date": 0, "edit_date": 60, "from": {"id": 9, "is_bot": False, "first_name": "Ada"},
+                "chat": {"id": 9, "type": "private"}}
+        update = Update.de_json({"update_id": update_id, "edited_message": {**base, **message}}, Bot(TOKEN))
+        assert update is not None
+        return update
+
+    got = message_in(edited(40, text="fix bar.py"), ME)
+    assert got is not None and not got.attached
+    assert (got.message.text, got.message.message_id, got.message.edits) == ("fix bar.py", "9:5:edit:40", "9:5")
+    photo = [{"file_id": "p", "file_unique_id": "u", "width": 9, "height": 9}]
+    captioned = message_in(edited(41, photo=photo, caption="this one"), ME)
+    assert captioned is not None and captioned.message.text == "this one" and not captioned.attached, \
+        "a caption's edit: its words alone (the photo was sent with the message)"
+    assert message_in(edited(42, location={"latitude": 1.0, "longitude": 2.0}), ME) is None
