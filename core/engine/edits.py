@@ -42,22 +42,24 @@ class Edits:
         it edits (None: nothing more to do). Before the engine runs, a message waiting is rewritten in
         the journal alone: the start answers it from there."""
         assert edit.edits is not None
-        said = self._journal.words_of(edit.surface, edit.edits)
-        if said is None:  # never taken in (not for the bot, or long forgotten)
+        taken = self._journal.taken(edit.surface, edit.edits)
+        if taken is None:  # never taken in (not for the bot, or long forgotten)
             log.debug("an edit of a message %s/%s the relay never took in", edit.surface, edit.edits)
             return None
-        if edit.text.strip() == said.strip():  # no new words: a link preview, a pin
+        if edit.text.strip() == taken.text.strip():  # no new words: a link preview, a pin
             return None
         if not self._journal.record_edit(edit):
             log.info("ignoring a redelivered edit %s/%s", edit.surface, edit.message_id)
             return None
-        edited = dataclasses.replace(edit, message_id=edit.edits, edits=None)
+        # In the conversation the message was taken in (a surface may not know it: a Discord mention
+        # answered in the thread it opened).
+        edited = dataclasses.replace(edit, message_id=edit.edits, edits=None, conversation_key=taken.conversation_key)
         if not running:
             self._journal.rewrite(edited)  # (a message answered already is left as it was)
             return None
 
         async def take() -> None:
-            await self._take(self._conversation(edit.conversation_key, surface), edited)
+            await self._take(self._conversation(edited.conversation_key, surface), edited)
 
         return take
 

@@ -141,19 +141,17 @@ class Journal:
         return self.store.record_inbound(edit.surface, edit.message_id, edit.conversation_key,
                                          {"edits": edit.edits}, completed=True)
 
-    def words_of(self, surface: str, message_id: str) -> str | None:
-        """What a message taken in said, as journaled (None: never taken in)."""
-        payload = self.store.inbound_payload(surface, message_id)
-        return None if payload is None else str(payload.get("text", ""))
+    def taken(self, surface: str, message_id: str) -> InboundMessage | None:
+        """A message taken in, as journaled (None: never taken in, or rejected)."""
+        rec = self.store.taken_inbound(surface, message_id)
+        return None if rec is None else _decode(rec.surface, rec.message_id, rec.conversation_key, rec.payload)
 
     def rewrite(self, msg: InboundMessage) -> bool:
         """Journal the words ``msg`` has now (its person edited it before it was read), so a restart sends
         them; False when it is finished already (or was never taken in)."""
         store = self._owner(msg)
-        payload = store.inbound_payload(msg.surface, msg.message_id)
-        if payload is None:
-            return False
-        return store.rewrite_inbound(msg.surface, msg.message_id, {**payload, "text": msg.text})
+        rec = store.taken_inbound(msg.surface, msg.message_id)
+        return rec is not None and store.rewrite_inbound(msg.surface, msg.message_id, {**rec.payload, "text": msg.text})
 
     def reject(self, surface: str, message_id: str, reason: str) -> None:
         """An update ``surface`` will not have answered: on record as rejected (never replayed)."""

@@ -164,11 +164,11 @@ class Store:
         )
         return result.rowcount == 1
 
-    def inbound_payload(self, surface: str, message_id: str) -> dict[str, Any] | None:
-        """What was journaled of a message taken in (None: never journaled, or rejected)."""
-        rows = self._read("SELECT payload FROM inbound WHERE surface = ? AND message_id = ? AND progress <> 'rejected'",
-                          (surface, message_id))
-        return json.loads(rows[0][0]) if rows else None
+    def taken_inbound(self, surface: str, message_id: str) -> InboundRecord | None:
+        """A message taken in, as journaled, finished or not (None: never journaled, or rejected)."""
+        rows = self._read(f"SELECT {_INBOUND_COLS} FROM inbound WHERE surface = ? AND message_id = ?"
+                          " AND progress <> 'rejected'", (surface, message_id))
+        return _inbound(rows[0]) if rows else None
 
     def rewrite_inbound(self, surface: str, message_id: str, payload: dict[str, Any]) -> bool:
         """Replace what an unfinished message says (edited before it was read); False when it is finished."""
@@ -197,11 +197,8 @@ class Store:
         """Messages recorded but never completed, in arrival order (to replay after a restart); only
         ``conversation_key``'s when given (its new owner's pickup)."""
         where, params = ("", ()) if conversation_key is None else (" AND conversation_key = ?", (conversation_key,))
-        rows = self._read(
-            "SELECT seq, surface, message_id, conversation_key, payload, received_at, progress, reply_started,"
-            f" tools FROM inbound WHERE completed_at IS NULL{where} ORDER BY seq", params
-        )
-        return [InboundRecord(seq, s, m, k, json.loads(p), t, g, r, _tools(u)) for seq, s, m, k, p, t, g, r, u in rows]
+        rows = self._read(f"SELECT {_INBOUND_COLS} FROM inbound WHERE completed_at IS NULL{where} ORDER BY seq", params)
+        return [_inbound(row) for row in rows]
 
     def unowned_conversations(self, lease_prefix: str) -> list[str]:
         """The conversations with an unfinished message and no live lease named ``lease_prefix`` + key
@@ -322,6 +319,15 @@ class Store:
             return self._backend.execute(sql, params)
         with self.transaction():
             return self._backend.execute(sql, params)
+
+
+_INBOUND_COLS = "seq, surface, message_id, conversation_key, payload, received_at, progress, reply_started, tools"
+
+
+def _inbound(row: tuple[Any, ...]) -> InboundRecord:
+    seq, surface, message_id, key, payload, received_at, progress, reply_started, tools = row
+    return InboundRecord(seq, surface, message_id, key, json.loads(payload), received_at, progress, reply_started,
+                         _tools(tools))
 
 
 def _prefixed(prefix: str) -> tuple[str, tuple[str, ...]]:

@@ -52,6 +52,10 @@ def use_endpoints(api_base_url: str | None, gateway_url: str | None) -> None:
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
 
 
+async def _ignore(_event: object) -> None:
+    return None
+
+
 @dataclass
 class Events:
     """What the client calls on the relay (each runs in the task discord.py starts for the event)."""
@@ -64,10 +68,8 @@ class Events:
     on_connect: Callable[[], None] = lambda: None
     #: A gateway event discord.py could not parse: (event name, its id or "", what was wrong).
     on_unreadable: Callable[[str, str, str], None] = lambda event, ident, why: None
-
-
-async def _ignore(_event: object) -> None:
-    return None
+    #: A person's message changed (MESSAGE_UPDATE): its words edited, or only its link previews.
+    on_edit: Callable[[discord.Message], Awaitable[None]] = _ignore
 
 
 async def _nothing() -> None:
@@ -75,11 +77,11 @@ async def _nothing() -> None:
 
 
 def _people_only(parse: Callable[[Any], None]) -> Callable[[Any], None]:
-    """MESSAGE_CREATE's parser for messages a bot wrote skips them before discord.py reads them: the
-    relay answers people only (``Router.is_person``), and most such messages are its own answers coming
-    back. Read, each cost a ``Message``, a task for ``on_message`` and a place in discord.py's cache, in
-    a burst while other conversations still waited for their first words. An author that is no user
-    object still goes to the parser (which skips it as unreadable, logged once)."""
+    """MESSAGE_CREATE's and MESSAGE_UPDATE's parsers for messages a bot wrote skip them before discord.py
+    reads them: the relay answers people only (``Router.is_person``), and most such messages are its own
+    answers coming back, an update for each edit of a streamed answer. Read, each cost a ``Message`` and
+    a task for its event, in a burst while other conversations still waited for their first words. An
+    author that is no user object still goes to the parser (which skips it as unreadable, logged once)."""
 
     def parse_people(data: Any) -> None:
         author = data.get("author") if isinstance(data, dict) else None
@@ -128,7 +130,8 @@ class RelayClient(discord.Client):
                     self.events.on_unreadable(event, ident, type(exc).__name__)
             return parse_or_skip
 
-        parsers["MESSAGE_CREATE"] = _people_only(parsers["MESSAGE_CREATE"])
+        for event in ("MESSAGE_CREATE", "MESSAGE_UPDATE"):
+            parsers[event] = _people_only(parsers[event])
         for event, parse in list(parsers.items()):
             if event not in _UNGUARDED:
                 parsers[event] = guarded(event, parse)
@@ -166,6 +169,10 @@ class RelayClient(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         """MESSAGE_CREATE, the bot's own messages included (the router skips them)."""
         await self.events.on_message(message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """MESSAGE_UPDATE of a person's message (no message is cached, so this is the only edit event)."""
+        await self.events.on_edit(payload.message)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         """Every interaction; the command tree also sees slash commands, ``Events`` sees presses."""

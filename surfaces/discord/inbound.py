@@ -187,6 +187,38 @@ class Router:
         async with self.host.ordered(f"channel:{message.channel.id}"):  # in event order, per channel
             await self._route_held(message)
 
+    async def on_edit(self, message: discord.Message) -> None:
+        """A gateway MESSAGE_UPDATE of a person's message: an edit of its words reaches the core (which
+        knows the message, or finds it is none of the bot's); one without an edit time is a link preview
+        or a pin."""
+        if not self.receiving or message.edited_at is None or not self.is_person(message):
+            return
+        await self._live.wait()
+        key = self._edited_in(message)
+        if key is None or not self.receiving:
+            return
+        text = message.content.strip() if key[1] else self.without_mention(message.content)
+        if not text:
+            return  # every word taken out: nothing to read (its files were sent with it)
+        edit = InboundMessage(SURFACE_NAME, conversation_key(key[0]), str(message.author.id), text,
+                              f"{message.id}:edit:{message.edited_at.isoformat()}",
+                              display_name=message.author.display_name, edits=str(message.id))
+        async with self.host.ordered(f"channel:{key[0]}"):
+            try:
+                await self.host.submit(edit)
+            except StoreError as exc:  # an edit is a nicety: not held and offered again as a message is
+                log.warning("could not take an edit of Discord message %s: %s", message.id, exc)
+
+    def _edited_in(self, message: discord.Message) -> tuple[int, bool] | None:
+        """The channel of the conversation an edited message was taken in, and whether it is a DM."""
+        channel_id = message.channel.id
+        place = self.where(message.channel, channel_id, in_guild=_in_guild(message))
+        if place is None:
+            return None
+        if place[0] == "channel":  # a mention there opened a thread of the same id, answered in it
+            return (message.id, False) if self.known.get(message.id) is not None else None
+        return channel_id, place[0] == "dm"
+
     async def _route_held(self, message: discord.Message) -> None:
         """``_route``, tried again while the store refuses what it must keep (see the module's doc)."""
         delay, longest = HELD_RETRY_S

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from core.engine import wording
 from core.surface_api import MAX_FILE_BYTES
 from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
-from tests.fakes.discord_api import user
+from tests.fakes.discord_api import BOT_ID, user
 from tests.fakes.discord_payloads import now
 
 OTHER_BOT = 111_000_000_000_000_777
@@ -174,3 +175,40 @@ async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded_with_i
     assert r.prompts() == ["Forwarded message:\nthe build fails on CI, see the log\n"
                            "Attached file: ci.log\n```\nFAILED test_login\n```"]
     assert not any("finished without" in t for t in r.bot_texts(dm))
+
+
+async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_once_read(relay: RelayFactory) -> None:
+    """A person fixes a typo (Discord sends MESSAGE_UPDATE with the edit time): in the message waiting for its
+    turn the agent reads the fix; under the one it answers, the person reads that the edit was not sent.
+    Link previews Discord adds (an update without an edit time) and the bot's own edits change nothing."""
+    r = await relay()
+    dm = r.fake.dm(ALICE, "alice")
+    first = await r.fake.say(dm, ALICE, "text working\nsleep 0.6\ntext done")
+    await until(lambda: r.prompts(), "the first message is at the agent")
+    second = await r.fake.say(dm, ALICE, "text fix foo.py https://example.com")
+    await until(lambda: any(t.startswith("Queued") for t in r.bot_texts(dm)), "the second waits its turn")
+    await r.fake.preview(dm, second)
+    await r.fake.edit(dm, second, "text fix bar.py")
+    await r.fake.edit(dm, first, "text working harder")
+    await until(lambda: any("fix bar.py" in t for t in r.bot_texts(dm)), "the edited message answered")
+    await r.settled()
+    assert r.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
+    [notice] = [m for m in r.fake.bot_messages(dm) if m["content"] == wording.EDIT_NOT_SENT]
+    assert notice["message_reference"]["message_id"] == str(first)
+
+
+async def test_an_edit_of_a_mention_is_answered_in_the_thread_it_opened(relay: RelayFactory) -> None:
+    r = await relay()
+    asked = await r.fake.say(r.channel, ALICE, "text explain the build", mention=True)
+    chatter = await r.fake.say(r.channel, ALICE, "lunch at noon?")
+    await until(lambda: r.fake.thread_for(asked) is not None, "a thread")
+    thread = r.fake.thread_for(asked)
+    assert thread is not None
+    await until(lambda: any("explain the build" in t for t in r.bot_texts(thread.id)), "the answer in the thread")
+    await r.fake.edit(r.channel, chatter, "lunch at one?")
+    await r.fake.edit(r.channel, asked, f"<@{BOT_ID}> text explain the tests")
+    await until(lambda: wording.EDIT_NOT_SENT in r.bot_texts(thread.id), "the edit answered in the thread")
+    await r.settled()
+    assert r.bot_texts(r.channel) == [], "nothing in the channel itself"
+    assert r.bot_texts(thread.id).count(wording.EDIT_NOT_SENT) == 1
+    assert r.prompts() == ["text explain the build"]

@@ -169,6 +169,18 @@ class FakeDiscord(InteractionRoutes):
         await self.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
 
+    async def edit(self, channel_id: int, message_id: int, content: str) -> None:
+        """A person edits a message of theirs: MESSAGE_UPDATE with the whole message and its edit time."""
+        msg = self.channels[channel_id].messages[message_id]
+        msg.update(content=content, edited_timestamp=now())
+        await self.dispatch("MESSAGE_UPDATE", msg)
+
+    async def preview(self, channel_id: int, message_id: int) -> None:
+        """Discord resolved a link in a person's message: MESSAGE_UPDATE with its embed, not edited."""
+        msg = self.channels[channel_id].messages[message_id]
+        msg["embeds"] = [{"type": "link", "url": "https://example.com", "title": "Example"}]
+        await self.dispatch("MESSAGE_UPDATE", msg)
+
     def unloaded_guild(self, guild_id: int = 700_000_000_000_000_099) -> int:
         """A text channel of another server the bot is in, whose GUILD_CREATE has not come yet (a
         server that is still unavailable, or a large bot's startup): returns the channel's id."""
@@ -475,6 +487,7 @@ class FakeDiscord(InteractionRoutes):
         if (bad := too_long(body.get("content"))) is not None:
             return bad
         self._apply_edit(msg, body)
+        await self.dispatch("MESSAGE_UPDATE", msg)  # as Discord does, for the bot's own edits too
         return json_response(msg)
 
     @staticmethod

@@ -149,12 +149,15 @@ def test_an_edited_message_is_rewritten_only_while_unfinished_and_an_edit_is_nev
     with place.open() as s:
         assert [(r.message_id, r.payload) for r in s.unfinished_inbound()] == [
             ("1:5", {"text": "fix bar.py", "user_id": "7"})], "the edit itself is never answered"
-        assert s.inbound_payload("telegram", "1:5") == {"text": "fix bar.py", "user_id": "7"}
-        assert s.inbound_payload("telegram", "update:9") is None, "a rejected update was never taken in"
-        assert s.inbound_payload("telegram", "1:6") is None
+        taken = s.taken_inbound("telegram", "1:5")
+        assert taken is not None and (taken.conversation_key, taken.payload) == (
+            "telegram:1", {"text": "fix bar.py", "user_id": "7"})
+        assert s.taken_inbound("telegram", "update:9") is None, "a rejected update was never taken in"
+        assert s.taken_inbound("telegram", "1:6") is None
         s.complete_inbound("telegram", "1:5")
         assert not s.rewrite_inbound("telegram", "1:5", {"text": "too late"})
-        assert s.inbound_payload("telegram", "1:5") == {"text": "fix bar.py", "user_id": "7"}
+        done = s.taken_inbound("telegram", "1:5")
+        assert done is not None and done.payload == {"text": "fix bar.py", "user_id": "7"}
 
 
 
