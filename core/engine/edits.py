@@ -76,4 +76,4 @@ class Edits:
                 conv.queue[at] = dataclasses.replace(item, message=message)
                 log.info("a message waiting in %s was edited: the agent gets its new words", conv.key)
                 return
-        await self._outbox.reply(conv.surface, edited, wording.EDIT_NOT_SENT)
+        await self._outbox.reply(conv.surface, edited, wording.edit_not_sent_text(edited.text))

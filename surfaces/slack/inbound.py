@@ -11,7 +11,9 @@ Which messages are the relay's (``heard``):
 * in a thread the app is part of, every reply continues it, without a mention;
 * in a direct message with the app every message is for it: a message starts a thread under it,
   replies in that thread continue it;
-* nothing from a bot (the app itself included), and no edits, deletions or joins.
+* nothing from a bot (the app itself included), and no deletions or joins;
+* a person's edit of a message (``message_changed`` with its edit time) as its new words
+  (``edited``); one without an edit time is Slack adding a link's preview.
 
 The files shared with a message come along (``Heard.files``), to download before it is handed over;
 the words of a message it forwards, or links to, come after its own, each said to be one.
@@ -29,7 +31,8 @@ from surfaces.slack import wording
 from surfaces.slack.files import SharedFile, shared_files
 from surfaces.slack.keys import Thread
 
-__all__ = ["EMPTY_MENTION", "Heard", "Unreadable", "heard", "message_id", "person_text", "strip_mention"]
+__all__ = ["EMPTY_MENTION", "Edited", "Heard", "Unreadable", "edited", "heard", "message_id", "person_text",
+           "strip_mention"]
 
 #: What a mention with nothing after it means: the command list.
 EMPTY_MENTION = "!help"
@@ -123,6 +126,28 @@ def heard(event: Mapping[str, Any], *, team: str, bot_user_id: str, joined: Call
     files = shared_files(event)
     text = "\n\n".join(filter(None, (person_text(strip_mention(raw, bot_user_id)).strip(), *_shared(event))))
     return Heard(thread, user, text or ("" if files else EMPTY_MENTION), ts, files)
+
+
+@dataclass(frozen=True, slots=True)
+class Edited:
+    """A person's edit: the message as it reads now (``heard.ts`` is the message's own), and the edit's ts."""
+
+    heard: Heard
+    edit_ts: str
+
+
+def edited(event: Mapping[str, Any], *, team: str, bot_user_id: str) -> Edited | None:
+    """A ``message_changed`` event as a person's edit of their message; None: a bot's message changed, or
+    Slack added a link's preview (no edit time). Whose conversation the message is, the core knows."""
+    inner = event.get("message")
+    if not isinstance(inner, dict) or not isinstance(inner.get("edited"), dict):
+        return None
+    edit_ts = _field(inner["edited"], "ts")
+    got = heard({**inner, "channel": _field(event, "channel"), "subtype": None}, team=team, bot_user_id=bot_user_id,
+                joined=lambda _: True, mention_event=True)
+    if got is None or not edit_ts or got.text == EMPTY_MENTION:
+        return None
+    return Edited(got, edit_ts)
 
 
 def _shared(event: Mapping[str, Any]) -> list[str]:

@@ -47,7 +47,7 @@ from slack_bolt.request.internals import extract_team_id
 from core.surface_api import HELD_RETRY_S, Attachment, ButtonPress, HeldMessages, Host, InboundMessage, StoreError
 from surfaces.slack import wording
 from surfaces.slack.files import SlackFiles
-from surfaces.slack.inbound import Heard, Unreadable, heard, message_id, person_text
+from surfaces.slack.inbound import Edited, Heard, Unreadable, edited, heard, message_id, person_text
 from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.render import ACTION_PREFIX
 from surfaces.slack.surface import SURFACE_NAME, SlackSurface
@@ -154,6 +154,11 @@ class Listeners:
                        mention_event: bool, retry: int) -> None:
         unsure: StoreError | None = None
         try:
+            if event.get("subtype") == "message_changed":
+                edit = edited(event, team=team, bot_user_id=bot_user_id)
+                if edit is not None:
+                    await self._hand_edit(edit)
+                return
             try:
                 got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
                             mention_event=mention_event)
@@ -170,6 +175,16 @@ class Listeners:
             return
         if got is not None:
             await self._hand_over(got, retry, unsure=unsure)
+
+    async def _hand_edit(self, edit: Edited) -> None:
+        """Journal a person's edit (the core answers it in the conversation of the message it edits). A
+        store that refuses it raises: Slack is not acknowledged and sends the edit again."""
+        got, thread = edit.heard, edit.heard.thread
+        original = message_id(thread.team, thread.channel, got.ts)
+        async with self.host.ordered(thread.key):
+            await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
+                                                  f"{original}:edit:{edit.edit_ts}", origin=Asker(got.user, got.ts),
+                                                  edits=original))
 
     async def _hand_over(self, got: Heard, retry: int, *, unsure: StoreError | None = None) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next.

@@ -193,7 +193,7 @@ async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_onc
     await until(lambda: any("fix bar.py" in t for t in r.bot_texts(dm)), "the edited message answered")
     await r.settled()
     assert r.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
-    [notice] = [m for m in r.fake.bot_messages(dm) if m["content"] == wording.EDIT_NOT_SENT]
+    [notice] = [m for m in r.fake.bot_messages(dm) if m["content"] == wording.edit_not_sent_text("text working harder")]
     assert notice["message_reference"]["message_id"] == str(first)
 
 
@@ -207,8 +207,9 @@ async def test_an_edit_of_a_mention_is_answered_in_the_thread_it_opened(relay: R
     await until(lambda: any("explain the build" in t for t in r.bot_texts(thread.id)), "the answer in the thread")
     await r.fake.edit(r.channel, chatter, "lunch at one?")
     await r.fake.edit(r.channel, asked, f"<@{BOT_ID}> text explain the tests")
-    await until(lambda: wording.EDIT_NOT_SENT in r.bot_texts(thread.id), "the edit answered in the thread")
+    said = wording.edit_not_sent_text("text explain the tests")
+    await until(lambda: said in r.bot_texts(thread.id), "the edit answered in the thread")
     await r.settled()
     assert r.bot_texts(r.channel) == [], "nothing in the channel itself"
-    assert r.bot_texts(thread.id).count(wording.EDIT_NOT_SENT) == 1
+    assert r.bot_texts(thread.id).count(said) == 1
     assert r.prompts() == ["text explain the build"]

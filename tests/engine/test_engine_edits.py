@@ -12,6 +12,8 @@ from core.engine import wording
 from core.engine.messages import InboundMessage
 from tests.engine.conftest import Relay, RelayFactory, until
 
+NOT_SENT = "The agent had already read the message you edited to"
+
 
 async def edit(r: Relay, original: InboundMessage, text: str, *, edit_id: str = "") -> InboundMessage:
     """The surface's edit of ``original``: new words, under an id of the edit's own."""
@@ -35,7 +37,7 @@ async def test_an_edit_of_a_message_waiting_its_turn_replaces_its_words(relay: R
     await r.idle()
     assert r.prompts()[1:] == ["text fix bar.py"], "the agent reads the edited words, once"
     assert "fix bar.py" in r.answer(waiting)
-    assert wording.EDIT_NOT_SENT not in r.texts(), "nothing to tell: the agent got the edit"
+    assert not r.with_text(NOT_SENT), "nothing to tell: the agent got the edit"
 
 
 async def test_an_edit_of_a_message_the_agent_has_read_is_answered_that_it_was_not_sent(relay: RelayFactory) -> None:
@@ -45,13 +47,14 @@ async def test_an_edit_of_a_message_the_agent_has_read_is_answered_that_it_was_n
     await edit(r, answered, "text fix bar.py")
     await r.idle()
     assert r.prompts() == ["text fix foo.py"], "an agent reads a message once"
-    [notice] = r.with_text(wording.EDIT_NOT_SENT)
+    [notice] = r.with_text(NOT_SENT)
+    assert notice.text == wording.edit_not_sent_text("text fix bar.py")
     assert notice.reply_to == answered.message_id, "said under the message that was edited"
 
     running_now = await running(r, "text working\nsleep 0.3\ntext done")
     await edit(r, running_now, "text working harder")
     await r.idle()
-    assert len(r.with_text(wording.EDIT_NOT_SENT)) == 2, "an edit while its turn runs is not sent either"
+    assert len(r.with_text(NOT_SENT)) == 2, "an edit while its turn runs is not sent either"
     assert r.prompts()[-1] == "text working\nsleep 0.3\ntext done"
 
 
@@ -70,7 +73,7 @@ async def test_an_edit_with_no_new_words_a_repeat_or_of_a_message_never_taken_in
     await edit(r, answered, "text hello again", edit_id="1")
     await edit(r, answered, "text hello again", edit_id="1")  # the platform delivers the same edit again
     await r.idle()
-    assert len(r.with_text(wording.EDIT_NOT_SENT)) == 1, "one edit, one notice"
+    assert len(r.with_text(NOT_SENT)) == 1, "one edit, one notice"
     assert r.prompts() == ["text hello"]
 
 
@@ -82,7 +85,7 @@ async def test_an_edit_into_a_command_leaves_the_waiting_message_as_it_was(relay
     await r.idle()
     assert r.prompts()[1:] == ["text second"], "an edit never runs a command"
     assert r.reply_to(waiting).text != wording.NEW_CONVERSATION
-    assert wording.EDIT_NOT_SENT in r.texts()
+    assert r.with_text(NOT_SENT)
 
 
 async def test_an_edit_before_the_restart_answers_a_waiting_message_sends_its_new_words(relay: RelayFactory) -> None:
@@ -100,3 +103,8 @@ async def test_an_edit_before_the_restart_answers_a_waiting_message_sends_its_ne
     await r.lifecycle.start()
     await until(lambda: "fix bar.py" in "\n".join(r.texts()), what="the edited words answered")
     assert "text fix foo.py" not in r.prompts()[1:]
+
+
+def test_the_notice_names_the_edited_words_on_one_line_and_cut_short() -> None:
+    said = wording.edit_not_sent_text("fix\n  the   build " + "x" * 80)
+    assert '"fix the build ' + "x" * 46 + '…", so the edit was not sent' in said

@@ -142,6 +142,21 @@ class SlackRelayUnderTest:
                             "channel": channel, "team": TEAM, "event_ts": msg.ts})
         return msg
 
+    async def edit(self, msg: SlackMessage, text: str, *, user: str = USER, preview: bool = False) -> None:
+        """The person edits ``msg`` (``message_changed`` with the edit's time), or Slack adds a link's preview
+        to it (``preview``: the same event without one)."""
+        edit_ts = self.fake.next_ts()
+        if not preview:
+            msg.text = text
+        inner = {"type": "message", "user": user, "text": msg.text, "ts": msg.ts, "team": TEAM,
+                 **({"thread_ts": msg.thread_ts} if msg.thread_ts else {}),
+                 **({"attachments": [{"title": "Example", "title_link": "https://example.com"}]} if preview else
+                    {"edited": {"user": user, "ts": edit_ts}})}
+        kind = "im" if msg.channel.startswith("D") else "channel"
+        await self.deliver({"type": "message", "subtype": "message_changed", "hidden": True, "channel": msg.channel,
+                            "channel_type": kind, "ts": edit_ts, "event_ts": edit_ts, "message": inner,
+                            "previous_message": {"type": "message", "user": user, "ts": msg.ts}})
+
     async def slash(self, text: str = "", *, user: str = USER, channel: str = CHANNEL,
                     trigger_id: str = "trig-1") -> Any:
         """``/compact <text>`` in a channel; returns the ack's payload (what only the sender sees)."""

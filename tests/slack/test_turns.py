@@ -11,7 +11,7 @@ import pytest
 from core.engine import wording
 from tests.fakes.slack_api import SlackMessage
 
-from .conftest import CHANNEL, DM, FAST, TEAM, USER, SlackFactory, until
+from .conftest import BOT_USER, CHANNEL, DM, FAST, TEAM, USER, SlackFactory, until
 
 FENCE = re.compile(r"(?m)^ {0,3}```")
 
@@ -191,3 +191,30 @@ async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded(slack:
                          "channel": DM, "team": TEAM, "event_ts": msg.ts, "attachments": [forwarded, preview]})
     await relay.settled(msg.ts, DM)
     assert relay.prompts() == ["Forwarded message:\ndeploy failed on run 7 (https://ci.example.com/run/7)"]
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_once_read(
+        slack: SlackFactory, mode: str) -> None:
+    """A person fixes a typo (``message_changed`` with its edit time): the message waiting for its turn is
+    read with the fix; under the one being answered, the person reads that the edit was not sent. Slack
+    adding a link's preview (the same event without an edit time) and the app's own messages changing are
+    no edits. Before, every ``message_changed`` was passed over."""
+    relay = await slack(mode=mode)
+    first = await relay.mention("text working\nsleep 0.6\ntext done")
+    await until(lambda: relay.prompts(), what="the first message is at the agent")
+    second = await relay.reply(first.ts, "text fix foo.py")
+    await until(lambda: any(t.startswith("Queued") for t in relay.bot_texts(first.ts)), what="the second waits")
+    await relay.edit(second, "", preview=True)
+    await relay.edit(second, "text fix bar.py")
+    await relay.edit(first, f"<@{BOT_USER}> text working harder")
+    [queued] = [m for m in relay.fake.bot_messages(CHANNEL, first.ts) if m.shown.startswith("Queued")]
+    await relay.deliver({"type": "message", "subtype": "message_changed", "hidden": True, "channel": CHANNEL,
+                         "ts": relay.fake.next_ts(), "message": {"type": "message", "bot_id": "B0RELAY",
+                         "user": BOT_USER, "text": "edited by the app", "ts": queued.ts, "thread_ts": first.ts,
+                         "edited": {"user": BOT_USER, "ts": relay.fake.next_ts()}}})
+    await until(lambda: any("fix bar.py" in t for t in relay.bot_texts(first.ts)), what="the edit answered")
+    await relay.settled(first.ts)
+    assert relay.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
+    said = wording.edit_not_sent_text("text working harder")
+    assert relay.bot_texts(first.ts).count(said) == 1, "named: the message edited is far above it"

@@ -188,11 +188,11 @@ async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_onc
     await until(lambda: len(finals(api, USER)) == 2, "both answered")
     await r.settled()
     assert r.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
-    [notice] = [m for m in api.bot_messages(USER) if m["text"] == wording.EDIT_NOT_SENT]
+    [notice] = [m for m in api.bot_messages(USER) if m["text"] == wording.edit_not_sent_text("text working harder")]
     assert notice["reply_to_message"]["message_id"] == first["message_id"]
     assert finals(api, USER)[1].startswith("fix bar.py")
     transcript = api.transcript(USER)
-    assert transcript.count(f"bot: {wording.EDIT_NOT_SENT}") == 1
+    assert transcript.count(f"bot: {notice['text']}") == 1
     assert "you: text fix bar.py (edited)" in transcript
 
 
@@ -205,7 +205,8 @@ async def test_in_a_group_only_an_edit_of_a_message_for_the_bot_is_answered(api:
     api.edit(GROUP, chatter["message_id"], "lunch at one?")
     api.edit(GROUP, asked["message_id"], "@relay_bot text hello")  # the same words: a no-op edit
     api.edit(GROUP, asked["message_id"], "@relay_bot text hello there")
-    await until(lambda: wording.EDIT_NOT_SENT in r.texts(GROUP), "the edit is answered")
+    said = wording.edit_not_sent_text("text hello there")
+    await until(lambda: said in r.texts(GROUP), "the edit is answered")
     await r.settled()
     assert r.prompts() == ["text hello"]
-    assert r.texts(GROUP).count(wording.EDIT_NOT_SENT) == 1, "the chatter's edit and the no-op are not the bot's"
+    assert r.texts(GROUP).count(said) == 1, "the chatter's edit and the no-op are not the bot's"
