@@ -5,7 +5,8 @@ An agent reads a message once. So an edit of a message still waiting for its tur
 runs, or ran) is answered with a sentence saying the edit was not sent: the person is never left
 believing the agent saw it. An edit that changes no words (a link preview added, a pin) and an edit
 of a message the relay never took in (one not for the bot) change nothing. Each edit is journaled,
-so an edit delivered again is not answered twice.
+so an edit delivered again is not answered twice; relays sharing a store journal it for the
+conversation's owner to take, as a message.
 """
 
 from __future__ import annotations
@@ -37,34 +38,44 @@ class Edits:
         self._outbox = outbox
         self._conversation = conversation
 
-    def accept(self, surface: Surface, edit: InboundMessage, *, running: bool) -> Job | None:
-        """Journal ``edit``; the rest of its handling, to run in its conversation's lane after the message
-        it edits (None: nothing more to do). Before the engine runs, a message waiting is rewritten in
-        the journal alone: the start answers it from there."""
+    def journal(self, edit: InboundMessage, *, here: bool) -> InboundMessage | None:
+        """Journal ``edit`` (in the conversation its message was taken in: a surface may not know it, as a
+        Discord mention answered in the thread it opened); None when there is nothing to do: no new
+        words (a link preview, a pin), a message never taken in, or the same edit again. ``here``: handled
+        at once by this relay (else journaled unfinished, for the conversation's owner to take)."""
         assert edit.edits is not None
         taken = self._journal.taken(edit.surface, edit.edits)
         if taken is None:  # never taken in (not for the bot, or long forgotten)
             log.debug("an edit of a message %s/%s the relay never took in", edit.surface, edit.edits)
             return None
-        if edit.text.strip() == taken.text.strip():  # no new words: a link preview, a pin
+        if edit.text.strip() == taken.text.strip():
             return None
-        if not self._journal.record_edit(edit):
+        edit = dataclasses.replace(edit, conversation_key=taken.conversation_key)
+        if not self._journal.record_edit(edit, handled=here):
             log.info("ignoring a redelivered edit %s/%s", edit.surface, edit.message_id)
             return None
-        # In the conversation the message was taken in (a surface may not know it: a Discord mention
-        # answered in the thread it opened).
-        edited = dataclasses.replace(edit, message_id=edit.edits, edits=None, conversation_key=taken.conversation_key)
+        return edit
+
+    def accept(self, surface: Surface, edit: InboundMessage, *, running: bool) -> Job | None:
+        """A relay alone on its store: journal ``edit``; the rest of its handling, to run in its
+        conversation's lane after the message it edits (None: nothing more to do). Before the engine runs,
+        a message waiting is rewritten in the journal alone: the start answers it from there."""
+        journaled = self.journal(edit, here=True)
+        if journaled is None:
+            return None
         if not running:
-            self._journal.rewrite(edited)  # (a message answered already is left as it was)
+            self._journal.rewrite(_edited(journaled))  # (a message answered already is left as it was)
             return None
 
         async def take() -> None:
-            await self._take(self._conversation(edited.conversation_key, surface), edited)
+            await self.take(self._conversation(journaled.conversation_key, surface), journaled)
 
         return take
 
-    async def _take(self, conv: Conversation, edited: InboundMessage) -> None:
-        """``edited``: the message with its new words, under its own id."""
+    async def take(self, conv: Conversation, edit: InboundMessage) -> None:
+        """Replace the words of the message ``edit`` edits where it still waits in ``conv``; else say the
+        edit was not sent."""
+        edited = _edited(edit)
         key = (edited.surface, edited.message_id)
         at = next((i for i, item in enumerate(conv.queue) if (item.message.surface, item.message.message_id) == key),
                   None)
@@ -77,3 +88,9 @@ class Edits:
                 log.info("a message waiting in %s was edited: the agent gets its new words", conv.key)
                 return
         await self._outbox.reply(conv.surface, edited, wording.edit_not_sent_text(edited.text))
+
+
+def _edited(edit: InboundMessage) -> InboundMessage:
+    """The edited message, with its new words, under its own id."""
+    assert edit.edits is not None
+    return dataclasses.replace(edit, message_id=edit.edits, edits=None)

@@ -265,10 +265,10 @@ class Engine(Pickups):
 
             return refuse
         if message.edits is not None:
-            if self.ownership is not None and self.ownership.lease(message.conversation_key) is None:
-                log.info("an edit in %s, a conversation this relay does not answer, was left", message.conversation_key)
-                return None
-            return self.edits.accept(surface, message, running=self.state == "running")
+            if self.ownership is None:
+                return self.edits.accept(surface, message, running=self.state == "running")
+            journaled = self.edits.journal(message, here=False)  # the conversation's owner takes it
+            return None if journaled is None else self._owned(journaled.conversation_key)
         if not self.journal.record(message):
             log.info("ignoring a redelivered message %s/%s", message.surface, message.message_id)
             return None
@@ -306,6 +306,10 @@ class Engine(Pickups):
         self.journal.reject(surface, message_id, reason)
 
     async def _dispatch(self, conv: Conversation, msg: InboundMessage, *, replay: bool = False) -> None:
+        if msg.edits is not None:  # an edit journaled for the conversation's owner (relays sharing a store)
+            self.journal.complete(msg)
+            await self.edits.take(conv, msg)
+            return
         again = parse_resend_reply(msg.text) if self.resends.open_in(conv.key) else None
         if again is not None:  # the numbered answer to "send it again?" after a restart
             self.journal.complete(msg)

@@ -90,14 +90,17 @@ def _encode(msg: InboundMessage) -> dict[str, Any]:
     return {"text": msg.text, "user_id": msg.user_id, "display_name": msg.display_name,
             "reply_to": msg.reply_to, "attachments": [
                 {"kind": a.kind, "mime_type": a.mime_type, "name": a.name,
-                 "data": base64.b64encode(a.data).decode()} for a in msg.attachments]}
+                 "data": base64.b64encode(a.data).decode()} for a in msg.attachments],
+            **({"edits": msg.edits} if msg.edits is not None else {})}
 
 
 def _decode(surface: str, message_id: str, key: str, payload: dict[str, Any]) -> InboundMessage:
     attachments = tuple(Attachment(a["kind"], a["mime_type"], base64.b64decode(a["data"]), a.get("name", ""))
                         for a in payload.get("attachments", []))
+    edits = payload.get("edits")
     return InboundMessage(surface, key, str(payload.get("user_id", "")), str(payload.get("text", "")),
-                          message_id, str(payload.get("display_name", "")), attachments, payload.get("reply_to"))
+                          message_id, str(payload.get("display_name", "")), attachments, payload.get("reply_to"),
+                          edits=str(edits) if edits is not None else None)
 
 
 class Journal:
@@ -136,10 +139,11 @@ class Journal:
         """Journal ``msg``; False when it was seen before (a redelivery)."""
         return self.store.record_inbound(msg.surface, msg.message_id, msg.conversation_key, _encode(msg))
 
-    def record_edit(self, edit: InboundMessage) -> bool:
-        """Note an edit as taken (never replayed); False when the same edit came before."""
-        return self.store.record_inbound(edit.surface, edit.message_id, edit.conversation_key,
-                                         {"edits": edit.edits}, completed=True)
+    def record_edit(self, edit: InboundMessage, *, handled: bool) -> bool:
+        """Journal an edit; False when the same edit came before. ``handled``: taken here and now, never
+        replayed (else the conversation's owner handles it, as a message)."""
+        return self.store.record_inbound(edit.surface, edit.message_id, edit.conversation_key, _encode(edit),
+                                         completed=handled)
 
     def taken(self, surface: str, message_id: str) -> InboundMessage | None:
         """A message taken in, as journaled (None: never taken in, or rejected)."""
