@@ -228,7 +228,8 @@ def main() -> None:
                              "default: the relay's own, 1,800 s, which no part of this run reaches)")
     parser.add_argument("--deadline-s", type=float, default=None,
                         help="per group written at once (default 120 s + 0.25 s per conversation)")
-    parser.add_argument("--profile", default="", help="record the relay into this directory (see --profiler)")
+    parser.add_argument("--profile", default="",
+                        help="record the relay and the naive bot into this directory (see --profiler)")
     parser.add_argument("--profiler", choices=("py-spy", "cprofile"), default="py-spy",
                         help="py-spy samples (raw stacks; a loaded machine skews them); cprofile records the "
                              "relay's CPU time by function (exact, but it slows the relay: its timings are not "

@@ -1,4 +1,5 @@
-"""``acp-relay`` under cProfile, switched on and off by signals: CPU time of the event loop's thread only.
+"""``acp-relay`` (or a naive bot) under cProfile, switched on and off by signals: CPU time of the event
+loop's thread only.
 
 A sampling profiler on a loaded machine counts a process waiting for a core as busy where it
 happens to stand; cProfile's clock here is ``time.process_time``, so a profile says where the
@@ -9,12 +10,14 @@ SIGUSR1 starts recording, SIGUSR2 stops it and writes ``$BENCH_CPROFILE_DIR/curr
 aside and renamed, so a reader never sees half a file).
 
     BENCH_CPROFILE_DIR=DIR python -m bench.burst.cprofiled run --config FILE
+    BENCH_CPROFILE_DIR=DIR python -m bench.burst.cprofiled --module bench.burst.naive_dashboard --cwd DIR
 """
 
 from __future__ import annotations
 
 import cProfile
 import os
+import runpy
 import signal
 import sys
 import time
@@ -30,7 +33,7 @@ OUTPUT = "current.prof"
 
 
 def main() -> int:
-    """Run the relay's command line with the two signals installed."""
+    """Run the relay's command line (or ``--module M`` and its arguments) with the two signals installed."""
     out_dir = Path(os.environ["BENCH_CPROFILE_DIR"])
     profile: list[cProfile.Profile] = []
 
@@ -49,6 +52,10 @@ def main() -> int:
 
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)
+    if sys.argv[1:2] == ["--module"]:
+        module, *sys.argv[1:] = sys.argv[2:]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
     return relay_main(sys.argv[1:])
 
 

@@ -189,7 +189,7 @@ async def _running(surface: str, kind: str, people: int, tmp: Path, agent: str, 
         if kind == "relay":
             bot = await relay(tmp, surface, side.relay_settings(), side.env(), idle_s, profiler, heap, agent)
         else:
-            bot = await naive_bot(tmp, surface, side.naive_args(), side.env(), agent)
+            bot = await naive_bot(tmp, surface, side.naive_args(), side.env(), agent, profiler)
         try:
             yield side, bot
         finally:
@@ -223,7 +223,7 @@ async def burst(surface: str, kind: str, size: int, opts: Options, tag: str = ""
                         profiler=opts.profiler) as (side, bot):
         await _warm_up(side, bot, size)
         return await _measure(side, bot, range(size), script(opts.chunks, opts.seconds), opts.deadline(size),
-                              f"{surface}-burst-{size}{tag}" if kind == "relay" else "", opts.profiler)
+                              f"{surface}-burst-{size}{tag}{'-naive' if kind == 'naive' else ''}", opts.profiler)
 
 
 async def known(surface: str, levels: list[int], new: int, opts: Options) -> Known:

@@ -173,15 +173,21 @@ async def relay(tmp: Path, surface: str, settings: dict[str, Any], env: dict[str
 
 
 async def naive_bot(tmp: Path, surface: str, args: list[str], env: dict[str, str],
-                    agent: str = "scripted") -> Bot:
-    """``python -m bench.burst.naive_<surface>`` with ``agent`` (named to it in ``AGENT_ENV``)."""
+                    agent: str = "scripted", profiler: Profiler | None = None) -> Bot:
+    """``python -m bench.burst.naive_<surface>`` with ``agent`` (named to it in ``AGENT_ENV``); under
+    ``bench.burst.cprofiled`` for a cProfile ``profiler``, as the relay is."""
     agent_command(agent)  # an unknown name fails here, not in the bot's process
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "work").mkdir(exist_ok=True)
     log = tmp / "naive.out"
+    module = ["-m", f"bench.burst.naive_{surface}"]
+    if profiler is not None and profiler.out_dir is not None and profiler.kind == "cprofile":
+        module = ["-m", "bench.burst.cprofiled", "--module", module[1]]
+        env = {**env, "BENCH_CPROFILE_DIR": str(profiler.out_dir)}
+        profiler.out_dir.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", f"bench.burst.naive_{surface}", "--cwd", str(tmp / "work"), *args, cwd=ROOT,
+            sys.executable, *module, "--cwd", str(tmp / "work"), *args, cwd=ROOT,
             env=_environ(tmp, {**env, AGENT_ENV: agent}), stdout=out, stderr=out)
     return Bot("naive", proc, log)
 
