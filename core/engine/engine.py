@@ -127,7 +127,7 @@ class Engine(Pickups):
         self.receipts = Receipts(self.outbox, self.tasks)
         self.steering = Steering(self.outbox, self.journal, self.receipts)
         self.resends = ResendQuestions(self.outbox, self.journal, self._send_again)
-        self.edits = Edits(self.journal, self.outbox, self.conversation)
+        self.edits = Edits(self.journal, self.outbox, self.receipts, self.conversation)
         policy = RetryPolicy(config.retry.attempts, config.retry.budget_s, config.retry.base_delay_s)
         replies = replies or ChatReplies(self.outbox, self.journal, self.prompts, sleep=sleep,
                                          max_answer_bytes=config.engine.max_answer_bytes, forms=self.form_prompts)
@@ -255,7 +255,8 @@ class Engine(Pickups):
         if surface is None:
             log.warning("message from a surface that is not attached: %s", message.surface)
             return None
-        if not self.access.permits(message.surface, message.user_id):
+        # (Who deleted a message may be unknown; a deletion changes only a message that was taken in.)
+        if not message.deleted and not self.access.permits(message.surface, message.user_id):
             if message.edits is not None or not self.access.first_refusal(message.surface, message.user_id):
                 return None
             text = wording.unauthorised_text(message.user_id)

@@ -91,16 +91,17 @@ def _encode(msg: InboundMessage) -> dict[str, Any]:
             "reply_to": msg.reply_to, "attachments": [
                 {"kind": a.kind, "mime_type": a.mime_type, "name": a.name,
                  "data": base64.b64encode(a.data).decode()} for a in msg.attachments],
-            **({"edits": msg.edits} if msg.edits is not None else {})}
+            **({"edits": msg.edits, "deleted": msg.deleted} if msg.edits is not None else {})}
 
 
 def _decode(surface: str, message_id: str, key: str, payload: dict[str, Any]) -> InboundMessage:
     attachments = tuple(Attachment(a["kind"], a["mime_type"], base64.b64decode(a["data"]), a.get("name", ""))
                         for a in payload.get("attachments", []))
-    edits = payload.get("edits")
+    edits = payload.get("edits")  # (a person's change to another message, for the conversation's owner)
     return InboundMessage(surface, key, str(payload.get("user_id", "")), str(payload.get("text", "")),
                           message_id, str(payload.get("display_name", "")), attachments, payload.get("reply_to"),
-                          edits=str(edits) if edits is not None else None)
+                          edits=None if edits is None else str(edits),
+                          deleted=edits is not None and bool(payload.get("deleted")))
 
 
 class Journal:
@@ -156,6 +157,11 @@ class Journal:
         store = self._owner(msg)
         rec = store.taken_inbound(msg.surface, msg.message_id)
         return rec is not None and store.rewrite_inbound(msg.surface, msg.message_id, {**rec.payload, "text": msg.text})
+
+    def forget(self, msg: InboundMessage) -> None:
+        """``msg`` was deleted by its person: never answered, and its words and files are not kept."""
+        self._write(msg, lambda store: store.forget_inbound(msg.surface, msg.message_id,
+                                                            {"user_id": msg.user_id, "forgotten": True}))
 
     def reject(self, surface: str, message_id: str, reason: str) -> None:
         """An update ``surface`` will not have answered: on record as rejected (never replayed)."""

@@ -62,6 +62,8 @@ class InboundMessage:
     #: The ``message_id`` of the person's message this one edits (its new words); ``message_id`` is
     #: then the edit's own, which recognises a redelivery of the same edit.
     edits: str | None = None
+    #: With ``edits``: that message was deleted (no words; who deleted it may be unknown, as on Discord).
+    deleted: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,7 +93,8 @@ def receipt_outcome(outcome: str) -> str:
             "removed": "🗑 Removed from the queue: it will not be answered.",
             "send_now": "⏭ Sent next: the running turn was stopped.",
             "answering": "▶️ Answering it now.",
-            "dropped": "🗑 Dropped: the turn was stopped, so it will not be answered."}.get(outcome, "")
+            "dropped": "🗑 Dropped: the turn was stopped, so it will not be answered.",
+            "deleted": "🗑 Deleted before it was answered: the agent never got it."}.get(outcome, "")
 
 
 def steered_text(words: str) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "APPROVAL_EXPIRED",
     "CHOOSE_BY_NUMBER",
     "COMPACTED",
+    "DELETED_AFTER_READ",
     "DENY_LABEL",
     "EMPTY_ANSWER",
     "FOOTER_GLYPH",
@@ -99,6 +100,9 @@ PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finis
 EMPTY_ANSWER = "The agent finished without writing a reply."
 #: A message with no words and nothing attached: the agent is not asked.
 NOTHING_TO_SEND = "That message had nothing in it the agent could read, so it was not sent."
+#: A person deleted a message the agent had already read (it stays in the agent's session).
+DELETED_AFTER_READ = ("The agent had already read the message you deleted, so it is still part of this "
+                      "conversation. Start a new conversation to leave it behind.")
 #: Left in a message that an answer no longer needs (the surface cannot delete it).
 MERGED_ABOVE = "(continued in the message above)"
 #: Posted below a message the platform showed without telling us its id (its answer could not be

@@ -170,6 +170,12 @@ class Store:
                           " AND progress <> 'rejected'", (surface, message_id))
         return _inbound(rows[0]) if rows else None
 
+    def forget_inbound(self, surface: str, message_id: str, payload: dict[str, Any]) -> None:
+        """A message its person deleted: handled (never answered, also not after a restart), and what it said
+        replaced by ``payload`` (kept only to recognise a redelivery)."""
+        self._write("UPDATE inbound SET payload = ?, completed_at = COALESCE(completed_at, ?)"
+                    " WHERE surface = ? AND message_id = ?", (json.dumps(payload), time.time(), surface, message_id))
+
     def rewrite_inbound(self, surface: str, message_id: str, payload: dict[str, Any]) -> bool:
         """Replace what an unfinished message says (edited before it was read); False when it is finished."""
         result = self._write("UPDATE inbound SET payload = ? WHERE surface = ? AND message_id = ?"

@@ -52,7 +52,11 @@ def use_endpoints(api_base_url: str | None, gateway_url: str | None) -> None:
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
 
 
-async def _ignore(_event: object) -> None:
+async def _ignore(*_event: object) -> None:
+    return None
+
+
+async def _nothing() -> None:
     return None
 
 
@@ -70,10 +74,8 @@ class Events:
     on_unreadable: Callable[[str, str, str], None] = lambda event, ident, why: None
     #: A person's message changed (MESSAGE_UPDATE): its words edited, or only its link previews.
     on_edit: Callable[[discord.Message], Awaitable[None]] = _ignore
-
-
-async def _nothing() -> None:
-    return None
+    #: A message was deleted (MESSAGE_DELETE): its id and its channel's; who wrote or deleted it is not said.
+    on_delete: Callable[[int, int], Awaitable[None]] = _ignore
 
 
 def _people_only(parse: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -173,6 +175,10 @@ class RelayClient(discord.Client):
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         """MESSAGE_UPDATE of a person's message (no message is cached, so this is the only edit event)."""
         await self.events.on_edit(payload.message)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        """MESSAGE_DELETE (no message is cached, so this is the only deletion event)."""
+        await self.events.on_delete(payload.message_id, payload.channel_id)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         """Every interaction; the command tree also sees slash commands, ``Events`` sees presses."""

@@ -209,6 +209,22 @@ class Router:
             except StoreError as exc:  # an edit is a nicety: not held and offered again as a message is
                 log.warning("could not take an edit of Discord message %s: %s", message.id, exc)
 
+    async def on_delete(self, message_id: int, channel_id: int) -> None:
+        """A gateway MESSAGE_DELETE: the core takes a message it took in out of the line, or says it was read
+        already (nothing else is known of it: not who wrote it, nor who deleted it)."""
+        if not self.receiving:
+            return
+        await self._live.wait()
+        thread = self.known.get(message_id) is not None  # a mention that opened a thread: answered in it
+        where = message_id if thread else channel_id
+        deletion = InboundMessage(SURFACE_NAME, conversation_key(where), "", "", f"{message_id}:deleted",
+                                  edits=str(message_id), deleted=True)
+        async with self.host.ordered(f"channel:{where}"):
+            try:
+                await self.host.submit(deletion)
+            except StoreError as exc:  # Discord sends no event twice: said in the log
+                log.warning("could not take the deletion of Discord message %s: %s", message_id, exc)
+
     def _edited_in(self, message: discord.Message) -> tuple[int, bool] | None:
         """The channel of the conversation an edited message was taken in, and whether it is a DM."""
         channel_id = message.channel.id

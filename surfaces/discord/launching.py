@@ -138,7 +138,7 @@ async def launch(host: Host, settings: DiscordConfig, *, capabilities: Capabilit
         catch_up.mark()
 
     client.events = Events(router.on_message, on_interaction, on_ready, commands.sync, on_connect,
-                           router.unreadable, router.on_edit)
+                           router.unreadable, router.on_edit, router.on_delete)
     gateway = Gateway(client, token, settings.token_env)
 
     async def receive() -> None:

@@ -13,7 +13,8 @@ Which messages are the relay's (``heard``):
   replies in that thread continue it;
 * nothing from a bot (the app itself included), and no deletions or joins;
 * a person's edit of a message (``message_changed`` with its edit time) as its new words
-  (``edited``); one without an edit time is Slack adding a link's preview.
+  (``edited``); one without an edit time is Slack adding a link's preview; a message deleted
+  (``message_deleted``) as that (``deleted``).
 
 The files shared with a message come along (``Heard.files``), to download before it is handed over;
 the words of a message it forwards, or links to, come after its own, each said to be one.
@@ -31,8 +32,8 @@ from surfaces.slack import wording
 from surfaces.slack.files import SharedFile, shared_files
 from surfaces.slack.keys import Thread
 
-__all__ = ["EMPTY_MENTION", "Edited", "Heard", "Unreadable", "edited", "heard", "message_id", "person_text",
-           "strip_mention"]
+__all__ = ["EMPTY_MENTION", "Edited", "Heard", "Unreadable", "deleted", "edited", "heard", "message_id",
+           "person_text", "strip_mention"]
 
 #: What a mention with nothing after it means: the command list.
 EMPTY_MENTION = "!help"
@@ -148,6 +149,18 @@ def edited(event: Mapping[str, Any], *, team: str, bot_user_id: str) -> Edited |
     if got is None or not edit_ts or got.text == EMPTY_MENTION:
         return None
     return Edited(got, edit_ts)
+
+
+def deleted(event: Mapping[str, Any], *, team: str) -> Heard | None:
+    """A ``message_deleted`` event as the message a person deleted (its thread, who wrote it, its ts, no
+    words); None for a bot's message."""
+    before = event.get("previous_message")
+    if not isinstance(before, dict) or before.get("bot_id") or before.get("bot_profile"):
+        return None
+    channel, ts = _field(event, "channel"), _field(event, "deleted_ts") or _field(before, "ts")
+    if not channel or not ts:
+        return None
+    return Heard(Thread(team, channel, _field(before, "thread_ts") or ts), _field(before, "user"), "", ts)
 
 
 def _shared(event: Mapping[str, Any]) -> list[str]:

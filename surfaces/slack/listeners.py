@@ -47,7 +47,7 @@ from slack_bolt.request.internals import extract_team_id
 from core.surface_api import HELD_RETRY_S, Attachment, ButtonPress, HeldMessages, Host, InboundMessage, StoreError
 from surfaces.slack import wording
 from surfaces.slack.files import SlackFiles
-from surfaces.slack.inbound import Edited, Heard, Unreadable, edited, heard, message_id, person_text
+from surfaces.slack.inbound import Edited, Heard, Unreadable, deleted, edited, heard, message_id, person_text
 from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.render import ACTION_PREFIX
 from surfaces.slack.surface import SURFACE_NAME, SlackSurface
@@ -159,6 +159,11 @@ class Listeners:
                 if edit is not None:
                     await self._hand_edit(edit)
                 return
+            if event.get("subtype") == "message_deleted":
+                gone = deleted(event, team=team)
+                if gone is not None:
+                    await self._hand_edit(Edited(gone, ""), deleted=True)
+                return
             try:
                 got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
                             mention_event=mention_event)
@@ -176,15 +181,15 @@ class Listeners:
         if got is not None:
             await self._hand_over(got, retry, unsure=unsure)
 
-    async def _hand_edit(self, edit: Edited) -> None:
-        """Journal a person's edit (the core answers it in the conversation of the message it edits). A
-        store that refuses it raises: Slack is not acknowledged and sends the edit again."""
+    async def _hand_edit(self, edit: Edited, *, deleted: bool = False) -> None:
+        """Journal a person's edit, or deletion, of a message (the core answers it in the conversation of
+        that message). A store that refuses it raises: Slack is not acknowledged and sends it again."""
         got, thread = edit.heard, edit.heard.thread
         original = message_id(thread.team, thread.channel, got.ts)
+        change = f"{original}:deleted" if deleted else f"{original}:edit:{edit.edit_ts}"
         async with self.host.ordered(thread.key):
-            await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
-                                                  f"{original}:edit:{edit.edit_ts}", origin=Asker(got.user, got.ts),
-                                                  edits=original))
+            await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text, change,
+                                                  origin=Asker(got.user, got.ts), edits=original, deleted=deleted))
 
     async def _hand_over(self, got: Heard, retry: int, *, unsure: StoreError | None = None) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next.

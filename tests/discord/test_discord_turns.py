@@ -213,3 +213,22 @@ async def test_an_edit_of_a_mention_is_answered_in_the_thread_it_opened(relay: R
     assert r.bot_texts(r.channel) == [], "nothing in the channel itself"
     assert r.bot_texts(thread.id).count(said) == 1
     assert r.prompts() == ["text explain the build"]
+
+
+async def test_a_message_deleted_while_it_waits_is_not_answered_and_one_read_already_is_said_to_stay(
+        relay: RelayFactory) -> None:
+    """Discord says only which message was deleted (MESSAGE_DELETE: its id and channel): the relay knows the
+    rest from its journal. The relay deleting messages of its own is no such deletion."""
+    r = await relay()
+    dm = r.fake.dm(ALICE, "alice")
+    first = await r.fake.say(dm, ALICE, "text working\nsleep 0.6\ntext done")
+    await until(lambda: r.prompts(), "the first message is at the agent")
+    second = await r.fake.say(dm, ALICE, "text my token is hunter2")
+    await until(lambda: any(t.startswith("Queued") for t in r.bot_texts(dm)), "the second waits its turn")
+    await r.fake.delete(dm, second)
+    await until(lambda: any(t.startswith("🗑 Deleted") for t in r.bot_texts(dm)), "the receipt says so")
+    await r.fake.delete(dm, first)
+    await until(lambda: wording.DELETED_AFTER_READ in r.bot_texts(dm), "the first's deletion answered")
+    await r.settled()
+    assert r.prompts() == ["text working\nsleep 0.6\ntext done"]
+    assert r.bot_texts(dm).count(wording.DELETED_AFTER_READ) == 1

@@ -179,12 +179,12 @@ class Relay:
     # -- driving ---------------------------------------------------------------------------
 
     def message(self, text: str, *, message_id: str | None = None, user: str = USER,
-                key: str = KEY, edits: str | None = None) -> InboundMessage:
-        """``edits``: the id of the message this is an edit of (its new words)."""
+                key: str = KEY, edits: str | None = None, deleted: bool = False) -> InboundMessage:
+        """``edits``: the id of the message this is an edit of (its new words), or its deletion."""
         if message_id is None:
             self._ids += 1
             message_id = f"m{self._ids}"
-        return InboundMessage(self.surface.name, key, user, text, message_id, edits=edits)
+        return InboundMessage(self.surface.name, key, user, text, message_id, edits=edits, deleted=deleted)
 
     async def send(self, text: str, **kw: Any) -> InboundMessage:
         msg = self.message(text, **kw)

@@ -108,3 +108,53 @@ async def test_an_edit_before_the_restart_answers_a_waiting_message_sends_its_ne
 def test_the_notice_names_the_edited_words_on_one_line_and_cut_short() -> None:
     said = wording.edit_not_sent_text("fix\n  the   build " + "x" * 80)
     assert '"fix the build ' + "x" * 46 + '…", so the edit was not sent' in said
+
+
+def deletion(original: InboundMessage) -> InboundMessage:
+    """A surface's report that ``original`` was deleted (who deleted it unknown, as on Discord)."""
+    return dataclasses.replace(original, text="", user_id="", message_id=f"{original.message_id}:deleted",
+                               edits=original.message_id, deleted=True)
+
+
+async def test_a_message_deleted_while_it_waits_is_never_answered_and_its_words_are_not_kept(
+        relay: RelayFactory) -> None:
+    r = await relay()
+    await running(r, "text working\nsleep 0.5\ntext done")
+    waiting = await r.send("text my password is hunter2")
+    await until(lambda: r.conv().queue, what="the second waits its turn")
+    await r.engine.handle_message(deletion(waiting))
+    await r.engine.handle_message(deletion(waiting))  # the platform delivers it again
+    await r.idle()
+    assert len(r.prompts()) == 1, "the deleted message never reaches the agent"
+    [receipt] = [m for m in r.messages() if m.text.startswith("🗑")]
+    assert receipt.text == "🗑 Deleted before it was answered: the agent never got it."
+    taken = r.store.taken_inbound(r.surface.name, waiting.message_id)
+    assert taken is not None and "hunter2" not in str(taken.payload) and r.store.unfinished_inbound() == []
+    assert wording.DELETED_AFTER_READ not in r.texts()
+
+
+async def test_a_message_deleted_after_the_agent_read_it_is_said_to_stay_in_the_conversation(
+        relay: RelayFactory) -> None:
+    r = await relay()
+    answered = await r.send("text my password is hunter2")
+    await r.idle()
+    stranger = dataclasses.replace(deletion(r.message("never taken in", message_id="other")))
+    await r.engine.handle_message(stranger)
+    await r.engine.handle_message(deletion(answered))
+    await r.idle()
+    assert r.texts().count(wording.DELETED_AFTER_READ) == 1, "said once, for the message taken in alone"
+    taken = r.store.taken_inbound(r.surface.name, answered.message_id)
+    assert taken is not None and "hunter2" not in str(taken.payload)
+
+
+async def test_a_message_deleted_while_the_relay_was_down_is_not_answered_by_the_start(relay: RelayFactory) -> None:
+    r = await relay()
+    await running(r, "text working\nsleep 1\ntext done")
+    waiting = await r.send("text never this")
+    await r.close()
+    await r.build()
+    assert r.engine.accept(deletion(waiting)) is None
+    await r.lifecycle.start()
+    await until(lambda: len(r.prompts()) == 2, what="the interrupted turn answered again")
+    await r.idle()
+    assert "text never this" not in r.prompts()

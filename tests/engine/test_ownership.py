@@ -294,19 +294,21 @@ async def test_an_approval_pressed_on_another_relay_reaches_the_owner(pair: Pair
 
 
 async def test_an_edit_received_by_another_relay_is_taken_by_the_owner(pair: Pair) -> None:
-    """The person edits two messages; the platform delivers the edits to relay b, while relay a answers the
-    conversation: the waiting message is answered with its new words, the running one gets the notice,
-    each once, from the owner."""
+    """The person edits two messages and deletes a third; the platform delivers the changes to relay b, while
+    relay a answers the conversation: the waiting message is answered with its new words, the deleted one
+    never, the running one gets the notice, each once, from the owner."""
     a, b = pair
     running = await a.send(script(1, 0.6))
     await until(lambda: prompted(a) == [1], "the first message at relay a's agent")
     waiting = await a.send(script(2), message_id="m2")
-    await until(lambda: a.conv().queue, "the second waits its turn at relay a")
+    unwanted = await a.send(script(4), message_id="m4")
+    await until(lambda: len(a.conv().queue) == 2, "two wait their turn at relay a")
     for original, words in ((waiting, script(3)), (running, "text answer-1 harder")):
         await b.send(words, message_id=f"{original.message_id}:edit", edits=original.message_id)
+    await b.send("", message_id="m4:deleted", user="", edits=unwanted.message_id, deleted=True)
     await until(answered(a, 1, 3), "both answered")
     await a.idle()
-    assert prompted(a) == [1, 3] and prompted(b) == [], "the waiting message read as edited, by the owner"
+    assert prompted(a) == [1, 3] and prompted(b) == [], "read as edited, the deleted one never, by the owner"
     notices = [m for m in a.surface.messages.values() if m.text.startswith("The agent had already read")]
     assert [n.text for n in notices] == [wording.edit_not_sent_text("text answer-1 harder")]
     assert notices[0].reply_to == running.message_id

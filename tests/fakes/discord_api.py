@@ -505,7 +505,17 @@ class FakeDiscord(InteractionRoutes):
         if ch is None or msg is None:
             return error_response(404, 10008, "Unknown Message")
         del ch.messages[int(msg["id"])]
+        await self.dispatch("MESSAGE_DELETE", self._deleted(ch, msg))
         return web.Response(status=204)
+
+    async def delete(self, channel_id: int, message_id: int) -> None:
+        """A person deletes a message of theirs (or a moderator does): MESSAGE_DELETE, with ids alone."""
+        ch = self.channels[channel_id]
+        await self.dispatch("MESSAGE_DELETE", self._deleted(ch, ch.messages.pop(message_id)))
+
+    @staticmethod
+    def _deleted(ch: Channel, msg: Json) -> Json:
+        return {"id": msg["id"], "channel_id": str(ch.id), **({"guild_id": str(ch.guild_id)} if ch.guild_id else {})}
 
     async def _r_typing(self, request: web.Request, parts: list[str], body: Json) -> web.Response:
         if self._channel(parts) is None:

@@ -157,6 +157,16 @@ class SlackRelayUnderTest:
                             "channel_type": kind, "ts": edit_ts, "event_ts": edit_ts, "message": inner,
                             "previous_message": {"type": "message", "user": user, "ts": msg.ts}})
 
+    async def delete(self, msg: SlackMessage, *, user: str = USER) -> None:
+        """The person deletes ``msg`` (``message_deleted``, what it said in ``previous_message``)."""
+        ts = self.fake.next_ts()
+        kind = "im" if msg.channel.startswith("D") else "channel"
+        before = {"type": "message", "user": user, "text": msg.text, "ts": msg.ts,
+                  **({"thread_ts": msg.thread_ts} if msg.thread_ts else {})}
+        await self.deliver({"type": "message", "subtype": "message_deleted", "hidden": True, "channel": msg.channel,
+                            "channel_type": kind, "ts": ts, "event_ts": ts, "deleted_ts": msg.ts,
+                            "previous_message": before})
+
     async def slash(self, text: str = "", *, user: str = USER, channel: str = CHANNEL,
                     trigger_id: str = "trig-1") -> Any:
         """``/compact <text>`` in a channel; returns the ack's payload (what only the sender sees)."""

@@ -218,3 +218,20 @@ async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_onc
     assert relay.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
     said = wording.edit_not_sent_text("text working harder")
     assert relay.bot_texts(first.ts).count(said) == 1, "named: the message edited is far above it"
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_message_deleted_while_it_waits_is_not_answered_and_one_read_already_is_said_to_stay(
+        slack: SlackFactory, mode: str) -> None:
+    relay = await slack(mode=mode)
+    first = await relay.mention("text working\nsleep 0.6\ntext done")
+    await until(lambda: relay.prompts(), what="the first message is at the agent")
+    second = await relay.reply(first.ts, "text my token is hunter2")
+    await until(lambda: any(t.startswith("Queued") for t in relay.bot_texts(first.ts)), what="the second waits")
+    await relay.delete(second)
+    await until(lambda: any(t.startswith("🗑 Deleted") for t in relay.bot_texts(first.ts)), what="its receipt")
+    await relay.delete(first)
+    await until(lambda: wording.DELETED_AFTER_READ in relay.bot_texts(first.ts), what="the first's deletion")
+    await relay.settled(first.ts)
+    assert relay.prompts() == ["text working\nsleep 0.6\ntext done"]
+    assert relay.bot_texts(first.ts).count(wording.DELETED_AFTER_READ) == 1

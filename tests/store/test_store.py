@@ -158,6 +158,12 @@ def test_an_edited_message_is_rewritten_only_while_unfinished_and_an_edit_is_nev
         assert not s.rewrite_inbound("telegram", "1:5", {"text": "too late"})
         done = s.taken_inbound("telegram", "1:5")
         assert done is not None and done.payload == {"text": "fix bar.py", "user_id": "7"}
+        s.record_inbound("telegram", "1:6", "telegram:1", {"text": "my token is hunter2", "user_id": "7"})
+        s.forget_inbound("telegram", "1:6", {"user_id": "7", "forgotten": True})
+        s.forget_inbound("telegram", "1:5", {"user_id": "7", "forgotten": True})  # answered already: words go too
+        assert s.unfinished_inbound() == [], "a message deleted is never answered"
+        assert not s.record_inbound("telegram", "1:6", "telegram:1", {"text": "again"}), "its redelivery is known"
+    assert "hunter2" not in str(place.sql("SELECT payload FROM inbound"))
 
 
 
