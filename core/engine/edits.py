@@ -97,14 +97,18 @@ class Edits:
                 await self._outbox.say(conv.surface, conv.key, wording.DELETED_AFTER_READ)
             self._journal.forget(edited)
             return
-        if at is not None and not conv.queue[at].compact \
-                and route(edited.text, conv.surface.commands, conv.surface.bot_usernames) is None:
+        commands = conv.surface.commands, conv.surface.bot_usernames
+        if at is not None and not conv.queue[at].compact and route(edited.text, *commands) is None:
             item = conv.queue[at]
             message = dataclasses.replace(item.message, text=edited.text)
             if self._journal.rewrite(message):
                 conv.queue[at] = dataclasses.replace(item, message=message)
                 log.info("a message waiting in %s was edited: the agent gets its new words", conv.key)
                 return
+        taken = self._journal.taken(edited.surface, edited.message_id)
+        if taken is not None and route(taken.text, *commands) is not None:  # the relay's, never the agent's
+            await self._outbox.reply(conv.surface, edited, wording.COMMAND_EDITED)
+            return
         await self._outbox.reply(conv.surface, edited, wording.edit_not_sent_text(edited.text))
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "ALLOW_ONCE_LABEL",
     "APPROVAL_EXPIRED",
     "CHOOSE_BY_NUMBER",
+    "COMMAND_EDITED",
     "COMPACTED",
     "DELETED_AFTER_READ",
     "DENY_LABEL",
@@ -100,6 +101,8 @@ PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finis
 EMPTY_ANSWER = "The agent finished without writing a reply."
 #: A message with no words and nothing attached: the agent is not asked.
 NOTHING_TO_SEND = "That message had nothing in it the agent could read, so it was not sent."
+#: A person edited a command (the relay's to run, never the agent's to read).
+COMMAND_EDITED = "An edit to a command changes nothing, so this one was not applied. Send the command again to run it."
 #: A person deleted a message the agent had already read (it stays in the agent's session).
 DELETED_AFTER_READ = ("The agent had already read the message you deleted, so it is still part of this "
                       "conversation. Start a new conversation to leave it behind.")

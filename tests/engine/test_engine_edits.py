@@ -158,3 +158,13 @@ async def test_a_message_deleted_while_the_relay_was_down_is_not_answered_by_the
     await until(lambda: len(r.prompts()) == 2, what="the interrupted turn answered again")
     await r.idle()
     assert "text never this" not in r.prompts()
+
+
+async def test_an_edit_of_a_command_says_it_changes_nothing(relay: RelayFactory) -> None:
+    r = await relay()
+    status = await r.send("/status")
+    await r.idle()
+    await edit(r, status, "/new")
+    await r.idle()
+    assert r.texts()[-1] == wording.COMMAND_EDITED, "not 'the agent had already read it': it never did"
+    assert not r.with_text(NOT_SENT) and wording.NEW_CONVERSATION not in r.texts()
