@@ -1,4 +1,4 @@
-"""``acp-relay run`` as a real process against the fake Bot API: a whole turn, a clean stop, a
+"""``acp-relay run`` as a real process against the fake Bot API: a whole turn (and an edit), a clean stop, a
 ``kill -9`` at each moment of an update's way in, and the start-up refusals and doctor lines.
 
 The fake server runs in the test's event loop; a hook on its calls kills the relay at an exact
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from core.engine import wording
 from tests.fakes.telegram_api import TOKEN, Call, FakeBotApi
 from tests.process import HANG_GUARD_S, Spawn, relay_processes
 from tests.process import write_config as write_process_config
@@ -45,10 +46,13 @@ async def test_a_turn_through_acp_relay_run_and_a_clean_stop(api: FakeBotApi, re
                                                              tmp_path: Path) -> None:
     api.private(USER)
     relay = await relay_processes(write_config(tmp_path, api), TELEGRAM_BOT_TOKEN=TOKEN)
-    api.say(USER, "text hello from **run**\nsleep 0.2\ntext  done")
+    asked = api.say(USER, "text hello from **run**\nsleep 0.2\ntext  done")
     await until(lambda: answers(api), "the answer", timeout=HANG_GUARD_S)
     assert api.calls("sendMessageDraft")
     assert answers(api)[0].startswith("hello from run done")
+    api.edit(USER, asked["message_id"], "text hello again")  # the process asked Telegram for edits
+    said = wording.edit_not_sent_text("text hello again")
+    await until(lambda: said in [m["text"] for m in api.bot_messages(USER)], "the edit's notice", timeout=HANG_GUARD_S)
     assert await relay.stop() == 0
     stderr = relay.stderr
     assert "stopped cleanly" in stderr and TOKEN not in stderr and "Traceback" not in stderr
