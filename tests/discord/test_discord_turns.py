@@ -6,7 +6,7 @@ import asyncio
 
 from core.engine import wording
 from core.surface_api import MAX_FILE_BYTES
-from tests.discord.harness import ALICE, MALLORY, RelayFactory, until
+from tests.discord.harness import ALICE, MALLORY, Relay, RelayFactory, until
 from tests.fakes.discord_api import BOT_ID, user
 from tests.fakes.discord_payloads import now
 
@@ -177,16 +177,22 @@ async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded_with_i
     assert not any("finished without" in t for t in r.bot_texts(dm))
 
 
+async def one_running_one_waiting(r: Relay, waiting: str) -> tuple[int, int, int]:
+    """In a DM: a message whose answer runs 0.6 s, then ``waiting`` behind it; the DM's id and the two ids."""
+    dm = r.fake.dm(ALICE, "alice")
+    first = await r.fake.say(dm, ALICE, "text working\nsleep 0.6\ntext done")
+    await until(lambda: r.prompts(), "the first message is at the agent")
+    second = await r.fake.say(dm, ALICE, waiting)
+    await until(lambda: any(t.startswith("Queued") for t in r.bot_texts(dm)), "the second waits its turn")
+    return dm, first, second
+
+
 async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_once_read(relay: RelayFactory) -> None:
     """A person fixes a typo (Discord sends MESSAGE_UPDATE with the edit time): in the message waiting for its
     turn the agent reads the fix; under the one it answers, the person reads that the edit was not sent.
     Link previews Discord adds (an update without an edit time) and the bot's own edits change nothing."""
     r = await relay()
-    dm = r.fake.dm(ALICE, "alice")
-    first = await r.fake.say(dm, ALICE, "text working\nsleep 0.6\ntext done")
-    await until(lambda: r.prompts(), "the first message is at the agent")
-    second = await r.fake.say(dm, ALICE, "text fix foo.py https://example.com")
-    await until(lambda: any(t.startswith("Queued") for t in r.bot_texts(dm)), "the second waits its turn")
+    dm, first, second = await one_running_one_waiting(r, "text fix foo.py https://example.com")
     await r.fake.preview(dm, second)
     await r.fake.edit(dm, second, "text fix bar.py")
     await r.fake.edit(dm, first, "text working harder")
@@ -220,11 +226,7 @@ async def test_a_message_deleted_while_it_waits_is_not_answered_and_one_read_alr
     """Discord says only which message was deleted (MESSAGE_DELETE: its id and channel): the relay knows the
     rest from its journal. The relay deleting messages of its own is no such deletion."""
     r = await relay()
-    dm = r.fake.dm(ALICE, "alice")
-    first = await r.fake.say(dm, ALICE, "text working\nsleep 0.6\ntext done")
-    await until(lambda: r.prompts(), "the first message is at the agent")
-    second = await r.fake.say(dm, ALICE, "text my token is hunter2")
-    await until(lambda: any(t.startswith("Queued") for t in r.bot_texts(dm)), "the second waits its turn")
+    dm, first, second = await one_running_one_waiting(r, "text my token is hunter2")
     await r.fake.delete(dm, second)
     await until(lambda: any(t.startswith("🗑 Deleted") for t in r.bot_texts(dm)), "the receipt says so")
     await r.fake.delete(dm, first)
