@@ -162,7 +162,7 @@ class Listeners:
             if event.get("subtype") == "message_deleted":
                 gone = deleted(event, team=team)
                 if gone is not None:
-                    await self._hand_edit(Edited(gone, ""), deleted=True)
+                    await self._hand_edit(Edited(gone, ""), removal=True)
                 return
             try:
                 got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
@@ -181,15 +181,15 @@ class Listeners:
         if got is not None:
             await self._hand_over(got, retry, unsure=unsure)
 
-    async def _hand_edit(self, edit: Edited, *, deleted: bool = False) -> None:
+    async def _hand_edit(self, edit: Edited, *, removal: bool = False) -> None:
         """Journal a person's edit, or deletion, of a message (the core answers it in the conversation of
         that message). A store that refuses it raises: Slack is not acknowledged and sends it again."""
         got, thread = edit.heard, edit.heard.thread
         original = message_id(thread.team, thread.channel, got.ts)
-        change = f"{original}:deleted" if deleted else f"{original}:edit:{edit.edit_ts}"
+        change = f"{original}:deleted" if removal else f"{original}:edit:{edit.edit_ts}"
         async with self.host.ordered(thread.key):
             await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text, change,
-                                                  origin=Asker(got.user, got.ts), edits=original, deleted=deleted))
+                                                  origin=Asker(got.user, got.ts), edits=original, deleted=removal))
 
     async def _hand_over(self, got: Heard, retry: int, *, unsure: StoreError | None = None) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next.
