@@ -6,7 +6,9 @@ runs, or ran) is answered with a sentence saying the edit was not sent: the pers
 believing the agent saw it. A message deleted while it waits is taken out of the line (its receipt
 says so); one deleted after the agent read it is said to be still part of the conversation. Either
 way what it said is no longer kept in the journal. An edit that changes no words (a link preview
-added, a pin) and a change to a message the relay never took in (one not for the bot) do nothing.
+added, a pin) does nothing. (An edit of a message the relay never took in is that message, late:
+surfaces hand over only edits of messages for the bot as they read now, a mention added, say; the
+engine takes it as a message.)
 Each change is journaled, so one delivered again is not answered twice; relays sharing a store
 journal it for the conversation's owner to take, as a message.
 """
@@ -51,7 +53,7 @@ class Edits:
         unfinished, for the conversation's owner to take)."""
         assert edit.edits is not None
         taken = self._journal.taken(edit.surface, edit.edits)
-        if taken is None:  # never taken in (not for the bot, or long forgotten)
+        if taken is None:  # never taken in: a deletion of a message not the bot's
             log.debug("a change to a message %s/%s the relay never took in", edit.surface, edit.edits)
             return None
         if not edit.deleted and edit.text.strip() == taken.text.strip():

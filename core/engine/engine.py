@@ -265,6 +265,11 @@ class Engine(Pickups):
                 await self.outbox.reply(surface, message, text, private=True)
 
             return refuse
+        if message.edits is not None and not message.deleted \
+                and self.journal.taken(message.surface, message.edits) is None:
+            # Never taken in, and for the bot as it reads now (a surface hands over only such edits): a
+            # mention added after sending. The message itself, late, as it reads now.
+            message = dataclasses.replace(message, message_id=message.edits, edits=None)
         if message.edits is not None:
             if self.ownership is None:
                 return self.edits.accept(surface, message, running=self.state == "running")

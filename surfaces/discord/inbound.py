@@ -188,14 +188,23 @@ class Router:
             await self._route_held(message)
 
     async def on_edit(self, message: discord.Message) -> None:
-        """A gateway MESSAGE_UPDATE of a person's message: an edit of its words reaches the core (which
-        knows the message, or finds it is none of the bot's); one without an edit time is a link preview
-        or a pin."""
+        """A gateway MESSAGE_UPDATE of a person's message, for the bot as it reads now: an edit of its words
+        reaches the core (which answers it as an edit, or as the message itself, late, when it never took
+        it in: a mention added after sending). One without an edit time is a link preview or a pin. A
+        channel message that now mentions the bot and opened no thread yet is taken as a message is."""
         if not self.receiving or message.edited_at is None or not self.is_person(message):
             return
         await self._live.wait()
-        key = self._edited_in(message)
-        if key is None or not self.receiving:
+        place = self.where(message.channel, message.channel.id, in_guild=_in_guild(message))
+        if place is None or not self.receiving:
+            return
+        if place[0] == "channel" and self.known.get(message.id) is None:
+            if self.mentions_me(message):  # the mention forgotten, then edited in
+                async with self.host.ordered(f"channel:{message.channel.id}"):
+                    await self._route_held(message)
+            return
+        key = self._edited_in(message, place[0])
+        if key is None:
             return
         text = message.content.strip() if key[1] else self.without_mention(message.content)
         if not text:
@@ -225,15 +234,15 @@ class Router:
             except StoreError as exc:  # Discord sends no event twice: said in the log
                 log.warning("could not take the deletion of Discord message %s: %s", message_id, exc)
 
-    def _edited_in(self, message: discord.Message) -> tuple[int, bool] | None:
-        """The channel of the conversation an edited message was taken in, and whether it is a DM."""
+    def _edited_in(self, message: discord.Message, kind: Kind) -> tuple[int, bool] | None:
+        """The channel of the conversation an edited message is the bot's in, and whether it is a DM (None:
+        someone else's thread that the message does not address)."""
         channel_id = message.channel.id
-        place = self.where(message.channel, channel_id, in_guild=_in_guild(message))
-        if place is None:
+        if kind == "channel":  # a mention there opened a thread of the same id, answered in it
+            return message.id, False
+        if kind == "thread" and self.known.get(channel_id) is None and not self.mentions_me(message):
             return None
-        if place[0] == "channel":  # a mention there opened a thread of the same id, answered in it
-            return (message.id, False) if self.known.get(message.id) is not None else None
-        return channel_id, place[0] == "dm"
+        return channel_id, kind == "dm"
 
     async def _route_held(self, message: discord.Message) -> None:
         """``_route``, tried again while the store refuses what it must keep (see the module's doc)."""

@@ -137,15 +137,17 @@ class Edited:
     edit_ts: str
 
 
-def edited(event: Mapping[str, Any], *, team: str, bot_user_id: str) -> Edited | None:
-    """A ``message_changed`` event as a person's edit of their message; None: a bot's message changed, or
-    Slack added a link's preview (no edit time). Whose conversation the message is, the core knows."""
+def edited(event: Mapping[str, Any], *, team: str, bot_user_id: str, joined: Callable[[Thread], bool]) -> Edited | None:
+    """A ``message_changed`` event as a person's edit of a message that is the relay's as it reads now (a DM,
+    a reply in a thread the app is part of, a mention: one edited in too); None: not the relay's, a bot's
+    message changed, or Slack added a link's preview (no edit time)."""
     inner = event.get("message")
     if not isinstance(inner, dict) or not isinstance(inner.get("edited"), dict):
         return None
     edit_ts = _field(inner["edited"], "ts")
-    got = heard({**inner, "channel": _field(event, "channel"), "subtype": None}, team=team, bot_user_id=bot_user_id,
-                joined=lambda _: True, mention_event=True)
+    now = {**inner, "channel": _field(event, "channel"), "channel_type": event.get("channel_type"), "subtype": None}
+    got = heard(now, team=team, bot_user_id=bot_user_id, joined=joined,
+                mention_event=_mentions(_field(inner, "text"), bot_user_id))
     if got is None or not edit_ts or got.text == EMPTY_MENTION:
         return None
     return Edited(got, edit_ts)

@@ -155,7 +155,7 @@ class Listeners:
         unsure: StoreError | None = None
         try:
             if event.get("subtype") == "message_changed":
-                edit = edited(event, team=team, bot_user_id=bot_user_id)
+                edit = edited(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined)
                 if edit is not None:
                     await self._hand_edit(edit)
                 return
@@ -187,6 +187,8 @@ class Listeners:
         got, thread = edit.heard, edit.heard.thread
         original = message_id(thread.team, thread.channel, got.ts)
         change = f"{original}:deleted" if removal else f"{original}:edit:{edit.edit_ts}"
+        if not removal:
+            self._note_thread(thread, got.user)  # a mention edited in makes the thread the app's, as a message does
         async with self.host.ordered(thread.key):
             await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text, change,
                                                   origin=Asker(got.user, got.ts), edits=original, deleted=removal))

@@ -234,3 +234,18 @@ async def test_a_message_deleted_while_it_waits_is_not_answered_and_one_read_alr
     await r.settled()
     assert r.prompts() == ["text working\nsleep 0.6\ntext done"]
     assert r.bot_texts(dm).count(wording.DELETED_AFTER_READ) == 1
+
+
+async def test_a_channel_message_whose_forgotten_mention_is_edited_in_opens_its_thread(relay: RelayFactory) -> None:
+    r = await relay()
+    forgot = await r.fake.say(r.channel, ALICE, "text why is the build red?")
+    await r.fake.edit(r.channel, forgot, f"<@{BOT_ID}> text why is the build red?")
+    await until(lambda: r.fake.thread_for(forgot) is not None, "a thread under the message")
+    thread = r.fake.thread_for(forgot)
+    assert thread is not None
+    await until(lambda: any("why is the build red?" in t for t in r.bot_texts(thread.id)), "the answer")
+    await r.fake.edit(r.channel, forgot, f"<@{BOT_ID}> text why is the build still red?")
+    said = wording.edit_not_sent_text("text why is the build still red?")
+    await until(lambda: said in r.bot_texts(thread.id), "a later edit is an edit")
+    await r.settled()
+    assert r.prompts() == ["text why is the build red?"]

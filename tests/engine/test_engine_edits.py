@@ -2,7 +2,8 @@
 surface, the scripted agent as a real process). The agent reads a message once: an edit of one still
 waiting its turn replaces its words, an edit of one it has read is answered with a sentence saying the
 edit was not sent, and an edit with no new words, one of a message the relay never took in, and one
-delivered twice change nothing."""
+delivered twice change nothing. An edit of a message the relay never took in is that message, late: a
+surface hands over only edits of messages for the bot as they read now (a mention added after sending)."""
 
 from __future__ import annotations
 
@@ -58,15 +59,12 @@ async def test_an_edit_of_a_message_the_agent_has_read_is_answered_that_it_was_n
     assert r.prompts()[-1] == "text working\nsleep 0.3\ntext done"
 
 
-async def test_an_edit_with_no_new_words_a_repeat_or_of_a_message_never_taken_in_changes_nothing(
-        relay: RelayFactory) -> None:
+async def test_an_edit_with_no_new_words_or_a_repeat_changes_nothing(relay: RelayFactory) -> None:
     r = await relay()
     answered = await r.send("text hello")
     await r.idle()
     shown = r.texts()
     await edit(r, answered, "text hello", edit_id="preview")  # a link preview added: the same words
-    never = r.message("not for the bot", message_id="elsewhere")  # never journaled
-    await edit(r, never, "still not for the bot")
     await r.idle()
     assert r.texts() == shown
 
@@ -168,3 +166,19 @@ async def test_an_edit_of_a_command_says_it_changes_nothing(relay: RelayFactory)
     await r.idle()
     assert r.texts()[-1] == wording.COMMAND_EDITED, "not 'the agent had already read it': it never did"
     assert not r.with_text(NOT_SENT) and wording.NEW_CONVERSATION not in r.texts()
+
+
+async def test_an_edit_of_a_message_never_taken_in_is_that_message_late(relay: RelayFactory) -> None:
+    """A person forgot to mention the bot and edits the mention in: the surface hands the edit over (it is
+    for the bot as it reads now), and the message is answered as it reads, once."""
+    r = await relay()
+    forgot = r.message("text what failed in the build?", message_id="forgot")  # never journaled
+    late = await edit(r, forgot, "text what failed in the build today?")
+    await edit(r, forgot, "text what failed in the build today?", edit_id="again")  # delivered again
+    await r.idle()
+    assert r.prompts() == ["text what failed in the build today?"]
+    assert "what failed in the build today?" in r.answer(dataclasses.replace(late, message_id="forgot"))
+    assert not r.with_text(NOT_SENT)
+    await edit(r, forgot, "text what failed in yesterday's build?", edit_id="later")  # now it was read
+    await r.idle()
+    assert len(r.with_text(NOT_SENT)) == 1 and len(r.prompts()) == 1

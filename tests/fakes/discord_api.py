@@ -19,6 +19,7 @@ how a person reads a message, are in ``discord_payloads``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 import time
@@ -171,7 +172,8 @@ class FakeDiscord(InteractionRoutes):
 
     async def edit(self, channel_id: int, message_id: int, content: str) -> None:
         """A person edits a message of theirs: MESSAGE_UPDATE with the whole message and its edit time."""
-        msg = self.channels[channel_id].messages[message_id]
+        ch = self.channels[channel_id]
+        msg = ch.messages[message_id] = copy.deepcopy(ch.messages[message_id])  # what was sent stays as sent
         msg.update(content=content, edited_timestamp=now())
         await self.dispatch("MESSAGE_UPDATE", msg)
 

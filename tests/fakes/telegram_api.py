@@ -25,6 +25,7 @@ chat as the person sees it, oldest first. Tests push updates with ``say``, ``pho
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 import re
@@ -330,8 +331,9 @@ class FakeBotApi(MessageMethods):
 
     def edit(self, chat_id: int, message_id: int, text: str) -> Json:
         """A person edits a message of theirs: its words (or caption) change, and an ``edited_message``
-        update is queued, as Telegram does (only for a bot that asked for edits)."""
-        msg = self.messages[(chat_id, message_id)]
+        update is queued, as Telegram does (only for a bot that asked for edits). An update not fetched yet
+        keeps the words it was sent with."""
+        msg = self.messages[(chat_id, message_id)] = copy.deepcopy(self.messages[(chat_id, message_id)])
         msg["caption" if "caption" in msg else "text"] = text
         msg.pop("entities", None)
         mentions = [{"type": "mention", "offset": utf16_len(text[:m.start()]), "length": utf16_len(m[0])}

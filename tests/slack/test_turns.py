@@ -235,3 +235,21 @@ async def test_a_message_deleted_while_it_waits_is_not_answered_and_one_read_alr
     await relay.settled(first.ts)
     assert relay.prompts() == ["text working\nsleep 0.6\ntext done"]
     assert relay.bot_texts(first.ts).count(wording.DELETED_AFTER_READ) == 1
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_message_whose_forgotten_mention_is_edited_in_is_answered_in_its_thread(
+        slack: SlackFactory, mode: str) -> None:
+    """Slack sends no ``app_mention`` for an edit: the ``message_changed`` that adds the mention makes the
+    message the relay's. Another channel message edited without one stays the people's."""
+    relay = await slack(mode=mode)
+    chatter = relay.fake.user_message(USER, CHANNEL, "lunch at noon?")
+    forgot = relay.fake.user_message(USER, CHANNEL, "text why is the build red?")
+    await relay.edit(chatter, "lunch at one?")
+    await relay.edit(forgot, f"<@{BOT_USER}> text why is the build red?")
+    await until(lambda: any("why is the build red?" in t for t in relay.bot_texts(forgot.ts)), what="the answer")
+    await relay.settled(forgot.ts)
+    await relay.reply(forgot.ts, "text and now?")  # the thread is the app's: no mention needed
+    await until(lambda: any("and now?" in t for t in relay.bot_texts(forgot.ts)), what="the reply answered")
+    assert relay.prompts() == ["text why is the build red?", "text and now?"]
+    assert relay.bot_texts(chatter.ts) == []

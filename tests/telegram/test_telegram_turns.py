@@ -197,6 +197,8 @@ async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_onc
 
 
 async def test_in_a_group_only_an_edit_of_a_message_for_the_bot_is_answered(api: FakeBotApi, tg: TgFactory) -> None:
+    """A chatter's edit is not the bot's; an edit that adds the forgotten mention makes the message the bot's:
+    it is answered as it reads now."""
     r = await tg()
     api.group(GROUP)
     chatter = api.say(GROUP, "lunch at noon?", user=USER)
@@ -210,3 +212,11 @@ async def test_in_a_group_only_an_edit_of_a_message_for_the_bot_is_answered(api:
     await r.settled()
     assert r.prompts() == ["text hello"]
     assert r.texts(GROUP).count(said) == 1, "the chatter's edit and the no-op are not the bot's"
+    forgot = api.say(GROUP, "text what broke the build?", user=USER)  # the mention forgotten
+    await r.settled()  # seen, and not the bot's
+    api.edit(GROUP, forgot["message_id"], "@relay_bot text what broke the build?")
+    await until(lambda: len(finals(api, GROUP)) == 2, "the message answered once the mention is in")
+    await r.settled()
+    assert r.prompts() == ["text hello", "text what broke the build?"]
+    [late] = [m for m in api.bot_messages(GROUP) if m["text"].startswith("what broke the build?")]
+    assert late["reply_to_message"]["message_id"] == forgot["message_id"], "answered under the message itself"
