@@ -190,29 +190,30 @@ class Router:
     async def on_edit(self, message: discord.Message) -> None:
         """A gateway MESSAGE_UPDATE of a person's message, for the bot as it reads now: an edit of its words
         reaches the core (which answers it as an edit, or as the message itself, late, when it never took
-        it in: a mention added after sending). One without an edit time is a link preview or a pin. A
-        channel message that now mentions the bot and opened no thread yet is taken as a message is."""
+        it in). One without an edit time is a link preview or a pin. A message that now mentions the bot
+        where nothing was the bot's yet (a channel message that opened no thread, a thread the bot is
+        not in) is taken as a new one is: the mention was forgotten, then edited in."""
         if not self.receiving or message.edited_at is None or not self.is_person(message):
             return
         await self._live.wait()
         place = self.where(message.channel, message.channel.id, in_guild=_in_guild(message))
         if place is None or not self.receiving:
             return
-        if place[0] == "channel" and self.known.get(message.id) is None:
-            if self.mentions_me(message):  # the mention forgotten, then edited in
-                async with self.host.ordered(f"channel:{message.channel.id}"):
+        kind, channel_id = place[0], message.channel.id
+        if self.known.get(message.id if kind == "channel" else channel_id) is None and kind != "dm":
+            if self.mentions_me(message):
+                async with self.host.ordered(f"channel:{channel_id}"):
                     await self._route_held(message)
             return
-        key = self._edited_in(message, place[0])
-        if key is None:
-            return
-        text = message.content.strip() if key[1] else self.without_mention(message.content)
+        # A mention in a channel opened a thread of the same id, and is answered in it.
+        where = message.id if kind == "channel" else channel_id
+        text = message.content.strip() if kind == "dm" else self.without_mention(message.content)
         if not text:
             return  # every word taken out: nothing to read (its files were sent with it)
-        edit = InboundMessage(SURFACE_NAME, conversation_key(key[0]), str(message.author.id), text,
+        edit = InboundMessage(SURFACE_NAME, conversation_key(where), str(message.author.id), text,
                               f"{message.id}:edit:{message.edited_at.isoformat()}",
                               display_name=message.author.display_name, edits=str(message.id))
-        async with self.host.ordered(f"channel:{key[0]}"):
+        async with self.host.ordered(f"channel:{where}"):
             try:
                 await self.host.submit(edit)
             except StoreError as exc:  # an edit is a nicety: not held and offered again as a message is
@@ -233,16 +234,6 @@ class Router:
                 await self.host.submit(deletion)
             except StoreError as exc:  # Discord sends no event twice: said in the log
                 log.warning("could not take the deletion of Discord message %s: %s", message_id, exc)
-
-    def _edited_in(self, message: discord.Message, kind: Kind) -> tuple[int, bool] | None:
-        """The channel of the conversation an edited message is the bot's in, and whether it is a DM (None:
-        someone else's thread that the message does not address)."""
-        channel_id = message.channel.id
-        if kind == "channel":  # a mention there opened a thread of the same id, answered in it
-            return message.id, False
-        if kind == "thread" and self.known.get(channel_id) is None and not self.mentions_me(message):
-            return None
-        return channel_id, kind == "dm"
 
     async def _route_held(self, message: discord.Message) -> None:
         """``_route``, tried again while the store refuses what it must keep (see the module's doc)."""

@@ -249,3 +249,15 @@ async def test_a_channel_message_whose_forgotten_mention_is_edited_in_opens_its_
     await until(lambda: said in r.bot_texts(thread.id), "a later edit is an edit")
     await r.settled()
     assert r.prompts() == ["text why is the build red?"]
+
+
+async def test_a_mention_edited_into_someone_elses_thread_makes_the_thread_the_bots(relay: RelayFactory) -> None:
+    r = await relay()
+    thread = await r.fake.thread(r.channel, "people talking", owner=ALICE)
+    said = await r.fake.say(thread, ALICE, "text is the deploy done?")
+    await r.fake.edit(thread, said, f"<@{BOT_ID}> text is the deploy done?")
+    await until(lambda: any("is the deploy done?" in t for t in r.bot_texts(thread)), "the answer in the thread")
+    await r.fake.say(thread, ALICE, "text and the tests?")  # the thread is the bot's now: no mention needed
+    await until(lambda: any("and the tests?" in t for t in r.bot_texts(thread)), "the follow-up")
+    await r.settled()
+    assert r.prompts() == ["text is the deploy done?", "text and the tests?"]

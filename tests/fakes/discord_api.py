@@ -244,6 +244,14 @@ class FakeDiscord(InteractionRoutes):
     def bot_messages(self, channel_id: int) -> list[Json]:
         return [m for m in self.messages(channel_id) if m["author"] == self.bot]
 
+    async def thread(self, channel_id: int, name: str, *, owner: int = 0) -> int:
+        """A thread a person opened in a channel (THREAD_CREATE); returns its id."""
+        parent = self.channels[channel_id]
+        thread = Channel(self.snowflake(), 11, parent.guild_id, parent_id=parent.id, name=name, owner_id=owner)
+        self.channels[thread.id] = thread
+        await self.dispatch("THREAD_CREATE", {**thread.payload(), "newly_created": True})
+        return thread.id
+
     def thread_for(self, message_id: int) -> Channel | None:
         ch = self.channels.get(message_id)
         return ch if ch is not None and ch.type == 11 else None
