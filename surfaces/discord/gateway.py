@@ -74,8 +74,9 @@ class Events:
     on_unreadable: Callable[[str, str, str], None] = lambda event, ident, why: None
     #: A person's message changed (MESSAGE_UPDATE): its words edited, or only its link previews.
     on_edit: Callable[[discord.Message], Awaitable[None]] = _ignore
-    #: A message was deleted (MESSAGE_DELETE): its id and its channel's; who wrote or deleted it is not said.
-    on_delete: Callable[[int, int], Awaitable[None]] = _ignore
+    #: A message was deleted (MESSAGE_DELETE): its id, its channel's and its server's (None in a DM); who
+    #: wrote or deleted it is not said.
+    on_delete: Callable[[int, int, int | None], Awaitable[None]] = _ignore
 
 
 def _people_only(parse: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -178,7 +179,7 @@ class RelayClient(discord.Client):
 
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         """MESSAGE_DELETE (no message is cached, so this is the only deletion event)."""
-        await self.events.on_delete(payload.message_id, payload.channel_id)
+        await self.events.on_delete(payload.message_id, payload.channel_id, payload.guild_id)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         """Every interaction; the command tree also sees slash commands, ``Events`` sees presses."""

@@ -219,10 +219,12 @@ class Router:
             except StoreError as exc:  # an edit is a nicety: not held and offered again as a message is
                 log.warning("could not take an edit of Discord message %s: %s", message.id, exc)
 
-    async def on_delete(self, message_id: int, channel_id: int) -> None:
+    async def on_delete(self, message_id: int, channel_id: int, guild_id: int | None) -> None:
         """A gateway MESSAGE_DELETE: the core takes a message it took in out of the line, or says it was read
-        already (nothing else is known of it: not who wrote it, nor who deleted it)."""
-        if not self.receiving:
+        already (nothing else is known of it: not who wrote it, nor who deleted it). A deletion in a place
+        the relay does not serve is not looked up."""
+        channel = self.client.get_channel(channel_id)
+        if not self.receiving or self.where(channel, channel_id, in_guild=guild_id is not None) is None:
             return
         await self._live.wait()
         thread = self.known.get(message_id) is not None  # a mention that opened a thread: answered in it

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from core.engine import wording
 from core.surface_api import MAX_FILE_BYTES
@@ -261,3 +264,19 @@ async def test_a_mention_edited_into_someone_elses_thread_makes_the_thread_the_b
     await until(lambda: any("and the tests?" in t for t in r.bot_texts(thread)), "the follow-up")
     await r.settled()
     assert r.prompts() == ["text is the deploy done?", "text and the tests?"]
+
+
+async def test_a_deletion_where_the_relay_serves_nobody_is_not_looked_up(relay: RelayFactory,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """Discord reports every deletion the bot can see: one in a channel the relay does not serve is passed
+    over without a look at the journal; one where it serves is looked up (and found not the bot's)."""
+    r = await relay()
+    caplog.set_level(logging.DEBUG, logger="acp_relay.engine.edits")
+    elsewhere = await r.fake.say(r.other_channel, ALICE, "not for the bot")
+    here = await r.fake.say(r.channel, ALICE, "not for the bot either")
+    await r.fake.delete(r.other_channel, elsewhere)
+    await r.fake.delete(r.channel, here)
+    looked = lambda: [m for m in caplog.messages if "never took in" in m]  # noqa: E731
+    await until(lambda: looked(), "the deletion where the relay serves is looked up")
+    await r.settled()
+    assert len(looked()) == 1 and str(here) in looked()[0]
