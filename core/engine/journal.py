@@ -141,8 +141,8 @@ class Journal:
         return self.store.record_inbound(msg.surface, msg.message_id, msg.conversation_key, _encode(msg))
 
     def record_edit(self, edit: InboundMessage, *, handled: bool) -> bool:
-        """Journal an edit; False when the same edit came before. ``handled``: taken here and now, never
-        replayed (else the conversation's owner handles it, as a message)."""
+        """Journal an edit (or a deletion); False when the same one came before. ``handled``: taken here and
+        now, never replayed (else the conversation's owner handles it, as a message)."""
         return self.store.record_inbound(edit.surface, edit.message_id, edit.conversation_key, _encode(edit),
                                          completed=handled)
 
