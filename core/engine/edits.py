@@ -19,7 +19,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
-from core.engine import wording
+from core.engine import edit_wording
 from core.engine.conversation import Conversation
 from core.engine.delivery import Outbox
 from core.engine.journal import Journal
@@ -96,7 +96,7 @@ class Edits:
                 self._receipts.settle(conv.surface, conv.key, item.message, "deleted")
                 log.info("a message waiting in %s was deleted: it is not answered", conv.key)
             else:
-                await self._outbox.say(conv.surface, conv.key, wording.DELETED_AFTER_READ)
+                await self._outbox.say(conv.surface, conv.key, edit_wording.DELETED_AFTER_READ)
             self._journal.forget(edited)
             return
         commands = conv.surface.commands, conv.surface.bot_usernames
@@ -109,9 +109,9 @@ class Edits:
                 return
         taken = self._journal.taken(edited.surface, edited.message_id)
         if taken is not None and route(taken.text, *commands) is not None:  # the relay's, never the agent's
-            await self._outbox.reply(conv.surface, edited, wording.COMMAND_EDITED)
+            await self._outbox.reply(conv.surface, edited, edit_wording.COMMAND_EDITED)
             return
-        await self._outbox.reply(conv.surface, edited, wording.edit_not_sent_text(edited.text))
+        await self._outbox.reply(conv.surface, edited, edit_wording.edit_not_sent_text(edited.text))
 
 
 def _edited(edit: InboundMessage) -> InboundMessage:

@@ -20,9 +20,7 @@ __all__ = [
     "ALLOW_ONCE_LABEL",
     "APPROVAL_EXPIRED",
     "CHOOSE_BY_NUMBER",
-    "COMMAND_EDITED",
     "COMPACTED",
-    "DELETED_AFTER_READ",
     "DENY_LABEL",
     "EMPTY_ANSWER",
     "FOOTER_GLYPH",
@@ -59,7 +57,6 @@ __all__ = [
     "approval_prompt_text",
     "compaction_status_text",
     "delivery_failure_text",
-    "edit_not_sent_text",
     "footer_text",
     "forwarded_text",
     "help_text",
@@ -101,11 +98,6 @@ PARTIAL_NOTE = "This answer is incomplete: the turn ended before the agent finis
 EMPTY_ANSWER = "The agent finished without writing a reply."
 #: A message with no words and nothing attached: the agent is not asked.
 NOTHING_TO_SEND = "That message had nothing in it the agent could read, so it was not sent."
-#: A person edited a command (the relay's to run, never the agent's to read).
-COMMAND_EDITED = "An edit to a command changes nothing, so this one was not applied. Send the command again to run it."
-#: A person deleted a message the agent had already read (it stays in the agent's session).
-DELETED_AFTER_READ = ("The agent had already read the message you deleted, so it is still part of this "
-                      "conversation. Start a new conversation to leave it behind.")
 #: Left in a message that an answer no longer needs (the surface cannot delete it).
 MERGED_ABOVE = "(continued in the message above)"
 #: Posted below a message the platform showed without telling us its id (its answer could not be
@@ -124,14 +116,6 @@ PRESS_EXPIRED = "This button has expired, so the tap changed nothing."
 #: Relays sharing a store: the relay running the conversation did not take a control, or failed in it.
 OWNER_SILENT = "The relay running this conversation did not answer in time; try again in a moment."
 OWNER_FAILED = "The relay running this conversation could not do that; try again in a moment."
-
-
-def edit_not_sent_text(words: str) -> str:
-    """A person edited a message the agent had already read (an agent reads a message once): said with the
-    edited words' start, since a thread without quoted replies (Slack) shows it far below the message."""
-    short = " ".join(words.split())
-    return (f'The agent had already read the message you edited to "{short[:60]}{"…" if len(short) > 60 else ""}", '
-            "so the edit was not sent to it. Send what changed as a new message.")
 
 
 def allow_session_label(scope: str) -> str:

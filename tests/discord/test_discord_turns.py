@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from core.engine import wording
+from core.engine import edit_wording
 from core.surface_api import MAX_FILE_BYTES
 from tests.discord.harness import ALICE, MALLORY, Relay, RelayFactory, until
 from tests.fakes.discord_api import BOT_ID, user
@@ -202,7 +202,8 @@ async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_onc
     await until(lambda: any("fix bar.py" in t for t in r.bot_texts(dm)), "the edited message answered")
     await r.settled()
     assert r.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
-    [notice] = [m for m in r.fake.bot_messages(dm) if m["content"] == wording.edit_not_sent_text("text working harder")]
+    said = edit_wording.edit_not_sent_text("text working harder")
+    [notice] = [m for m in r.fake.bot_messages(dm) if m["content"] == said]
     assert notice["message_reference"]["message_id"] == str(first)
 
 
@@ -216,7 +217,7 @@ async def test_an_edit_of_a_mention_is_answered_in_the_thread_it_opened(relay: R
     await until(lambda: any("explain the build" in t for t in r.bot_texts(thread.id)), "the answer in the thread")
     await r.fake.edit(r.channel, chatter, "lunch at one?")
     await r.fake.edit(r.channel, asked, f"<@{BOT_ID}> text explain the tests")
-    said = wording.edit_not_sent_text("text explain the tests")
+    said = edit_wording.edit_not_sent_text("text explain the tests")
     await until(lambda: said in r.bot_texts(thread.id), "the edit answered in the thread")
     await r.settled()
     assert r.bot_texts(r.channel) == [], "nothing in the channel itself"
@@ -233,10 +234,10 @@ async def test_a_message_deleted_while_it_waits_is_not_answered_and_one_read_alr
     await r.fake.delete(dm, second)
     await until(lambda: any(t.startswith("🗑 Deleted") for t in r.bot_texts(dm)), "the receipt says so")
     await r.fake.delete(dm, first)
-    await until(lambda: wording.DELETED_AFTER_READ in r.bot_texts(dm), "the first's deletion answered")
+    await until(lambda: edit_wording.DELETED_AFTER_READ in r.bot_texts(dm), "the first's deletion answered")
     await r.settled()
     assert r.prompts() == ["text working\nsleep 0.6\ntext done"]
-    assert r.bot_texts(dm).count(wording.DELETED_AFTER_READ) == 1
+    assert r.bot_texts(dm).count(edit_wording.DELETED_AFTER_READ) == 1
 
 
 async def test_a_channel_message_whose_forgotten_mention_is_edited_in_opens_its_thread(relay: RelayFactory) -> None:
@@ -248,7 +249,7 @@ async def test_a_channel_message_whose_forgotten_mention_is_edited_in_opens_its_
     assert thread is not None
     await until(lambda: any("why is the build red?" in t for t in r.bot_texts(thread.id)), "the answer")
     await r.fake.edit(r.channel, forgot, f"<@{BOT_ID}> text why is the build still red?")
-    said = wording.edit_not_sent_text("text why is the build still red?")
+    said = edit_wording.edit_not_sent_text("text why is the build still red?")
     await until(lambda: said in r.bot_texts(thread.id), "a later edit is an edit")
     await r.settled()
     assert r.prompts() == ["text why is the build red?"]

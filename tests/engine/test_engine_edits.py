@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from core.engine import wording
+from core.engine import edit_wording, wording
 from core.engine.messages import InboundMessage
 from tests.engine.conftest import Relay, RelayFactory, until
 
@@ -49,7 +49,7 @@ async def test_an_edit_of_a_message_the_agent_has_read_is_answered_that_it_was_n
     await r.idle()
     assert r.prompts() == ["text fix foo.py"], "an agent reads a message once"
     [notice] = r.with_text(NOT_SENT)
-    assert notice.text == wording.edit_not_sent_text("text fix bar.py")
+    assert notice.text == edit_wording.edit_not_sent_text("text fix bar.py")
     assert notice.reply_to == answered.message_id, "said under the message that was edited"
 
     running_now = await running(r, "text working\nsleep 0.3\ntext done")
@@ -104,7 +104,7 @@ async def test_an_edit_before_the_restart_answers_a_waiting_message_sends_its_ne
 
 
 def test_the_notice_names_the_edited_words_on_one_line_and_cut_short() -> None:
-    said = wording.edit_not_sent_text("fix\n  the   build " + "x" * 80)
+    said = edit_wording.edit_not_sent_text("fix\n  the   build " + "x" * 80)
     assert '"fix the build ' + "x" * 46 + '…", so the edit was not sent' in said
 
 
@@ -128,7 +128,7 @@ async def test_a_message_deleted_while_it_waits_is_never_answered_and_its_words_
     assert receipt.text == "🗑 Deleted before it was answered: the agent never got it."
     taken = r.store.taken_inbound(r.surface.name, waiting.message_id)
     assert taken is not None and "hunter2" not in str(taken.payload) and r.store.unfinished_inbound() == []
-    assert wording.DELETED_AFTER_READ not in r.texts()
+    assert edit_wording.DELETED_AFTER_READ not in r.texts()
 
 
 async def test_a_message_deleted_after_the_agent_read_it_is_said_to_stay_in_the_conversation(
@@ -140,7 +140,7 @@ async def test_a_message_deleted_after_the_agent_read_it_is_said_to_stay_in_the_
     await r.engine.handle_message(stranger)
     await r.engine.handle_message(deletion(answered))
     await r.idle()
-    assert r.texts().count(wording.DELETED_AFTER_READ) == 1, "said once, for the message taken in alone"
+    assert r.texts().count(edit_wording.DELETED_AFTER_READ) == 1, "said once, for the message taken in alone"
     taken = r.store.taken_inbound(r.surface.name, answered.message_id)
     assert taken is not None and "hunter2" not in str(taken.payload)
 
@@ -164,7 +164,7 @@ async def test_an_edit_of_a_command_says_it_changes_nothing(relay: RelayFactory)
     await r.idle()
     await edit(r, status, "/new")
     await r.idle()
-    assert r.texts()[-1] == wording.COMMAND_EDITED, "not 'the agent had already read it': it never did"
+    assert r.texts()[-1] == edit_wording.COMMAND_EDITED, "not 'the agent had already read it': it never did"
     assert not r.with_text(NOT_SENT) and wording.NEW_CONVERSATION not in r.texts()
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from core.engine import edit_wording, wording
 from core.engine import twoway_wording as tw
-from core.engine import wording
 from core.engine.messages import PressResult
 from core.engine.ownership import LEASE_PREFIX
 from core.store import LeaseLost, Store
@@ -310,7 +310,7 @@ async def test_an_edit_received_by_another_relay_is_taken_by_the_owner(pair: Pai
     await a.idle()
     assert prompted(a) == [1, 3] and prompted(b) == [], "read as edited, the deleted one never, by the owner"
     notices = [m for m in a.surface.messages.values() if m.text.startswith("The agent had already read")]
-    assert [n.text for n in notices] == [wording.edit_not_sent_text("text answer-1 harder")]
+    assert [n.text for n in notices] == [edit_wording.edit_not_sent_text("text answer-1 harder")]
     assert notices[0].reply_to == running.message_id
     assert a.engine.store.unfinished_inbound() == []
 

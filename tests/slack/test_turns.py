@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from core.engine import wording
+from core.engine import edit_wording, wording
 from tests.fakes.slack_api import SlackMessage
 
 from .conftest import BOT_USER, CHANNEL, DM, FAST, TEAM, USER, SlackFactory, until
@@ -216,7 +216,7 @@ async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_onc
     await until(lambda: any("fix bar.py" in t for t in relay.bot_texts(first.ts)), what="the edit answered")
     await relay.settled(first.ts)
     assert relay.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
-    said = wording.edit_not_sent_text("text working harder")
+    said = edit_wording.edit_not_sent_text("text working harder")
     assert relay.bot_texts(first.ts).count(said) == 1, "named: the message edited is far above it"
 
 
@@ -231,10 +231,10 @@ async def test_a_message_deleted_while_it_waits_is_not_answered_and_one_read_alr
     await relay.delete(second)
     await until(lambda: any(t.startswith("🗑 Deleted") for t in relay.bot_texts(first.ts)), what="its receipt")
     await relay.delete(first)
-    await until(lambda: wording.DELETED_AFTER_READ in relay.bot_texts(first.ts), what="the first's deletion")
+    await until(lambda: edit_wording.DELETED_AFTER_READ in relay.bot_texts(first.ts), what="the first's deletion")
     await relay.settled(first.ts)
     assert relay.prompts() == ["text working\nsleep 0.6\ntext done"]
-    assert relay.bot_texts(first.ts).count(wording.DELETED_AFTER_READ) == 1
+    assert relay.bot_texts(first.ts).count(edit_wording.DELETED_AFTER_READ) == 1
 
 
 @pytest.mark.parametrize("mode", ["socket", "http"])

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from core.engine import wording
+from core.engine import edit_wording
 from tests.fakes.telegram_api import TOKEN, Call, FakeBotApi
 from tests.process import HANG_GUARD_S, Spawn, relay_processes
 from tests.process import write_config as write_process_config
@@ -51,7 +51,7 @@ async def test_a_turn_through_acp_relay_run_and_a_clean_stop(api: FakeBotApi, re
     assert api.calls("sendMessageDraft")
     assert answers(api)[0].startswith("hello from run done")
     api.edit(USER, asked["message_id"], "text hello again")  # the process asked Telegram for edits
-    said = wording.edit_not_sent_text("text hello again")
+    said = edit_wording.edit_not_sent_text("text hello again")
     await until(lambda: said in [m["text"] for m in api.bot_messages(USER)], "the edit's notice", timeout=HANG_GUARD_S)
     assert await relay.stop() == 0
     stderr = relay.stderr

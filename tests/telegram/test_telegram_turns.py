@@ -3,7 +3,7 @@ drafts, forum topics as a message edited in place, and the commands in Telegram'
 
 from __future__ import annotations
 
-from core.engine import wording
+from core.engine import edit_wording
 from tests.fakes.telegram_api import FakeBotApi
 from tests.telegram.conftest import GROUP, USER, TgFactory, until
 
@@ -188,7 +188,8 @@ async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_onc
     await until(lambda: len(finals(api, USER)) == 2, "both answered")
     await r.settled()
     assert r.prompts() == ["text working\nsleep 0.6\ntext done", "text fix bar.py"]
-    [notice] = [m for m in api.bot_messages(USER) if m["text"] == wording.edit_not_sent_text("text working harder")]
+    said = edit_wording.edit_not_sent_text("text working harder")
+    [notice] = [m for m in api.bot_messages(USER) if m["text"] == said]
     assert notice["reply_to_message"]["message_id"] == first["message_id"]
     assert finals(api, USER)[1].startswith("fix bar.py")
     transcript = api.transcript(USER)
@@ -207,7 +208,7 @@ async def test_in_a_group_only_an_edit_of_a_message_for_the_bot_is_answered(api:
     api.edit(GROUP, chatter["message_id"], "lunch at one?")
     api.edit(GROUP, asked["message_id"], "@relay_bot text hello")  # the same words: a no-op edit
     api.edit(GROUP, asked["message_id"], "@relay_bot text hello there")
-    said = wording.edit_not_sent_text("text hello there")
+    said = edit_wording.edit_not_sent_text("text hello there")
     await until(lambda: said in r.texts(GROUP), "the edit is answered")
     await r.settled()
     assert r.prompts() == ["text hello"]
