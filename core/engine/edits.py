@@ -45,14 +45,12 @@ class Edits:
         self._receipts = receipts
         self._conversation = conversation
 
-    def journal(self, edit: InboundMessage, *, here: bool) -> InboundMessage | None:
-        """Journal ``edit``, in the conversation its message was taken in (a surface may not know it, as a
-        Discord mention answered in the thread it opened) and as that message's person's (a deletion may
-        not say who); None when there is nothing to do: no new words (a link preview, a pin), a message
-        never taken in, or the same change again. ``here``: handled at once by this relay (else journaled
-        unfinished, for the conversation's owner to take)."""
-        assert edit.edits is not None
-        taken = self._journal.taken(edit.surface, edit.edits)
+    def journal(self, edit: InboundMessage, taken: InboundMessage | None, *, here: bool) -> InboundMessage | None:
+        """Journal ``edit`` of ``taken`` (the message as journaled), in the conversation that message was
+        taken in (a surface may not know it, as a Discord mention answered in the thread it opened) and as
+        its person's (a deletion may not say who); None when there is nothing to do: no new words (a link
+        preview, a pin), a message never taken in, or the same change again. ``here``: handled at once by
+        this relay (else journaled unfinished, for the conversation's owner to take)."""
         if taken is None:  # never taken in: a deletion of a message not the bot's
             log.debug("a change to a message %s/%s the relay never took in", edit.surface, edit.edits)
             return None
@@ -64,11 +62,12 @@ class Edits:
             return None
         return edit
 
-    def accept(self, surface: Surface, edit: InboundMessage, *, running: bool) -> Job | None:
+    def accept(self, surface: Surface, edit: InboundMessage, taken: InboundMessage | None, *,
+               running: bool) -> Job | None:
         """A relay alone on its store: journal ``edit``; the rest of its handling, to run in its
         conversation's lane after the message it changes (None: nothing more to do). Before the engine
         runs, the journal alone changes: the start answers what waits from there."""
-        journaled = self.journal(edit, here=True)
+        journaled = self.journal(edit, taken, here=True)
         if journaled is None:
             return None
         if not running:

@@ -265,16 +265,17 @@ class Engine(Pickups):
                 await self.outbox.reply(surface, message, text, private=True)
 
             return refuse
-        if message.edits is not None and not message.deleted \
-                and self.journal.taken(message.surface, message.edits) is None:
-            # Never taken in, and for the bot as it reads now (a surface hands over only such edits): a
-            # mention added after sending. The message itself, late, as it reads now.
-            message = dataclasses.replace(message, message_id=message.edits, edits=None)
         if message.edits is not None:
-            if self.ownership is None:
-                return self.edits.accept(surface, message, running=self.state == "running")
-            journaled = self.edits.journal(message, here=False)  # the conversation's owner takes it
-            return None if journaled is None else self._owned(journaled.conversation_key)
+            taken = self.journal.taken(message.surface, message.edits)
+            if taken is None and not message.deleted:
+                # Never taken in, and for the bot as it reads now (a surface hands over only such edits): a
+                # mention added after sending. The message itself, late, as it reads now.
+                message = dataclasses.replace(message, message_id=message.edits, edits=None)
+            elif self.ownership is None:
+                return self.edits.accept(surface, message, taken, running=self.state == "running")
+            else:
+                journaled = self.edits.journal(message, taken, here=False)  # the conversation's owner takes it
+                return None if journaled is None else self._owned(journaled.conversation_key)
         if not self.journal.record(message):
             log.info("ignoring a redelivered message %s/%s", message.surface, message.message_id)
             return None

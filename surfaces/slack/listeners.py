@@ -47,7 +47,7 @@ from slack_bolt.request.internals import extract_team_id
 from core.surface_api import HELD_RETRY_S, Attachment, ButtonPress, HeldMessages, Host, InboundMessage, StoreError
 from surfaces.slack import wording
 from surfaces.slack.files import SlackFiles
-from surfaces.slack.inbound import Edited, Heard, Unreadable, deleted, edited, heard, message_id, person_text
+from surfaces.slack.inbound import Heard, Unreadable, deleted, edited, heard, message_id, person_text
 from surfaces.slack.keys import Asker, Thread
 from surfaces.slack.render import ACTION_PREFIX
 from surfaces.slack.surface import SURFACE_NAME, SlackSurface
@@ -157,12 +157,12 @@ class Listeners:
             if event.get("subtype") == "message_changed":
                 edit = edited(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined)
                 if edit is not None:
-                    await self._hand_edit(edit)
+                    await self._hand_change(edit.heard, f"edit:{edit.edit_ts}")
                 return
             if event.get("subtype") == "message_deleted":
                 gone = deleted(event, team=team)
                 if gone is not None:
-                    await self._hand_edit(Edited(gone, ""), removal=True)
+                    await self._hand_change(gone, "deleted", removal=True)
                 return
             try:
                 got = heard(event, team=team, bot_user_id=bot_user_id, joined=self.threads.joined,
@@ -181,17 +181,18 @@ class Listeners:
         if got is not None:
             await self._hand_over(got, retry, unsure=unsure)
 
-    async def _hand_edit(self, edit: Edited, *, removal: bool = False) -> None:
-        """Journal a person's edit, or deletion, of a message (the core answers it in the conversation of
-        that message). A store that refuses it raises: Slack is not acknowledged and sends it again."""
-        got, thread = edit.heard, edit.heard.thread
+    async def _hand_change(self, got: Heard, change: str, *, removal: bool = False) -> None:
+        """Journal a person's edit of the message ``got`` (its words now), or its deletion (``removal``),
+        under the message's id and ``change``; the core answers it in that message's conversation. A store
+        that refuses it raises: Slack is not acknowledged and sends it again."""
+        thread = got.thread
         original = message_id(thread.team, thread.channel, got.ts)
-        change = f"{original}:deleted" if removal else f"{original}:edit:{edit.edit_ts}"
         if not removal:
             self._note_thread(thread, got.user)  # a mention edited in makes the thread the app's, as a message does
         async with self.host.ordered(thread.key):
-            await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text, change,
-                                                  origin=Asker(got.user, got.ts), edits=original, deleted=removal))
+            await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
+                                                  f"{original}:{change}", origin=Asker(got.user, got.ts),
+                                                  edits=original, deleted=removal))
 
     async def _hand_over(self, got: Heard, retry: int, *, unsure: StoreError | None = None) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next.
