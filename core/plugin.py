@@ -16,7 +16,7 @@ surfaces' models without an import circle.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -90,6 +90,10 @@ class SurfaceState(Protocol):
 
     def prune(self, older_than_s: float, prefix: str = "") -> int:
         """Forget the keys starting with ``prefix`` not written for ``older_than_s``; returns how many."""
+        ...
+
+    def delete(self, keys: Sequence[str]) -> None:
+        """Forget ``keys`` (one transaction; a key not there is no error)."""
         ...
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
@@ -54,6 +54,10 @@ class StoreState:
     def prune(self, older_than_s: float, prefix: str = "") -> int:
         """Forget the keys starting with ``prefix`` not written for ``older_than_s``."""
         return self._store.prune_offsets(self._surface, older_than_s, prefix)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        """Forget ``keys``."""
+        self._store.delete_offsets(self._surface, keys)
 
 
 class Hosting:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -300,6 +300,12 @@ class Store:
         where, params = _prefixed(prefix)
         return self._write(f"DELETE FROM offsets WHERE surface = ?{where} AND updated_at < ?",
                            (surface, *params, time.time() - older_than_s)).rowcount
+
+    def delete_offsets(self, surface: str, names: Sequence[str]) -> None:
+        """Delete ``surface``'s positions named ``names``, in one transaction (a name not there is no error)."""
+        with self.transaction():
+            for name in names:
+                self._write("DELETE FROM offsets WHERE surface = ? AND name = ?", (surface, name))
 
     def add_outbound(self, conversation_key: str, payload: dict[str, Any]) -> int:
         """Record a message owed to a conversation; returns its ledger id."""

@@ -44,6 +44,7 @@ from telegram.error import Conflict, EndPointNotFound, InvalidToken, RetryAfter,
 from telegram.warnings import PTBUserWarning
 
 from core.surface_api import StartupError, StoreError, SurfaceState
+from surfaces.telegram.albums import album_of
 from surfaces.telegram.errors import retry_after_s
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.wording import token_refused
@@ -170,7 +171,7 @@ class Poller:
     async def _whole_albums(self, offset: int | None, batch: list[Any]) -> list[Any]:
         """``batch``, and the rest of the album it ends in (see ``ALBUM_WAIT_S``)."""
         for _ in range(ALBUM_WAITS):
-            if _album(batch[-1]) is None:
+            if album_of(batch[-1]) is None:
                 break
             await self._sleep(ALBUM_WAIT_S)
             try:
@@ -219,21 +220,12 @@ class Poller:
             await self._fetch(offset, 0, limit=1)
 
 
-def _album(data: Any) -> tuple[Any, str] | None:
-    """The chat and album id of an update that is part of an album; None for any other update."""
-    message = data.get("message") if isinstance(data, dict) else None
-    if not isinstance(message, dict) or not isinstance(message.get("media_group_id"), str):
-        return None
-    chat = message.get("chat")
-    return (chat.get("id") if isinstance(chat, dict) else None), message["media_group_id"]
-
-
 def _units(batch: list[Any]) -> list[list[Any]]:
     """``batch`` as what is taken in at once: an update, or an album's parts that came one after another."""
     units: list[list[Any]] = []
     for data in batch:
-        album = _album(data)
-        if units and album is not None and _album(units[-1][-1]) == album:
+        album = album_of(data)
+        if units and album is not None and album_of(units[-1][-1]) == album:
             units[-1].append(data)
         else:
             units.append([data])

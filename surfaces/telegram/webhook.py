@@ -5,7 +5,8 @@ Every post must carry the secret in ``X-Telegram-Bot-Api-Secret-Token`` (the one
 answers 200 only once the update is taken in (journaled): a 500 (the store failed) makes
 Telegram post it again later, and the core's de-duplication catches a repeat. An update PTB cannot
 read is stored as rejected and answered 200 at once, as polling skips it: Telegram posts nothing
-else until a post is answered 2xx, and would post that one for ever.
+else until a post is answered 2xx, and would post that one for ever. An album's parts are kept in the
+store until the album is whole (``albums``), then taken in as one message.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from telegram import Bot, Update
 
-from core.surface_api import LISTEN_BACKLOG, RefusalLog, StartupError, StoreError
+from core.surface_api import LISTEN_BACKLOG, RefusalLog, StartupError, StoreError, SurfaceState, TaskSet
+from surfaces.telegram.albums import Albums, album_of, chat_of
 from surfaces.telegram.intake import Intake
 from surfaces.telegram.wording import webhook_bind_failed
 
@@ -41,9 +43,11 @@ def webhook_path(url: str) -> str:
 class Webhook:
     """The aiohttp server that takes Telegram's posts."""
 
-    def __init__(self, bot: Bot, intake: Intake, secret: str, path: str) -> None:
+    def __init__(self, bot: Bot, intake: Intake, secret: str, path: str, *, state: SurfaceState,
+                 tasks: TaskSet) -> None:
         self.bot = bot
         self.intake = intake
+        self.albums = Albums(state, self._take_album, tasks)
         self._secret = secret.encode()
         self.path = path
         app = web.Application(client_max_size=_MAX_BODY)
@@ -63,6 +67,7 @@ class Webhook:
             reason = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or type(exc).__name__)
             raise StartupError(webhook_bind_failed(f"{host}:{port}", reason)) from None
         self.port = int(self._runner.addresses[0][1])
+        self.albums.resume()  # kept by a relay that stopped before taking them in
 
     async def stop(self) -> None:
         """Stop taking posts (Telegram keeps what it could not deliver and tries again later)."""
@@ -80,14 +85,33 @@ class Webhook:
         if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
             log.warning("refused a webhook post that is not a Telegram update")
             return web.Response(status=400, text="not an update")
+        album, chat = album_of(data), chat_of(data)
         try:
-            try:
-                update = Update.de_json(data, self.bot)
-            except Exception as exc:  # whatever PTB raises for data it does not expect, as polling skips it
-                self.intake.reject(data["update_id"], data, exc)
+            if chat is not None:  # what came before in the chat is taken in first
+                await self.albums.flush(chat, but=album)
+            if album is not None:
+                self.albums.keep(album, data["update_id"], data)
             else:
-                await self.intake.take(update)
+                await self._take(data)
         except StoreError as exc:
             log.warning("could not store a Telegram update (Telegram will send it again): %s", exc)
             return web.Response(status=500, text="try again")
         return web.Response(text="ok")
+
+    async def _take(self, data: dict[str, Any]) -> None:
+        try:
+            update = Update.de_json(data, self.bot)
+        except Exception as exc:  # whatever PTB raises for data it does not expect, as polling skips it
+            self.intake.reject(data["update_id"], data, exc)
+        else:
+            await self.intake.take(update)
+
+    async def _take_album(self, parts: list[dict[str, Any]]) -> None:
+        """An album's parts, as one message; one PTB cannot read leaves each part taken on its own."""
+        try:
+            updates = [Update.de_json(data, self.bot) for data in parts]
+        except Exception:  # whatever PTB raises: each part is tried, and skipped, on its own
+            for data in parts:
+                await self._take(data)
+            return
+        await self.intake.take_album(updates)

@@ -222,6 +222,15 @@ def test_prune_offsets_forgets_only_the_old_rows_under_the_prefix(store: Store) 
     assert store.offsets("slack") == {"cursor": "c"}
 
 
+def test_delete_offsets_forgets_exactly_the_names_given(store: Store) -> None:
+    for name in ("album:1:g:10", "album:1:g:11", "album:1:g:12"):
+        store.set_offset("telegram", name, "{}")
+    store.set_offset("slack", "album:1:g:10", "theirs")
+    store.delete_offsets("telegram", ["album:1:g:10", "album:1:g:12", "album:1:g:99"])  # (99 was never there)
+    assert store.offsets("telegram") == {"album:1:g:11": "{}"}
+    assert store.offsets("slack") == {"album:1:g:10": "theirs"}, "another surface's rows are its own"
+
+
 def test_a_prefix_lists_exactly_the_names_starting_with_it_whatever_their_characters(store: Store) -> None:
     # Names compare byte by byte on both backends (a prefix is a range of the primary key): the ones just
     # after a prefix's range (";" after ":", the first character past the surrogates, one more letter)
