@@ -133,6 +133,12 @@ class SlackFake(SocketMode):
         self.download_delay_s = 0.0
         self.stream_expiry_s = 300.0
         self.http_target: str | None = None
+        #: Slack sends a ``message_changed`` event for every ``chat.update`` (docs.slack.dev: "sent when a
+        #: message in a channel is edited using the chat.update API method"), the app's own included, to an
+        #: app that reads the channel: the app's own edits come back to it (off: they do not).
+        self.echo_updates = True
+        self.echoed: list[str] = []  # each such event delivered: its envelope id (socket) or the HTTP status
+        self._echoes: set[asyncio.Task[Any]] = set()
         self._failures: dict[str, list[_Failure]] = {}
         self._odd: dict[str, list[str]] = {}  # method -> how its next answers are made odd
         self._last_us = 0  # the last ts handed out, in microseconds
@@ -311,9 +317,39 @@ class SlackFake(SocketMode):
         self._expire(msg)
         if msg.stream == "streaming":
             raise _Failure("message_is_streaming")
+        before = msg.text
         msg.text, msg.blocks = self._check_content(p)
         msg.edits += 1
+        if self.echo_updates:
+            self._echo_update(msg, before)
         return {"channel": msg.channel, "ts": msg.ts, "text": msg.text}
+
+    def _echo_update(self, msg: SlackMessage, before: str) -> None:
+        """The ``message_changed`` event of the app's own ``chat.update``, sent as Slack sends one (the app
+        is in the channel): over the socket, or posted to the relay's HTTP endpoint."""
+        edit_ts = self.next_ts()
+        thread = {"thread_ts": msg.thread_ts} if msg.thread_ts else {}
+        own = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "app_id": "A0FAKE", "team": TEAM, "ts": msg.ts,
+               **thread}
+        event = {"type": "message", "subtype": "message_changed", "hidden": True, "channel": msg.channel,
+                 "channel_type": "im" if msg.channel.startswith("D") else "channel", "ts": edit_ts,
+                 "event_ts": edit_ts, "message": {**own, "text": msg.text, "edited": {"user": BOT_USER, "ts": edit_ts}},
+                 "previous_message": {**own, "text": before}}
+        if self._open() or self.http_target is not None:
+            task = asyncio.get_running_loop().create_task(self._send_echo(self.event_envelope(event)))
+            self._echoes.add(task)
+            task.add_done_callback(self._echoes.discard)
+
+    async def _send_echo(self, envelope: dict[str, Any]) -> None:
+        try:
+            if self._open():
+                self.echoed.append(await self.send_envelope(envelope))
+            elif self.http_target is not None:
+                body = json.dumps(envelope).encode()
+                status, _ = await self.post_http(body, self.signed_headers(body))
+                self.echoed.append(str(status))
+        except (aiohttp.ClientError, ConnectionError, RuntimeError):
+            pass  # the relay is gone (stopped, or killed by the test): Slack would drop it too
 
     def _m_chat_delete(self, p: Params) -> Params:
         msg = self._mine(p)

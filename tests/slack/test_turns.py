@@ -194,6 +194,28 @@ async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded(slack:
 
 
 @pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_the_apps_own_edits_coming_back_as_message_changed_are_taken_as_nothing(
+        slack: SlackFactory, mode: str) -> None:
+    """Slack sends ``message_changed`` for every ``chat.update``, the app's own included: each of the
+    answer's edits comes back to the relay, is acknowledged, and is nobody's message (no prompt, no reply)."""
+    relay = await slack(mode=mode)
+    relay.fake.streaming = False  # posted, then edited as it grows
+    asked = await relay.mention("text one\nsleep 0.3\ntext  two\nsleep 0.3\ntext  three")
+    await relay.settled(asked.ts)
+    updates = methods(relay.fake.calls).count("chat.update")
+    assert updates >= 2
+    await until(lambda: len(relay.fake.echoed) == updates, what="each edit came back")
+    if mode == "socket":
+        await until(lambda: all(eid in relay.fake.acks for eid in relay.fake.echoed), what="each acknowledged")
+    else:
+        assert set(relay.fake.echoed) == {"200"}
+    await relay.settled(asked.ts)
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert answer.shown.startswith("one two three\n\n⏱ ")
+    assert relay.prompts() == ["text one\nsleep 0.3\ntext  two\nsleep 0.3\ntext  three"]
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
 async def test_an_edit_reaches_a_waiting_message_and_is_answered_as_not_sent_once_read(
         slack: SlackFactory, mode: str) -> None:
     """A person fixes a typo (``message_changed`` with its edit time): the message waiting for its turn is
