@@ -77,6 +77,18 @@ class Intake:
         log.debug("update %s could not be read", update_id, exc_info=exc)
         self.host.reject(f"update:{update_id}", f"{kind}: {type(exc).__name__}")
 
+    def unkept(self, update: Update, exc: StoreError) -> None:
+        """A part of an album the store could not keep (its post is answered so that Telegram posts it
+        again): its person is told once that it will be answered, as for a message the store refused."""
+        if self.me is None:
+            return
+        try:
+            incoming = message_in(update, self.me)
+        except Exception:  # unreadable: nobody to tell
+            return
+        if incoming is not None:
+            self._held.tell(incoming.message, exc)
+
     async def take_album(self, parts: Sequence[Update]) -> None:
         """Take in the parts of an album (an update each) as one message: the agent reads the caption with
         every part's file, and answers once. When this returns, Telegram may be told of every part."""

@@ -95,8 +95,17 @@ class Webhook:
                 await self._take(data)
         except StoreError as exc:
             log.warning("could not store a Telegram update (Telegram will send it again): %s", exc)
+            if album is not None:
+                self._tell_unkept(data, exc)
             return web.Response(status=500, text="try again")
         return web.Response(text="ok")
+
+    def _tell_unkept(self, data: dict[str, Any], exc: StoreError) -> None:
+        try:
+            update = Update.de_json(data, self.bot)
+        except Exception:  # unreadable: nobody to tell
+            return
+        self.intake.unkept(update, exc)
 
     async def _take(self, data: dict[str, Any]) -> None:
         try:

@@ -21,7 +21,7 @@ from tests.full_store import locked
 from tests.process import HANG_GUARD_S, Spawn, relay_processes
 from tests.telegram.conftest import USER, TgFactory, TgRelay, until
 from tests.telegram.test_telegram_process import prompts, write_config
-from tests.telegram.test_telegram_store_refused import _on_a_webhook
+from tests.telegram.test_telegram_store_refused import HELD, _on_a_webhook
 from tests.telegram.test_telegram_turns import finals
 
 __all__ = ["relay_processes"]  # the fixture
@@ -89,11 +89,14 @@ async def test_a_part_the_store_cannot_keep_is_answered_500_and_the_album_taken_
     api.album(USER, [JPEG, JPEG], caption="report_images")
     with locked(r.store.path):  # another writer holds the file
         assert await api.deliver() == [500, 500], "not kept: Telegram posts them again"
+        assert await api.deliver() == [500, 500]
+        await until(lambda: any(t in HELD for t in r.texts(USER)), "the person is told")
     assert await api.deliver() == [200, 200]
     await until(lambda: finals(api, USER), "answered")
     await r.settled()
     assert prompt_kinds(r) == [["text", "image", "image"]]
     assert kept(r) == {}
+    assert sum(t in HELD for t in r.texts(USER)) == 1, "told once, not on every post"
 
 
 async def test_killed_while_keeping_an_album_the_restarted_relay_answers_it_once(
