@@ -133,9 +133,13 @@ class SlackFake(SocketMode):
         self.download_delay_s = 0.0
         self.stream_expiry_s = 300.0
         self.http_target: str | None = None
-        #: Slack sends a ``message_changed`` event for every ``chat.update`` (docs.slack.dev: "sent when a
-        #: message in a channel is edited using the chat.update API method"), the app's own included, to an
-        #: app that reads the channel: the app's own edits come back to it (off: they do not).
+        #: An app that reads a channel hears of its own messages there, as of anyone's (slack-bolt drops
+        #: them in its ``IgnoringSelfEvents`` middleware for that reason): a ``message`` event for each post
+        #: (``chat.postMessage``, ``chat.startStream``), a ``message_changed`` for each ``chat.update``
+        #: (docs.slack.dev: "sent when a message in a channel is edited using the chat.update API method"),
+        #: and for a stream's appends and its stop (a ``bot_message`` with its ``streaming_state`` inside:
+        #: node-slack-sdk#2371; how many Slack sends for a stream is not documented: one a call here, the
+        #: most it could be). Off: none comes back.
         self.echo_updates = True
         self.echoed: list[str] = []  # each such event delivered: its envelope id (socket) or the HTTP status
         self._echoes: set[asyncio.Task[Any]] = set()
@@ -271,6 +275,7 @@ class SlackFake(SocketMode):
         text, blocks = self._check_content(p)
         msg = SlackMessage(channel, self.next_ts(), BOT_USER, text, p.get("thread_ts"), blocks)
         self._keep(msg)
+        self._echo(msg)
         return {"channel": channel, "ts": msg.ts, "message": {"text": text, "ts": msg.ts}}
 
     def _m_conversations_replies(self, p: Params) -> Params:
@@ -320,21 +325,26 @@ class SlackFake(SocketMode):
         before = msg.text
         msg.text, msg.blocks = self._check_content(p)
         msg.edits += 1
-        if self.echo_updates:
-            self._echo_update(msg, before)
+        self._echo(msg, before=before)
         return {"channel": msg.channel, "ts": msg.ts, "text": msg.text}
 
-    def _echo_update(self, msg: SlackMessage, before: str) -> None:
-        """The ``message_changed`` event of the app's own ``chat.update``, sent as Slack sends one (the app
-        is in the channel): over the socket, or posted to the relay's HTTP endpoint."""
-        edit_ts = self.next_ts()
+    def _echo(self, msg: SlackMessage, *, before: str | None = None, streaming: str | None = None) -> None:
+        """The event of the app's own post (``before`` None) or change of ``msg``, sent as Slack sends one
+        (``echo_updates``): over the socket, or posted to the relay's HTTP endpoint."""
+        if not self.echo_updates:
+            return
         thread = {"thread_ts": msg.thread_ts} if msg.thread_ts else {}
+        kind = "im" if msg.channel.startswith("D") else "channel"
         own = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "app_id": "A0FAKE", "team": TEAM, "ts": msg.ts,
-               **thread}
-        event = {"type": "message", "subtype": "message_changed", "hidden": True, "channel": msg.channel,
-                 "channel_type": "im" if msg.channel.startswith("D") else "channel", "ts": edit_ts,
-                 "event_ts": edit_ts, "message": {**own, "text": msg.text, "edited": {"user": BOT_USER, "ts": edit_ts}},
-                 "previous_message": {**own, "text": before}}
+               **thread, **({"subtype": "bot_message", "streaming_state": streaming} if streaming else {})}
+        if before is None:
+            event = {**own, "text": msg.text, "channel": msg.channel, "channel_type": kind, "event_ts": msg.ts}
+        else:
+            edit_ts = self.next_ts()
+            event = {"type": "message", "subtype": "message_changed", "hidden": True, "channel": msg.channel,
+                     "channel_type": kind, "ts": edit_ts, "event_ts": edit_ts,
+                     "message": {**own, "text": msg.text, "edited": {"user": BOT_USER, "ts": edit_ts}},
+                     "previous_message": {**own, "text": before}}
         if self._open() or self.http_target is not None:
             task = asyncio.get_running_loop().create_task(self._send_echo(self.event_envelope(event)))
             self._echoes.add(task)
@@ -450,6 +460,7 @@ class SlackFake(SocketMode):
         msg = SlackMessage(channel, self.next_ts(), BOT_USER, self._stream_text(p), str(p["thread_ts"]),
                            stream="streaming", started_at=time.monotonic())
         self._keep(msg)
+        self._echo(msg, streaming="in_progress")
         return {"channel": channel, "ts": msg.ts}
 
     def _streaming(self, p: Params) -> SlackMessage:
@@ -463,14 +474,18 @@ class SlackFake(SocketMode):
 
     def _m_chat_appendStream(self, p: Params) -> Params:
         msg = self._streaming(p)
+        before = msg.text
         msg.text += self._stream_text(p)
         msg.edits += 1
+        self._echo(msg, before=before, streaming="in_progress")
         return {"channel": msg.channel, "ts": msg.ts}
 
     def _m_chat_stopStream(self, p: Params) -> Params:
         msg = self._streaming(p)
+        before = msg.text
         msg.text += self._stream_text(p)
         msg.stream = "stopped"
+        self._echo(msg, before=before, streaming="completed")
         return {"channel": msg.channel, "ts": msg.ts, "message": {"text": msg.text}}
 
     # -- indicators --------------------------------------------------------------------------

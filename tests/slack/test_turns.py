@@ -193,18 +193,22 @@ async def test_a_forwarded_message_reaches_the_agent_said_to_be_forwarded(slack:
     assert relay.prompts() == ["Forwarded message:\ndeploy failed on run 7 (https://ci.example.com/run/7)"]
 
 
-@pytest.mark.parametrize("mode", ["socket", "http"])
-async def test_the_apps_own_edits_coming_back_as_message_changed_are_taken_as_nothing(
-        slack: SlackFactory, mode: str) -> None:
-    """Slack sends ``message_changed`` for every ``chat.update``, the app's own included: each of the
-    answer's edits comes back to the relay, is acknowledged, and is nobody's message (no prompt, no reply)."""
+ECHOED = ("chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream")
+
+
+@pytest.mark.parametrize(("mode", "streaming"), [("socket", True), ("socket", False), ("http", True), ("http", False)])
+async def test_the_apps_own_messages_coming_back_as_events_are_taken_as_nothing(
+        slack: SlackFactory, mode: str, streaming: bool) -> None:
+    """An app hears of its own messages: a ``message`` event for each post, a ``message_changed`` for each
+    edit and each part of a stream. Each is acknowledged and is nobody's message (no prompt, no reply)."""
     relay = await slack(mode=mode)
-    relay.fake.streaming = False  # posted, then edited as it grows
+    relay.fake.streaming = streaming  # off: posted, then edited as it grows
     asked = await relay.mention("text one\nsleep 0.3\ntext  two\nsleep 0.3\ntext  three")
     await relay.settled(asked.ts)
-    updates = methods(relay.fake.calls).count("chat.update")
-    assert updates >= 2
-    await until(lambda: len(relay.fake.echoed) == updates, what="each edit came back")
+    called = methods(relay.fake.calls)
+    sent = sum(m in ECHOED for m in called) - (0 if streaming else called.count("chat.startStream"))  # (refused)
+    assert sent >= 3
+    await until(lambda: len(relay.fake.echoed) == sent, what="each came back")
     if mode == "socket":
         await until(lambda: all(eid in relay.fake.acks for eid in relay.fake.echoed), what="each acknowledged")
     else:

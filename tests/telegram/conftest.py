@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -164,3 +165,15 @@ async def tg(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[TgFactory]:
     yield build
     for relay in made:
         await relay.close()
+
+
+async def on_a_webhook(tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> TgRelay:
+    """A relay receiving by webhook (``kwargs`` for ``tg``), its webhook set."""
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-value_1")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    r = await tg(telegram={"mode": "webhook", "webhook_url": f"http://127.0.0.1:{port}/telegram/hook",
+                           "webhook_port": port}, **kwargs)
+    await until(lambda: api.webhook, "setWebhook was called")
+    return r

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from core.store.records import STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HELD
 from tests.fakes.telegram_api import FakeBotApi
 from tests.full_store import LONG_TEXT, fill, locked, make_room
-from tests.telegram.conftest import USER, TgFactory, TgRelay
+from tests.telegram.conftest import USER, TgFactory, on_a_webhook
 from tests.telegram.test_telegram_buttons import ASKS, asked, keyboard
 from tests.waiting import fast_sleep, until
 
@@ -55,7 +53,7 @@ async def test_a_webhook_post_the_full_store_refused_is_answered_500_said_once_a
     """Telegram posts the update again while the relay answers anything but 200: each refusal is one
     warning, the person is told once, and once there is room the post is taken and answered."""
     caplog.set_level(logging.INFO)
-    r = await _on_a_webhook(tg, api, monkeypatch)
+    r = await on_a_webhook(tg, api, monkeypatch)
     api.private(USER)
     fill(r.store)
     api.say(USER, LONG_TEXT)
@@ -71,18 +69,6 @@ async def test_a_webhook_post_the_full_store_refused_is_answered_500_said_once_a
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
 
 
-async def _on_a_webhook(tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> TgRelay:
-    """A relay receiving by webhook (``kwargs`` for ``tg``), its webhook set."""
-    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-value_1")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    r = await tg(telegram={"mode": "webhook", "webhook_url": f"http://127.0.0.1:{port}/telegram/hook",
-                           "webhook_port": port}, **kwargs)
-    await until(lambda: api.webhook, "setWebhook was called")
-    return r
-
-
 async def test_a_repeat_refused_after_the_held_message_was_saved_is_taken_and_told_nobody(
         tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     """A store that flaps (another writer holds the file, lets go, holds it again): a webhook post is
@@ -90,7 +76,7 @@ async def test_a_repeat_refused_after_the_held_message_was_saved_is_taken_and_to
     update again while the file is held once more. That post repeats a message already journaled: it is
     taken (200, so Telegram stops), nobody is told a second time, and the message is answered once."""
     caplog.set_level(logging.INFO)
-    r = await _on_a_webhook(tg, api, monkeypatch, poll_sleep=fast_sleep, busy_timeout_s=0.1)
+    r = await on_a_webhook(tg, api, monkeypatch, poll_sleep=fast_sleep, busy_timeout_s=0.1)
     api.private(USER)
     api.say(USER, "text flapping store")
     with locked(r.store.path):

@@ -19,9 +19,9 @@ import pytest
 from tests.fakes.telegram_api import TOKEN, FakeBotApi
 from tests.full_store import locked
 from tests.process import HANG_GUARD_S, Spawn, relay_processes
-from tests.telegram.conftest import USER, TgFactory, TgRelay, until
+from tests.telegram.conftest import USER, TgFactory, TgRelay, on_a_webhook, until
 from tests.telegram.test_telegram_process import prompts, write_config
-from tests.telegram.test_telegram_store_refused import HELD, _on_a_webhook
+from tests.telegram.test_telegram_store_refused import HELD
 from tests.telegram.test_telegram_turns import finals
 
 __all__ = ["relay_processes"]  # the fixture
@@ -40,7 +40,7 @@ def prompt_kinds(r: TgRelay) -> list[list[str]]:
 
 async def test_an_album_posted_part_by_part_is_one_message_the_agent_reads_whole_and_answers_once(
         tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> None:
-    r = await _on_a_webhook(tg, api, monkeypatch)
+    r = await on_a_webhook(tg, api, monkeypatch)
     api.private(USER)
     api.album(USER, [JPEG, JPEG], caption="report_images")
     assert await api.deliver() == [200, 200], "each part is answered once kept, before the next is posted"
@@ -57,7 +57,7 @@ async def test_an_album_posted_part_by_part_is_one_message_the_agent_reads_whole
 
 async def test_the_chats_next_message_is_answered_after_the_album(
         tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> None:
-    r = await _on_a_webhook(tg, api, monkeypatch)
+    r = await on_a_webhook(tg, api, monkeypatch)
     api.private(USER)
     api.album(USER, [JPEG, JPEG], caption="report_images")
     api.say(USER, "text and one more thing")
@@ -70,7 +70,7 @@ async def test_the_chats_next_message_is_answered_after_the_album(
 
 async def test_in_a_group_only_the_album_for_the_bot_is_answered_and_no_part_is_left_kept(
         tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> None:
-    r = await _on_a_webhook(tg, api, monkeypatch)
+    r = await on_a_webhook(tg, api, monkeypatch)
     group = api.group(-100778)
     api.album(group, [JPEG, JPEG], user=USER, group="11")  # people sharing photos: nothing for the bot
     api.album(group, [JPEG, JPEG, JPEG], caption=f"@{api.me['username']} report_images", user=USER, group="22")
@@ -84,7 +84,7 @@ async def test_in_a_group_only_the_album_for_the_bot_is_answered_and_no_part_is_
 
 async def test_a_part_the_store_cannot_keep_is_answered_500_and_the_album_taken_once_it_can(
         tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> None:
-    r = await _on_a_webhook(tg, api, monkeypatch, busy_timeout_s=0.1)
+    r = await on_a_webhook(tg, api, monkeypatch, busy_timeout_s=0.1)
     api.private(USER)
     api.album(USER, [JPEG, JPEG], caption="report_images")
     with locked(r.store.path):  # another writer holds the file
