@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,16 +34,21 @@ RETRY_S = 5.0
 PREFIX = "album:"
 
 Album = tuple[str, str]  # (chat id, media_group_id)
+#: What Telegram's album ids look like (digits); another is not taken for one (its part is taken alone),
+#: so that it can be part of a store key.
+_GROUP_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 Take = Callable[[list[dict[str, Any]]], Awaitable[None]]
 
 
 def album_of(data: Any) -> Album | None:
     """The chat and album of an update that is a part of an album; None for any other update."""
     message = data.get("message") if isinstance(data, dict) else None
-    if not isinstance(message, dict) or not isinstance(message.get("media_group_id"), str):
+    group = message.get("media_group_id") if isinstance(message, dict) else None
+    chat = message.get("chat") if isinstance(message, dict) else None
+    if not isinstance(group, str) or not _GROUP_ID.fullmatch(group) or not isinstance(chat, dict) \
+            or not isinstance(chat.get("id"), int):
         return None
-    chat = message.get("chat")
-    return str(chat.get("id") if isinstance(chat, dict) else None), message["media_group_id"]
+    return str(chat["id"]), group
 
 
 def chat_of(data: Any) -> str | None:
@@ -106,10 +112,14 @@ class Albums:
 
     def resume(self) -> None:
         """Take in at once the albums the store keeps (a relay stopped or killed before taking them in)."""
-        kept = {(chat, group) for key in self._state.items(PREFIX)
-                for chat, group, _ in [key.removeprefix(PREFIX).rsplit(":", 2)]}
-        for album in kept:
-            self._wait(album).now = True
+        try:
+            keys = self._state.items(PREFIX)
+        except StoreError as exc:  # they stay kept: the next start (or the next part of theirs) takes them in
+            log.warning("could not look for albums kept by an earlier run: %s", exc)
+            return
+        for key in keys:
+            chat, _, group = key.removeprefix(PREFIX).rpartition(":")[0].partition(":")
+            self._wait((chat, group)).now = True
 
     def _wait(self, album: Album) -> _Waiting:
         waiting = self._waiting.get(album)

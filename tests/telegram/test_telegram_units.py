@@ -20,6 +20,7 @@ from core.engine.surface import (
     measure,
 )
 from surfaces.telegram import keys
+from surfaces.telegram.albums import album_of, chat_of
 from surfaces.telegram.errors import delivery_errors
 from surfaces.telegram.inbound import message_in, press_in
 from surfaces.telegram.render import literal_html, render
@@ -202,3 +203,17 @@ def test_an_edit_is_its_new_words_under_an_id_of_its_own_and_a_moving_live_locat
     assert captioned is not None and captioned.message.text == "this one" and not captioned.attached, \
         "a caption's edit: its words alone (the photo was sent with the message)"
     assert message_in(edited(42, location={"latitude": 1.0, "longitude": 2.0}), ME) is None
+
+
+def test_an_album_is_known_by_its_chat_and_a_media_group_id_that_can_be_part_of_a_store_key() -> None:
+    def part(group: object, chat: object = -100778) -> dict[str, Any]:
+        return {"update_id": 5, "message": {"message_id": 9, "chat": {"id": chat}, "media_group_id": group}}
+
+    assert album_of(part("13579")) == ("-100778", "13579")
+    assert album_of(part("1:2")) is None, "taken alone: a colon would split its key differently"
+    assert album_of(part("")) is None and album_of(part(13579)) is None and album_of(part("x" * 65)) is None
+    assert album_of(part("13579", chat="-100778")) is None
+    assert album_of({"update_id": 5, "edited_message": part("1")["message"]}) is None, "an edit is no album part"
+    assert chat_of(part("1")) == "-100778"
+    assert chat_of({"update_id": 6, "callback_query": {"id": "q", "message": {"chat": {"id": 42}}}}) == "42"
+    assert chat_of({"update_id": 7, "poll": {}}) is None
