@@ -112,12 +112,7 @@ class Albums:
 
     def resume(self) -> None:
         """Take in at once the albums the store keeps (a relay stopped or killed before taking them in)."""
-        try:
-            keys = self._state.items(PREFIX)
-        except StoreError as exc:  # they stay kept: the next start (or the next part of theirs) takes them in
-            log.warning("could not look for albums kept by an earlier run: %s", exc)
-            return
-        for key in keys:
+        for key in self._state.items(PREFIX):
             chat, _, group = key.removeprefix(PREFIX).rpartition(":")[0].partition(":")
             self._wait((chat, group)).now = True
 
