@@ -85,12 +85,12 @@ class Albums:
     """The albums a webhook keeps until whole; ``take`` takes one in (its parts' updates, in order)."""
 
     def __init__(self, state: SurfaceState, take: Take, tasks: TaskSet, *, quiet_s: float | None = None,
-                 retry_s: float = RETRY_S) -> None:
+                 retry_s: float | None = None) -> None:
         self._state = state
         self._take = take
         self._tasks = tasks
         self.quiet_s = QUIET_S if quiet_s is None else quiet_s
-        self.retry_s = retry_s
+        self.retry_s = RETRY_S if retry_s is None else retry_s
         self._waiting: dict[Album, _Waiting] = {}
 
     def keep(self, album: Album, update_id: int, data: dict[str, Any]) -> None:

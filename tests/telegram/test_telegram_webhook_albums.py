@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from surfaces.telegram import albums
 from tests.fakes.telegram_api import TOKEN, FakeBotApi
 from tests.full_store import locked
 from tests.process import HANG_GUARD_S, Spawn, relay_processes
@@ -97,6 +98,25 @@ async def test_a_part_the_store_cannot_keep_is_answered_500_and_the_album_taken_
     assert prompt_kinds(r) == [["text", "image", "image"]]
     assert kept(r) == {}
     assert sum(t in HELD for t in r.texts(USER)) == 1, "told once, not on every post"
+
+
+async def test_an_album_the_store_refuses_to_take_in_is_offered_again_and_answered_once(
+        tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts are kept; by the time the album is whole another writer holds the file: the album is
+    not journaled, nor are its parts let go, and it is offered again until the store takes it."""
+    monkeypatch.setattr(albums, "RETRY_S", 0.2)
+    r = await on_a_webhook(tg, api, monkeypatch, busy_timeout_s=0.1)
+    api.private(USER)
+    api.album(USER, [JPEG, JPEG], caption="report_images")
+    assert await api.deliver() == [200, 200]
+    with locked(r.store.path):
+        await asyncio.sleep(albums.QUIET_S + 1.0)  # whole, and tried while the file is held
+        assert r.prompts() == [] and len(kept(r)) == 2
+    await until(lambda: finals(api, USER), "answered")
+    await r.settled()
+    await until(lambda: kept(r) == {}, "the parts let go once the album is journaled")
+    assert prompt_kinds(r) == [["text", "image", "image"]], "once"
+    assert sum(t in HELD for t in r.texts(USER)) == 1, "its person told once that it will be answered"
 
 
 async def test_killed_while_keeping_an_album_the_restarted_relay_answers_it_once(
