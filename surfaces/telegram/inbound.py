@@ -144,13 +144,18 @@ def _edit_in(message: Message, update_id: int, me: User) -> Incoming | None:
 
 def album_in(parts: Sequence[Message], me: User) -> Incoming | None:
     """The parts of an album (photos or files sent together, a message each) as one message: read as the
-    part that carries the words (the caption, where a group's mention is), with every part's file; None
-    when no part is for the bot."""
-    readings = [reading for part in parts if (reading := _message_in(part, me)) is not None]
-    lead = next((r for r in readings if r.message.text.strip()), readings[0] if readings else None)
+    part that carries the words (the caption, where a group's mention is), with every part's file, and
+    the caption a person gave any other part after its own (in order); None when no part is for the bot."""
+    readings = [_message_in(part, me) for part in parts]
+    found = [r for r in readings if r is not None]
+    lead = next((r for r in found if r.message.text.strip()), found[0] if found else None)
     if lead is None:
         return None
-    return Incoming(lead.message, tuple(a for part in parts if (a := _attached(part)) is not None))
+    words = [r.message.text if r is not None else _strip_mention(part.caption or "", me)
+             for part, r in zip(parts, readings, strict=True)]
+    text = "\n\n".join(w.strip() for w in words if w.strip())
+    return Incoming(dataclasses.replace(lead.message, text=text),
+                    tuple(a for part in parts if (a := _attached(part)) is not None))
 
 
 def _message_in(message: Message, me: User) -> Incoming | None:

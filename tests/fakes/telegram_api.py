@@ -268,17 +268,18 @@ class FakeBotApi(MessageMethods):
         return self._incoming(chat_id, msg, topic, None)
 
     def album(self, chat_id: int, photos: list[bytes], *, caption: str = "", user: int | None = None,
-              group: str = "13579") -> list[Json]:
+              group: str = "13579", captions: list[str] | None = None) -> list[Json]:
         """A person sends photos together (an album): a message each, one ``media_group_id``, the caption
-        on the first, as Telegram's apps send one."""
+        on the first, as Telegram's apps send one (``captions``: one a photo, as a person may give each)."""
         parts = []
         for i, data in enumerate(photos):
+            caption = captions[i] if captions is not None else caption if i == 0 else ""
             file_id = f"photo{len(self.files) + 1}"
             self.files[f"photos/{file_id}.jpg"] = data
             msg: Json = {"from": self.user(user if user is not None else chat_id), "media_group_id": group,
                          "photo": [{"file_id": file_id, "file_unique_id": f"u{file_id}", "width": 800, "height": 800,
                                     "file_size": len(data)}]}
-            if caption and i == 0:
+            if caption:
                 msg["caption"] = caption
                 mentions = [{"type": "mention", "offset": utf16_len(caption[:m.start()]), "length": utf16_len(m[0])}
                             for m in re.finditer(r"@\w+", caption)]

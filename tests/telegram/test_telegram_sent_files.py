@@ -160,6 +160,20 @@ async def test_an_album_is_one_message_the_agent_reads_whole_and_answers_once(ap
     assert len(api.calls("getFile")) == 3
 
 
+async def test_an_albums_every_caption_reaches_the_agent_in_order(api: FakeBotApi, tg: TgFactory) -> None:
+    """A person may give each photo of an album its own caption: the agent reads every one (before, only
+    the first: the others were lost without a word)."""
+    r = await tg()
+    api.private(USER)
+    jpeg = b"\xff\xd8" + b"\0" * 64
+    api.album(USER, [jpeg, jpeg, jpeg], captions=["report_images", "", "this one fails on CI"])
+    await until(lambda: finals(api, USER), "answered")
+    await r.settled()
+    assert r.prompts() == ["report_images\n\nthis one fails on CI"]
+    [prompt] = [f for f in r.frames() if f.get("method") == "session/prompt"]
+    assert [b["type"] for b in prompt["params"]["prompt"]] == ["text", "image", "image", "image"]
+
+
 async def test_in_a_group_an_album_whose_caption_mentions_the_bot_is_one_message(
         api: FakeBotApi, tg: TgFactory) -> None:
     """Only the first part carries the caption, and so the mention: the other parts are the bot's too.
