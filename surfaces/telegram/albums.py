@@ -107,8 +107,9 @@ class Albums:
             waiting = self._waiting[album]
             waiting.now = True
             waiting.stirred.set()
-        await asyncio.gather(*(task for a in albums if (task := self._waiting[a].task) is not None),
-                             return_exceptions=True)
+        tasks = [task for a in albums if (task := self._waiting[a].task) is not None]
+        if tasks:  # (``wait``: a post given up on meanwhile leaves them running, unlike ``gather``)
+            await asyncio.wait(tasks)
 
     def resume(self) -> None:
         """Take in at once the albums the store keeps (a relay stopped or killed before taking them in)."""
@@ -125,13 +126,16 @@ class Albums:
 
     async def _settle(self, album: Album, waiting: _Waiting) -> None:
         """Wait until the album is whole, take it in; again if a part came meanwhile, or the store refused."""
+        refused = False
         try:
             while True:
                 await self._quiet(waiting)
                 try:
                     more = await self._take_kept(album)
-                except StoreError as exc:  # its parts stay kept: offered again in a while
-                    log.warning("an album in chat %s could not be taken in yet: %s", album[0], exc)
+                except StoreError as exc:  # its parts stay kept: offered again in a while (said once)
+                    if not refused:
+                        log.warning("an album in chat %s could not be taken in yet: %s", album[0], exc)
+                    refused = True
                     await asyncio.sleep(self.retry_s)
                     continue
                 except Exception:  # a bug: logged once, and the parts let go (never retried at every start)

@@ -101,7 +101,7 @@ async def test_a_part_the_store_cannot_keep_is_answered_500_and_the_album_taken_
 
 
 async def test_an_album_the_store_refuses_to_take_in_is_offered_again_and_answered_once(
-        tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> None:
+        tg: TgFactory, api: FakeBotApi, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """The parts are kept; by the time the album is whole another writer holds the file: the album is
     not journaled, nor are its parts let go, and it is offered again until the store takes it."""
     monkeypatch.setattr(albums, "RETRY_S", 0.2)
@@ -117,6 +117,9 @@ async def test_an_album_the_store_refuses_to_take_in_is_offered_again_and_answer
     await until(lambda: kept(r) == {}, "the parts let go once the album is journaled")
     assert prompt_kinds(r) == [["text", "image", "image"]], "once"
     assert sum(t in HELD for t in r.texts(USER)) == 1, "its person told once that it will be answered"
+    retried = [rec for rec in caplog.records if "could not be taken in yet" in rec.getMessage()]
+    assert len(retried) == 1, "offered again every 0.2 s while the file was held, said once"
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
 
 
 async def test_killed_while_keeping_an_album_the_restarted_relay_answers_it_once(
