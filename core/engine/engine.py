@@ -269,12 +269,13 @@ class Engine(Pickups):
             taken = self.journal.taken(message.surface, message.edits)
             if taken is None and not message.deleted:
                 # Never taken in, and for the bot as it reads now (a surface hands over only such edits): a
-                # mention added after sending. The message itself, late, as it reads now.
+                # mention added after sending. The message itself, late, as it reads now, with its files.
                 message = dataclasses.replace(message, message_id=message.edits, edits=None)
-            elif self.ownership is None:
-                return self.edits.accept(surface, message, taken, running=self.state == "running")
             else:
-                journaled = self.edits.journal(message, taken, here=False)  # the conversation's owner takes it
+                change = dataclasses.replace(message, attachments=())  # its words change: its files are kept already
+                if self.ownership is None:
+                    return self.edits.accept(surface, change, taken, running=self.state == "running")
+                journaled = self.edits.journal(change, taken, here=False)  # the conversation's owner takes it
                 return None if journaled is None else self._owned(journaled.conversation_key)
         if not self.journal.record(message):
             log.info("ignoring a redelivered message %s/%s", message.surface, message.message_id)

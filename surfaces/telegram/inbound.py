@@ -125,7 +125,8 @@ def _nothing_to_read(message: Message) -> Attached | None:
 
 def message_in(update: Update, me: User) -> Incoming | None:
     """The message ``update`` carries for this bot, or None when it is not for the bot: a person's edit
-    of a message of theirs comes as its new words (``InboundMessage.edits``), without its files."""
+    of a message of theirs comes as its new words (``InboundMessage.edits``), with its file (which the core
+    reads only when the edit makes the message the bot's: a mention added)."""
     if update.edited_message is not None:
         return _edit_in(update.edited_message, update.update_id, me)
     return None if update.message is None else _message_in(update.message, me)
@@ -139,7 +140,7 @@ def _edit_in(message: Message, update_id: int, me: User) -> Incoming | None:
         return None
     edited = read.message
     return Incoming(dataclasses.replace(edited, message_id=f"{edited.message_id}:edit:{update_id}",
-                                        edits=edited.message_id))
+                                        edits=edited.message_id), read.attached)
 
 
 def album_in(parts: Sequence[Message], me: User) -> Incoming | None:

@@ -221,3 +221,26 @@ async def test_in_a_group_only_an_edit_of_a_message_for_the_bot_is_answered(api:
     assert r.prompts() == ["text hello", "text what broke the build?"]
     [late] = [m for m in api.bot_messages(GROUP) if m["text"].startswith("what broke the build?")]
     assert late["reply_to_message"]["message_id"] == forgot["message_id"], "answered under the message itself"
+
+
+async def test_a_photo_whose_forgotten_mention_is_edited_into_its_caption_reaches_the_agent_with_the_photo(
+        api: FakeBotApi, tg: TgFactory) -> None:
+    """The message the edit makes the bot's is read whole, its photo too (before: its words alone); an edit
+    of a message the agent read already is words only, its photo not sent or kept again."""
+    r = await tg()
+    api.group(GROUP)
+    photo = api.photo(GROUP, b"\xff\xd8" + b"\0" * 64, caption="report_images", user=USER)  # the mention forgotten
+    await r.settled()
+    api.edit(GROUP, photo["message_id"], "@relay_bot report_images")
+    await until(lambda: finals(api, GROUP), "answered once the mention is in")
+    await r.settled()
+    assert r.prompts() == ["report_images"]
+    [answer] = finals(api, GROUP)
+    assert answer.startswith("images:1"), answer
+    api.edit(GROUP, photo["message_id"], "@relay_bot report_images again")
+    said = edit_wording.edit_not_sent_text("report_images again")
+    await until(lambda: said in r.texts(GROUP), "the edit of a message read already is said not sent")
+    await r.settled()
+    assert r.prompts() == ["report_images"]
+    edits = r.store.backend.execute("SELECT payload FROM inbound WHERE message_id LIKE '%:edit:%'").rows
+    assert edits and all('"attachments": []' in str(payload) for (payload,) in edits), "its photo not journaled again"

@@ -200,8 +200,9 @@ def test_an_edit_is_its_new_words_under_an_id_of_its_own_and_a_moving_live_locat
     assert (got.message.text, got.message.message_id, got.message.edits) == ("fix bar.py", "9:5:edit:40", "9:5")
     photo = [{"file_id": "p", "file_unique_id": "u", "width": 9, "height": 9}]
     captioned = message_in(edited(41, photo=photo, caption="this one"), ME)
-    assert captioned is not None and captioned.message.text == "this one" and not captioned.attached, \
-        "a caption's edit: its words alone (the photo was sent with the message)"
+    assert captioned is not None and captioned.message.text == "this one"
+    assert [a.file_id for a in captioned.attached] == ["p"], \
+        "a caption's edit comes with its photo: the core reads it only if the edit makes the message the bot's"
     assert message_in(edited(42, location={"latitude": 1.0, "longitude": 2.0}), ME) is None
 
 
