@@ -182,7 +182,8 @@ class Listeners:
             await self._hand_over(got, retry, unsure=unsure)
 
     async def _hand_change(self, got: Heard, change: str, *, removal: bool = False) -> None:
-        """Journal a person's edit of the message ``got`` (its words now), or its deletion (``removal``),
+        """Journal a person's edit of the message ``got`` (its words now, and its files: the core reads them
+        only when the edit makes the message the app's, a mention added), or its deletion (``removal``),
         under the message's id and ``change``; the core answers it in that message's conversation. A store
         that refuses it raises: Slack is not acknowledged and sends it again."""
         thread = got.thread
@@ -190,9 +191,10 @@ class Listeners:
         if not removal:
             self._note_thread(thread, got.user)  # a mention edited in makes the thread the app's, as a message does
         async with self.host.ordered(thread.key):
+            attached = await self.files.fetch(got.files) if got.files and self.host.permits(got.user) else ()
             await self.host.submit(InboundMessage(SURFACE_NAME, thread.key, got.user, got.text,
                                                   f"{original}:{change}", origin=Asker(got.user, got.ts),
-                                                  edits=original, deleted=removal))
+                                                  attachments=attached, edits=original, deleted=removal))
 
     async def _hand_over(self, got: Heard, retry: int, *, unsure: StoreError | None = None) -> None:
         """Journal the message (the listener returns, so Slack is acknowledged); the core handles it next.

@@ -142,14 +142,15 @@ class SlackRelayUnderTest:
                             "channel": channel, "team": TEAM, "event_ts": msg.ts})
         return msg
 
-    async def edit(self, msg: SlackMessage, text: str, *, user: str = USER, preview: bool = False) -> None:
+    async def edit(self, msg: SlackMessage, text: str, *, user: str = USER, preview: bool = False,
+                   files: list[dict[str, Any]] | None = None) -> None:
         """The person edits ``msg`` (``message_changed`` with the edit's time), or Slack adds a link's preview
         to it (``preview``: the same event without one)."""
         edit_ts = self.fake.next_ts()
         if not preview:
             msg.text = text
         inner = {"type": "message", "user": user, "text": msg.text, "ts": msg.ts, "team": TEAM,
-                 **({"thread_ts": msg.thread_ts} if msg.thread_ts else {}),
+                 **({"thread_ts": msg.thread_ts} if msg.thread_ts else {}), **({"files": files} if files else {}),
                  **({"attachments": [{"title": "Example", "title_link": "https://example.com"}]} if preview else
                     {"edited": {"user": user, "ts": edit_ts}})}
         kind = "im" if msg.channel.startswith("D") else "channel"

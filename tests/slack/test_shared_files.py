@@ -126,3 +126,22 @@ async def test_a_file_shared_with_a_mention_is_downloaded_once(slack: SlackFacto
     await relay.deliver({"type": "message", "subtype": "file_share", "channel_type": "channel", **base})
     await relay.settled(msg.ts, CHANNEL)
     assert len(_prompt_blocks(relay)) == 1 and fake.downloads == [f"Bearer {BOT_TOKEN}"]
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_file_whose_forgotten_mention_is_edited_in_reaches_the_agent_with_its_file(
+        slack: SlackFactory, mode: str) -> None:
+    """A file shared in a channel without the mention is nobody's; the edit that adds it makes the message
+    the app's, read whole, its file too (before: its words alone)."""
+    relay = await slack(mode=mode)
+    files = [relay.fake.shared_file("app.log", "text/plain", b"KeyError: 'x'\n")]
+    msg = relay.fake.user_message(USER, CHANNEL, "why does it fail?")
+    await relay.deliver({"type": "message", "subtype": "file_share", "channel_type": "channel", "user": USER,
+                         "text": msg.text, "ts": msg.ts, "channel": CHANNEL, "team": TEAM, "event_ts": msg.ts,
+                         "files": files})
+    assert relay.prompts() == [] and relay.fake.downloads == [], "nobody's: not even downloaded"
+    await relay.edit(msg, f"<@{BOT_USER}> why does it fail?", files=files)
+    await relay.settled(msg.ts)
+    [blocks] = _prompt_blocks(relay)
+    assert [b["type"] for b in blocks] == ["text", "text"]
+    assert blocks[1]["text"] == "Attached file: app.log\n```\nKeyError: 'x'\n```"
