@@ -8,6 +8,9 @@ relay offers it to the store again meanwhile: ``HeldMessages``).
 Webhook posts may arrive side by side: each conversation's messages are taken in the order they came
 (``Host.ordered``). A button press is answered with ``answerCallbackQuery`` on every path (no
 spinner is left), with the core's short answer.
+
+An album is journaled as its lead part (the one with the words): the other parts are noted
+(``PART_PREFIX``), so an edit of one's caption is an edit of the album, not that part, late.
 """
 
 from __future__ import annotations
@@ -26,9 +29,15 @@ from surfaces.telegram.inbound import Attached, Incoming, album_in, fetch_attach
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import FILE_NOT_FETCHED, IMAGE_NOT_FETCHED, press_answer
 
-__all__ = ["Intake"]
+__all__ = ["PART_KEEP_S", "PART_PREFIX", "Intake"]
 
 log = logging.getLogger("acp_relay.telegram.intake")
+
+#: The state rows naming the album each part of an album belongs to: ``part:<chat>:<message>`` -> its
+#: lead part's message id (the album's, in the journal).
+PART_PREFIX = "part:"
+#: As long as the journal knows a message (an edit of one older is not looked up).
+PART_KEEP_S = 7 * 24 * 3600.0
 
 
 class Intake:
@@ -65,6 +74,11 @@ class Intake:
             return
         if incoming is None:
             return
+        edits = incoming.message.edits
+        if edits is not None and update.edited_message is not None and update.edited_message.media_group_id:
+            lead = self.host.state.get(f"{PART_PREFIX}{edits}")  # a part of an album taken in: the album is
+            if lead is not None:  # edited (its words; its files were taken with it)
+                incoming = Incoming(dataclasses.replace(incoming.message, edits=lead))
         async with self.host.ordered(incoming.message.conversation_key):
             await self._take_message(incoming)
 
@@ -94,11 +108,19 @@ class Intake:
         every part's file, and answers once. When this returns, Telegram may be told of every part."""
         await self.ready.wait()
         assert self.me is not None
-        incoming = album_in([u.message for u in parts if u.message is not None], self.me)
+        messages = [u.message for u in parts if u.message is not None]
+        incoming = album_in(messages, self.me)
         if incoming is None:
             return
         async with self.host.ordered(incoming.message.conversation_key):
             await self._take_message(incoming)
+        lead = incoming.message.message_id
+        state = self.host.state
+        for message in messages:
+            part = f"{message.chat.id}:{message.message_id}"
+            if part != lead:
+                state.set(f"{PART_PREFIX}{part}", lead)
+        state.prune(PART_KEEP_S, PART_PREFIX)
 
     async def _take_message(self, incoming: Incoming) -> None:
         message = incoming.message

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from core.engine import edit_wording
 from core.surface_api import MAX_FILE_BYTES
 from tests.fakes.telegram_api import FakeBotApi
 from tests.telegram.conftest import USER, TgFactory, until
@@ -172,6 +173,24 @@ async def test_an_albums_every_caption_reaches_the_agent_in_order(api: FakeBotAp
     assert r.prompts() == ["report_images\n\nthis one fails on CI"]
     [prompt] = [f for f in r.frames() if f.get("method") == "session/prompt"]
     assert [b["type"] for b in prompt["params"]["prompt"]] == ["text", "image", "image", "image"]
+
+
+async def test_an_edit_of_an_album_parts_caption_is_an_edit_of_the_album_not_a_message(
+        api: FakeBotApi, tg: TgFactory) -> None:
+    """The album is journaled as its first part: an edit of another part's caption is said not sent, as
+    for any message the agent read (before: that part was taken as a message of its own, late)."""
+    r = await tg()
+    api.private(USER)
+    jpeg = b"\xff\xd8" + b"\0" * 64
+    parts = api.album(USER, [jpeg, jpeg], captions=["report_images", "the second"])
+    await until(lambda: finals(api, USER), "answered")
+    await r.settled()
+    api.edit(USER, parts[1]["message_id"], "the second, fixed")
+    said = edit_wording.edit_not_sent_text("the second, fixed")
+    await until(lambda: said in [m["text"] for m in api.bot_messages(USER)], "said not sent")
+    await r.settled()
+    assert r.prompts() == ["report_images\n\nthe second"], "no second prompt"
+    assert len(api.calls("getFile")) == 2, "the photo is not fetched again for an edit of the album"
 
 
 async def test_in_a_group_an_album_whose_caption_mentions_the_bot_is_one_message(
