@@ -104,8 +104,8 @@ class Intake:
             self._held.tell(incoming.message, exc)
 
     async def take_album(self, parts: Sequence[Update]) -> None:
-        """Take in the parts of an album (an update each) as one message: the agent reads the caption with
-        every part's file, and answers once. When this returns, Telegram may be told of every part."""
+        """Take in the parts of an album (an update each) as one message: the agent reads every part's
+        caption and file, and answers once. When this returns, Telegram may be told of every part."""
         await self.ready.wait()
         assert self.me is not None
         messages = [u.message for u in parts if u.message is not None]
