@@ -214,10 +214,7 @@ class Router:
                               f"{message.id}:edit:{message.edited_at.isoformat()}",
                               display_name=message.author.display_name, edits=str(message.id))
         async with self.host.ordered(f"channel:{where}"):
-            try:
-                await self.host.submit(edit)
-            except StoreError as exc:  # an edit is a nicety: not held and offered again as a message is
-                log.warning("could not take an edit of Discord message %s: %s", message.id, exc)
+            await self._change_held(edit, "an edit")
 
     async def on_delete(self, message_id: int, channel_id: int, guild_id: int | None) -> None:
         """A gateway MESSAGE_DELETE: the core takes a message it took in out of the line, or says it was read
@@ -232,10 +229,7 @@ class Router:
         deletion = InboundMessage(SURFACE_NAME, conversation_key(where), "", "", f"{message_id}:deleted",
                                   edits=str(message_id), deleted=True)
         async with self.host.ordered(f"channel:{where}"):
-            try:
-                await self.host.submit(deletion)
-            except StoreError as exc:  # Discord sends no event twice: said in the log
-                log.warning("could not take the deletion of Discord message %s: %s", message_id, exc)
+            await self._change_held(deletion, "the deletion")
 
     async def _route_held(self, message: discord.Message) -> None:
         """``_route``, tried again while the store refuses what it must keep (see the module's doc)."""
@@ -259,6 +253,28 @@ class Router:
             await self._hold(delay)
             if not self.receiving:
                 return
+            delay = min(delay * 2, longest)
+
+    async def _change_held(self, change: InboundMessage, what: str) -> None:
+        """Hand a person's edit or deletion (``what``) to the core, tried again while the store refuses it:
+        Discord sends no event twice. The channel's later messages wait behind it (the caller's line), as
+        behind a message held; said once in the log."""
+        delay, longest = HELD_RETRY_S
+        refused = 0
+        while self.receiving:
+            try:
+                await self.host.submit(change)
+            except StoreError as exc:
+                refused += 1
+                if refused == 1:
+                    log.warning("could not take %s of Discord message %s; trying again until the store takes it: %s",
+                                what, change.edits, exc)
+            else:
+                if refused:
+                    log.info("took %s of Discord message %s after the store refused it %d times", what,
+                             change.edits, refused)
+                return
+            await self._hold(delay)
             delay = min(delay * 2, longest)
 
     async def _hold(self, delay: float) -> None:

@@ -6,10 +6,12 @@ start (the catch-up finds it)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
 
+from core.engine import edit_wording
 from core.store.records import STORE_AWAY_HELD, STORE_FAILED_HELD, STORE_FULL_HELD
 from tests.discord.harness import ALICE, BOB, Relay, RelayFactory, until
 from tests.full_store import LONG_TEXT, fill, locked, make_room
@@ -95,4 +97,34 @@ async def test_a_first_mention_the_held_store_refuses_tells_its_person_once_and_
     assert r.prompts() == ["text first words"]
     [answer] = r.bot_texts(mention)  # answered once, in the mention's thread
     assert answer.startswith("first words"), answer
+    assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
+
+
+async def test_an_edit_and_a_deletion_the_held_store_refuses_are_taken_once_it_is_free(
+        relay: RelayFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """Discord sends an edit or a deletion once: while another writer holds the store, each is tried again
+    (said once in the log) until the store takes it, then answered, once (before: logged, and lost)."""
+    caplog.set_level(logging.INFO)
+    r = await relay(busy_timeout_s=0.05, reconnect_sleep=fast_sleep)
+    dm = r.fake.dm(ALICE)
+    first = await r.fake.say(dm, ALICE, "text hello")
+    await until(lambda: r.bot_texts(dm) and r.idle(), "answered")
+    said = edit_wording.edit_not_sent_text("text hello again")
+    with locked(r.store.path):
+        await r.fake.edit(dm, first, "text hello again")
+        await until(lambda: "could not take an edit" in caplog.text, "refused")
+        await asyncio.sleep(0.2)  # tried again while the file is held
+        assert said not in r.bot_texts(dm)
+    await until(lambda: said in r.bot_texts(dm), "the edit taken once the store is free")
+    with locked(r.store.path):
+        await r.fake.delete(dm, first)
+        await until(lambda: "could not take the deletion" in caplog.text, "refused")
+        await asyncio.sleep(0.2)
+    await until(lambda: edit_wording.DELETED_AFTER_READ in r.bot_texts(dm), "the deletion taken once it is free")
+    await until(r.idle, "idle")
+    texts = r.bot_texts(dm)
+    assert texts.count(said) == 1 and texts.count(edit_wording.DELETED_AFTER_READ) == 1, texts
+    refusals = [rec for rec in caplog.records if "could not take" in rec.getMessage()]
+    assert len(refusals) == 2 and all(rec.levelno == logging.WARNING for rec in refusals), "each said once"
+    assert sum("after the store refused it" in rec.getMessage() for rec in caplog.records) >= 2
     assert not [rec for rec in caplog.records if rec.exc_info], "a traceback was logged"
