@@ -74,10 +74,10 @@ class Intake:
             return
         if incoming is None:
             return
-        edits = incoming.message.edits
-        if edits is not None and update.edited_message is not None and update.edited_message.media_group_id:
-            lead = self.host.state.get(f"{PART_PREFIX}{edits}")  # a part of an album taken in: the album is
-            if lead is not None:  # edited (its words; its files were taken with it)
+        if update.edited_message is not None and update.edited_message.media_group_id:
+            # A part of an album taken in: the album is edited (its words; its files were taken with it).
+            lead = self.host.state.get(f"{PART_PREFIX}{incoming.message.edits}")
+            if lead is not None:
                 incoming = Incoming(dataclasses.replace(incoming.message, edits=lead))
         async with self.host.ordered(incoming.message.conversation_key):
             await self._take_message(incoming)
