@@ -8,6 +8,10 @@ first photo alone and answered each part. So each part is kept in the store (the
 once it is kept: a relay stopped or killed meanwhile takes the album in at its next start) and the
 album is taken in as one message once no part came for ``QUIET_S``, or at once when another update of
 its chat comes (the person's next message is answered after the album, as they sent them).
+
+Relays sharing a store behind one webhook address (a load balancer) each receive some of an album's
+parts, and the person's next message may reach a relay that received none: ``shared``, each update of a
+chat first takes in the albums of that chat the store keeps, whichever relay kept them.
 """
 
 from __future__ import annotations
@@ -68,6 +72,11 @@ def _prefix(album: Album) -> str:
     return f"{PREFIX}{album[0]}:{album[1]}:"
 
 
+def _album_of_key(key: str) -> Album:
+    chat, _, group = key.removeprefix(PREFIX).rpartition(":")[0].partition(":")
+    return chat, group
+
+
 def _update_id(key: str) -> int:
     return int(key.rsplit(":", 1)[1])
 
@@ -84,9 +93,10 @@ class _Waiting:
 class Albums:
     """The albums a webhook keeps until whole; ``take`` takes one in (its parts' updates, in order)."""
 
-    def __init__(self, state: SurfaceState, take: Take, tasks: TaskSet, *, quiet_s: float | None = None,
-                 retry_s: float | None = None) -> None:
+    def __init__(self, state: SurfaceState, take: Take, tasks: TaskSet, *, shared: bool = False,
+                 quiet_s: float | None = None, retry_s: float | None = None) -> None:
         self._state = state
+        self._shared = shared
         self._take = take
         self._tasks = tasks
         self.quiet_s = QUIET_S if quiet_s is None else quiet_s
@@ -101,7 +111,12 @@ class Albums:
 
     async def flush(self, chat: str, *, but: Album | None = None) -> None:
         """Take in now every album of ``chat`` kept (``but`` that one): an update of the chat came after
-        them, and is answered after them."""
+        them, and is answered after them. ``shared``: those other relays kept too (a read of the store;
+        ``StoreError`` if it cannot be read)."""
+        if self._shared:
+            for key in self._state.items(f"{PREFIX}{chat}:"):
+                if (album := _album_of_key(key)) != but:
+                    self._wait(album)
         albums = [a for a in self._waiting if a[0] == chat and a != but]
         for album in albums:
             waiting = self._waiting[album]
@@ -114,8 +129,7 @@ class Albums:
     def resume(self) -> None:
         """Take in at once the albums the store keeps (a relay stopped or killed before taking them in)."""
         for key in self._state.items(PREFIX):
-            chat, _, group = key.removeprefix(PREFIX).rpartition(":")[0].partition(":")
-            self._wait((chat, group)).now = True
+            self._wait(_album_of_key(key)).now = True
 
     def _wait(self, album: Album) -> _Waiting:
         waiting = self._waiting.get(album)

@@ -65,7 +65,7 @@ class TelegramRelay:
         self._webhook_secret = webhook_secret
         if settings.mode == "webhook" and webhook_secret is not None and settings.webhook_url:
             self.webhook = Webhook(app.bot, intake, webhook_secret, webhook_path(settings.webhook_url),
-                                   state=host.state, tasks=host.tasks)
+                                   state=host.state, tasks=host.tasks, shared=host.shared)
         else:
             self.poller = Poller(app.bot, host.state, intake, timeout_s=settings.poll_timeout_s,
                                  token_env=settings.token_env, sleep=sleep)

@@ -44,10 +44,10 @@ class Webhook:
     """The aiohttp server that takes Telegram's posts."""
 
     def __init__(self, bot: Bot, intake: Intake, secret: str, path: str, *, state: SurfaceState,
-                 tasks: TaskSet) -> None:
+                 tasks: TaskSet, shared: bool = False) -> None:
         self.bot = bot
         self.intake = intake
-        self.albums = Albums(state, self._take_album, tasks)
+        self.albums = Albums(state, self._take_album, tasks, shared=shared)
         self._secret = secret.encode()
         self.path = path
         app = web.Application(client_max_size=_MAX_BODY)
