@@ -126,11 +126,29 @@ async def test_a_queued_message_offers_to_join_the_running_turn(browser: Any, re
     receipt = tab.page.locator("#messages article", has_text="Queued (position 1)")
     await receipt.locator("button.approval", has_text="Add to the running turn").wait_for()
     assert await receipt.locator("button.approval").all_inner_texts() == ["Add to the running turn", "Cancel"]
+    # The panel beside it agrees: a turn runs, one message waits.
+    await tab.page.locator(".status-state", has_text="answering").wait_for()
+    await playwright_api.expect(tab.page.locator(".status-queue")).to_have_text("1")
     await tab.shot("07-receipt")
     await receipt.locator("button.approval", has_text="Add to the running turn").click()
     await tab.answer("steered:use tabs, not spaces")
     await tab.page.locator("#messages article", has_text="Added to the running turn: use tabs, not spaces").wait_for()
+    await tab.settled()
     await tab.shot("08-steered")
+    assert tab.errors == []
+
+
+async def test_the_panel_follows_an_answer_while_it_streams(browser: Any, relay: DemoRelay, tmp_path: Path) -> None:
+    """A chunk every 100 ms for 4 s: the panel says "answering" while the words still arrive (each event
+    used to put its refresh off again, so it read "idle" until the stream paused or the 5 s poll came)."""
+    tab = await open_tab(browser, relay, tmp_path)
+    await tab.send("\n".join(["text streaming"] + ["sleep 0.1\ntext ."] * 40 + ["text the end"]))
+    await tab.page.locator("#messages .msg-agent", has_text="streaming").wait_for()
+    await tab.page.locator(".status-state", has_text="answering").wait_for()
+    assert await tab.page.locator("#messages .msg-agent", has_text="the end").count() == 0  # still streaming
+    await tab.shot("09a-streaming")
+    await tab.answer("the end")
+    await tab.settled()
     assert tab.errors == []
 
 

@@ -403,10 +403,16 @@
 
   // ---- status panel -----------------------------------------------------------------------
 
+  // A refresh is due at most 250 ms after an event, however many events follow: each event pushing it
+  // back left the panel idle through a whole streamed answer (a chunk every 50 ms) until the 5 s poll.
   let statusTimer = null;
-  function scheduleStatus() {
+  let statusDueAt = 0;
+  function scheduleStatus(delay = 250) {
+    const dueAt = performance.now() + delay;
+    if (statusTimer !== null && statusDueAt <= dueAt) return;  // an earlier one reads the latest too
     clearTimeout(statusTimer);
-    statusTimer = setTimeout(refreshStatus, 250);
+    statusDueAt = dueAt;
+    statusTimer = setTimeout(() => { statusTimer = null; refreshStatus(); }, delay);
   }
 
   async function refreshStatus() {
@@ -440,10 +446,7 @@
     stopButton.classList.toggle("active", s.busy || !$("#typing").hidden);
     // A status without a live session lists no models (e.g. the idle agent was stopped): keep the list.
     if (document.activeElement !== modelSelect) fillModels(s.model, s.models && s.models.length ? s.models : knownModels);
-    if (s.busy) {  // follow a running turn closely; idle tabs only poll every few seconds
-      clearTimeout(statusTimer);
-      statusTimer = setTimeout(refreshStatus, 1000);
-    }
+    if (s.busy) scheduleStatus(1000);  // follow a running turn closely; idle tabs only poll every few seconds
   }
 
   // The picker's choices come from the agent itself, asked for as soon as the tab opens (this starts
