@@ -7,7 +7,8 @@ caller does not confirm the update and Telegram sends it again (its person is to
 relay offers it to the store again meanwhile: ``HeldMessages``).
 Webhook posts may arrive side by side: each conversation's messages are taken in the order they came
 (``Host.ordered``). A button press is answered with ``answerCallbackQuery`` on every path (no
-spinner is left), with the core's short answer.
+spinner is left), with the core's short answer. A Stop pressed on a streaming draft ends its turn at
+once (``Controls.stop``), not in line behind the messages that wait for that turn.
 
 An album is journaled as its lead part (the one with the words): the other parts are noted
 (``PART_PREFIX``), so an edit of one's caption is an edit of the album, not that part, late.
@@ -24,8 +25,9 @@ from typing import Any
 from telegram import Bot, CallbackQuery, Update, User
 from telegram.error import TelegramError
 
-from core.surface_api import Attachment, HeldMessages, Host, InboundMessage, StoreError
+from core.surface_api import Attachment, ControlFailed, HeldMessages, Host, InboundMessage, StoreError
 from surfaces.telegram.inbound import Attached, Incoming, album_in, fetch_attached, message_in, press_in
+from surfaces.telegram.keys import conversation_key
 from surfaces.telegram.surface import TelegramSurface
 from surfaces.telegram.wording import FILE_NOT_FETCHED, IMAGE_NOT_FETCHED, press_answer
 
@@ -66,6 +68,10 @@ class Intake:
         assert self.me is not None
         if update.callback_query is not None:
             self.host.tasks.spawn(self._press(update.callback_query), name="telegram-press")
+            return
+        if (stopped := update.api_kwargs.get("stopped_message_generation")) is not None:
+            # (Not in line behind the conversation's messages: those wait for the very turn it ends.)
+            self.host.tasks.spawn(self._stop(update.update_id, stopped), name="telegram-stop")
             return
         try:
             incoming = message_in(update, self.me)
@@ -149,6 +155,28 @@ class Intake:
             said = IMAGE_NOT_FETCHED if attached.kind == "image" else FILE_NOT_FETCHED
             self.host.notify(message.conversation_key, said)
         return fetched
+
+    async def _stop(self, update_id: int, stopped: Any) -> None:
+        """The person pressed Stop on a draft (``MessageGenerationStopped``): the turn it streams ends, as
+        the stop command ends it. A Stop of a draft whose answer ended meanwhile changes nothing; with
+        relays sharing a store, the draft may be another relay's: the conversation's turn ends there."""
+        try:
+            chat, draft_id = int(stopped["chat"]["id"]), int(stopped["draft_id"])
+            thread = stopped.get("message_thread_id")
+            keys = [conversation_key(chat, int(thread)), conversation_key(chat)] if thread else [conversation_key(chat)]
+        except (KeyError, TypeError, ValueError) as exc:
+            self.reject(update_id, {"stopped_message_generation": None}, exc)
+            return
+        key = next((k for k in keys if self.surface.streams(k, draft_id)), None)
+        if key is None and self.host.shared:
+            key = keys[0]
+        if key is None or not self.host.permits(str(chat)):  # (a private chat's id is its person's)
+            log.info("a Stop pressed on draft %s in chat %s, which streams no more here", draft_id, chat)
+            return
+        try:
+            await self.host.controls.stop(key)
+        except ControlFailed as exc:  # the relay running it did not answer: said, as a stop command would
+            self.host.notify(key, str(exc))
 
     async def _press(self, query: CallbackQuery) -> None:
         answer: str | None = None

@@ -54,8 +54,9 @@ __all__ = ["ALBUM_WAITS", "ALBUM_WAIT_S", "ALLOWED_UPDATES", "IDLE_PAUSE_S", "PA
 
 log = logging.getLogger("acp_relay.telegram.polling")
 
-#: What the relay reads (a person's edits too); everything else (reactions, channel posts) Telegram keeps to itself.
-ALLOWED_UPDATES = ("message", "edited_message", "callback_query")
+#: What the relay reads (a person's edits too, and a Stop pressed on a streaming draft); everything else
+#: (reactions, channel posts) Telegram keeps to itself.
+ALLOWED_UPDATES = ("message", "edited_message", "callback_query", "stopped_message_generation")
 #: The pause after a poll that brought nothing.
 IDLE_PAUSE_S = 0.5
 #: Polls that find an update unreadable before it is skipped.

@@ -4,7 +4,9 @@ What the core shows arrives rendered by ``TelegramFormatter`` (text plus entitie
 neutral Markdown; plain text with no entities and no escapes). Buttons are an inline keyboard whose ``callback_data``
 is the core's one-time token. In private chats a reply streams as a draft (``sendMessageDraft``):
 a draft is only a preview, so ``end_stream`` returns None and the core sends the final text as an
-ordinary message. The rest of an answer too long to show is a document (``sendDocument``). Every
+ordinary message. A draft carries Telegram's own Stop button (Bot API 10.3 ``can_stop``): pressed, it
+ends the turn (``Intake``), and the words shown so far stay until the final message replaces them
+(``keep_on_stop``). The rest of an answer too long to show is a document (``sendDocument``). Every
 PTB error leaves as one of the core's delivery errors (``errors``).
 """
 
@@ -52,6 +54,8 @@ __all__ = ["TelegramSurface"]
 
 log = logging.getLogger("acp_relay.telegram")
 
+#: A draft shows Telegram's Stop button; pressed, the words so far stay until the final message comes.
+_STOPPABLE = {"can_stop": True, "keep_on_stop": True}
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)  # an agent's links are references, not headlines
 _PHOTO_BYTES = 10 * 1024 * 1024  # sendPhoto's limit; a larger image goes as a document
 _STYLES = {"primary": KeyboardButtonStyle.PRIMARY, "danger": KeyboardButtonStyle.DANGER}
@@ -106,6 +110,8 @@ class TelegramSurface(SurfaceDefaults):
         #: The bot's own @username (from getMe), so ``/stop@OtherBot`` is not taken as ours.
         self.bot_usernames: Collection[str] = frozenset()
         self._draft_ids = itertools.count(secrets.randbelow(2**30) + 1)
+        #: The draft each conversation streams now (a Stop pressed on it ends that turn).
+        self._drafts: dict[str, int] = {}
         #: Methods the Bot API server said it does not have (remembered for the run).
         self.unsupported: set[str] = set()
         self._odd_answers: set[str] = set()
@@ -224,18 +230,35 @@ class TelegramSurface(SurfaceDefaults):
             raise DeliveryFailed("Telegram shows drafts in private chats only")
         if "sendMessageDraft" in self.unsupported:
             raise DeliveryFailed("this Bot API server has no drafts")
-        draft_id = int(stream_id) if stream_id else next(self._draft_ids)
+        draft_id = int(stream_id) if stream_id else self._new_draft(conversation_key)
         body, entities = self._body(message)
         try:
             with delivery_errors("sendMessageDraft"):
+                # (PTB 22.8 knows Bot API 10.0: the Stop button's fields go as they are.)
                 await self.bot.send_message_draft(ref.chat_id, draft_id, body, message_thread_id=ref.topic_id,
-                                                  entities=entities or None)
+                                                  entities=entities or None, api_kwargs=dict(_STOPPABLE))
         except AnswerUnreadable:
             pass  # shown: the draft's id is ours, nothing in the answer is needed
         except NoSuchMethod:
             self.lacks("sendMessageDraft", "replies are sent and edited instead of streamed as drafts")
             raise
         return str(draft_id)
+
+    async def end_stream(self, conversation_key: str, stream_id: str, message: Rendered) -> str | None:
+        """A draft is a preview: the core posts the final message itself (which replaces the draft)."""
+        if self._drafts.get(conversation_key) == int(stream_id):
+            del self._drafts[conversation_key]
+        return None
+
+    def _new_draft(self, conversation_key: str) -> int:
+        """A fresh draft id, noted as the one ``conversation_key`` streams now."""
+        draft_id = self._drafts[conversation_key] = next(self._draft_ids)
+        return draft_id
+
+    def streams(self, conversation_key: str, draft_id: int) -> bool:
+        """``conversation_key``'s answer streams as draft ``draft_id`` now (not one that ended, nor one
+        from before this relay started)."""
+        return self._drafts.get(conversation_key) == draft_id
 
     async def agent_commands(self, conversation_key: str, commands: Sequence[tuple[str, str]]) -> None:
         """``setMyCommands`` scoped to this chat: the relay's menu, then the agent's own commands with

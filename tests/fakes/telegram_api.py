@@ -69,6 +69,9 @@ class FakeBotApi(MessageMethods):
         self.events: list[Call] = []
         self.commands: list[Json] = []
         self.chat_commands: dict[int, list[Json]] = {}  # chat id -> its own menu
+        #: The draft each private chat shows now (``sendMessageDraft``'s parameters): gone once the bot
+        #: sends a message there, or once the person presses its Stop button (unless kept on stop).
+        self.drafts: dict[int, Json] = {}
         self.webhook: Json = {}
         #: The kinds of update the bot last asked for (getUpdates, setWebhook); None: never said, so
         #: Telegram sends every kind but a few (edits too). Updates of other kinds are not kept.
@@ -330,6 +333,18 @@ class FakeBotApi(MessageMethods):
                                       "data": data}})
         return query_id
 
+    def stop_draft(self, chat_id: int) -> Json:
+        """The person presses the Stop button of the draft their chat shows (Bot API 10.3): a
+        ``stopped_message_generation`` update is queued; the draft stays only if it was kept on stop."""
+        draft = self.drafts.get(chat_id)
+        assert draft is not None and draft.get("can_stop") is True, "the chat shows no draft with a Stop button"
+        if draft.get("keep_on_stop") is not True:
+            del self.drafts[chat_id]
+        stopped: Json = {"chat": self._chat_json(self.chats[chat_id]), "draft_id": int(draft["draft_id"])}
+        if draft.get("message_thread_id") is not None:
+            stopped["message_thread_id"] = int(draft["message_thread_id"])
+        return self.push({"stopped_message_generation": stopped})
+
     def edit(self, chat_id: int, message_id: int, text: str) -> Json:
         """A person edits a message of theirs: its words (or caption) change, and an ``edited_message``
         update is queued, as Telegram does (only for a bot that asked for edits). An update not fetched yet
@@ -421,6 +436,8 @@ class FakeBotApi(MessageMethods):
         msg = {"message_id": self._next_id(chat_id), "date": int(time.time()),
                "chat": self._chat_json(self.chats[chat_id]), **msg}
         self.messages[(chat_id, msg["message_id"])] = msg
+        if msg["from"]["id"] == BOT_ID:
+            self.drafts.pop(chat_id, None)  # a message of the bot's replaces its draft
         return msg
 
     def _incoming(self, chat_id: int, msg: Json, topic: int | None, reply_to: int | None) -> Json:

@@ -54,6 +54,7 @@ class MessageMethods:
     messages: dict[tuple[int, int], Json]
     files: dict[str, bytes]
     answered: dict[str, str | None]
+    drafts: dict[int, Json]
     _queries: set[str]
     _ids: dict[int, itertools.count[int]]
 
@@ -189,6 +190,7 @@ class MessageMethods:
         if not int(params.get("draft_id", 0)):
             raise ApiError(400, "Bad Request: draft_id must be non-zero")
         self._check_text(params)
+        self.drafts[chat.id] = params
         return True
 
     async def _api_sendChatAction(self, params: Json) -> bool:

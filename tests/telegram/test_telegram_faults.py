@@ -69,6 +69,34 @@ async def test_a_webhook_update_ptb_cannot_parse_is_stored_as_rejected_and_answe
     assert not r.store.record_inbound("telegram", f"update:{poison['update_id']}", "", {}), "stored as rejected"
 
 
+async def test_a_webhook_stop_of_a_draft_ends_the_turn_and_one_it_cannot_read_is_rejected(
+        tg: TgFactory, api: FakeBotApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Webhook mode asks for ``stopped_message_generation`` too (``setWebhook``'s ``allowed_updates``): a
+    Stop pressed on the draft ends the turn; one with no draft id is stored as rejected and answered 200."""
+    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-value_1")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    r = await tg(telegram={"mode": "webhook", "webhook_url": f"http://127.0.0.1:{port}/telegram/hook",
+                           "webhook_port": port})
+    await until(lambda: api.webhook, "setWebhook was called")
+    assert "stopped_message_generation" in (api.allowed_updates or [])
+    api.private(USER)
+    api.say(USER, "text working on it\nhang")
+    assert await api.deliver() == [200]
+    await until(lambda: USER in api.drafts, "the draft")
+    bad = api.push({"stopped_message_generation": {"chat": {"id": USER, "type": "private"}}})
+    api.stop_draft(USER)
+    assert await api.deliver() == [200, 200]
+    await until(lambda: any("Stopped." in t for t in r.texts(USER)), "the answer says it stopped")
+    await r.settled()
+    assert r.methods().count("session/cancel") == 1
+    assert api.transcript(USER)[-1].startswith("bot: working on it")
+    rejected = [r for r in caplog.records if r.levelno >= logging.WARNING and "could not be read" in r.getMessage()]
+    assert len(rejected) == 1 and "stopped_message_generation" in rejected[0].getMessage()
+    assert not r.store.record_inbound("telegram", f"update:{bad['update_id']}", "", {}), "stored as rejected"
+
+
 async def test_a_server_that_answers_getupdates_at_once_is_polled_with_a_pause_between_empty_polls(
         tg: TgFactory, api: FakeBotApi) -> None:
     api.private(USER)

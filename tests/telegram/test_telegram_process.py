@@ -53,6 +53,11 @@ async def test_a_turn_through_acp_relay_run_and_a_clean_stop(api: FakeBotApi, re
     api.edit(USER, asked["message_id"], "text hello again")  # the process asked Telegram for edits
     said = edit_wording.edit_not_sent_text("text hello again")
     await until(lambda: said in [m["text"] for m in api.bot_messages(USER)], "the edit's notice", timeout=HANG_GUARD_S)
+    api.say(USER, "text on and on\nhang")  # then the person presses the draft's Stop button
+    await until(lambda: USER in api.drafts, "the second answer's draft", timeout=HANG_GUARD_S)
+    api.stop_draft(USER)
+    await until(lambda: len(answers(api)) == 2, "the stopped answer", timeout=HANG_GUARD_S)
+    assert answers(api)[1].startswith("on and on") and "Stopped." in answers(api)[1]
     assert await relay.stop() == 0
     stderr = relay.stderr
     assert "stopped cleanly" in stderr and TOKEN not in stderr and "Traceback" not in stderr

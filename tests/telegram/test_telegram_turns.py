@@ -117,6 +117,47 @@ async def test_stop_sends_session_cancel_and_the_answer_says_stopped(api: FakeBo
     assert not any("Nothing is running" in t for t in r.texts(GROUP))
 
 
+async def test_the_drafts_stop_button_ends_the_turn_and_the_words_so_far_stay(api: FakeBotApi, tg: TgFactory) -> None:
+    """Bot API 10.3: a draft shows Telegram's own Stop button; pressed, the turn ends as /stop ends it,
+    and the words shown so far are the final message (they stay on screen meanwhile)."""
+    r = await tg()
+    api.private(USER)
+    asked = api.say(USER, "text working on it\nhang")
+    await until(lambda: USER in api.drafts, "the draft")
+    draft = api.drafts[USER]
+    assert draft["can_stop"] is True and draft["keep_on_stop"] is True
+    api.stop_draft(USER)
+    await until(lambda: "session/cancel" in r.methods(), "the cancel reached the agent")
+    await until(lambda: finals(api, USER), "the answer, ended")
+    await r.settled()
+    assert r.methods().count("session/cancel") == 1
+    (final,) = api.bot_messages(USER)
+    assert final["text"].startswith("working on it") and "Stopped." in final["text"]
+    assert final["reply_to_message"]["message_id"] == asked["message_id"]
+    assert USER not in api.drafts, "the final message replaced the draft"
+    assert api.transcript(USER) == ["you: text working on it\nhang", f"bot: {final['text']}"]
+
+
+async def test_a_stop_pressed_on_a_draft_that_ended_changes_nothing(api: FakeBotApi, tg: TgFactory) -> None:
+    """A Stop that reaches the relay after its answer ended (the person pressed it as the answer came) does
+    not stop the next turn, nor say that nothing runs."""
+    r = await tg()
+    api.private(USER)
+    api.say(USER, "text first answer\nsleep 0.5\ntext  is done")
+    await until(lambda: USER in api.drafts, "the first draft")
+    draft = dict(api.drafts[USER])
+    await until(lambda: finals(api, USER), "the first answer")
+    api.say(USER, "text second answer\nsleep 0.5\ntext  is whole")
+    await until(lambda: "session/prompt" in r.methods()[r.methods().index("session/prompt") + 1:], "the second turn")
+    api.drafts[USER] = draft  # Telegram took the first draft's Stop just before its answer replaced it
+    api.stop_draft(USER)
+    await until(lambda: len(finals(api, USER)) == 2, "the second answer")
+    await r.settled()
+    assert "session/cancel" not in r.methods()
+    assert finals(api, USER)[1].startswith("second answer is whole")
+    assert not any("Stopped." in t or "Nothing is running" in t for t in r.texts(USER))
+
+
 async def test_help_and_start_list_the_commands_registered_in_the_menu(api: FakeBotApi, tg: TgFactory) -> None:
     r = await tg()
     assert [c["command"] for c in api.commands] == ["new", "compact", "stop", "steer", "status", "model",
