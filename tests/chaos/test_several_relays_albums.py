@@ -1,4 +1,5 @@
-"""Telegram albums through one webhook address in front of several relays on one PostgreSQL.
+"""Telegram albums (and a draft's Stop button) through one webhook address in front of several relays on
+one PostgreSQL.
 
 Telegram posts a chat's updates one at a time, and an album is an update a part: behind a load
 balancer (here a round-robin proxy in front of three whole ``acp-relay run`` processes), one album's
@@ -51,6 +52,37 @@ async def test_an_albums_parts_spread_over_relays_are_one_message_answered_befor
     answers = finals(api, chat)
     assert [a.split("\n")[0] for a in answers] == ["images:2", "and one more thing"], api.transcript(chat)
     assert codes == [0, 0, 0]
+    for i in range(cluster.count):
+        assert "Traceback" not in cluster.log(i)
+
+
+async def test_a_stop_pressed_on_a_draft_reaches_the_relay_that_streams_it(
+        tmp_path: Path, postgres: PostgresServer) -> None:
+    """The Stop button's update may reach a relay that does not stream that draft: the conversation's
+    turn ends on the relay running it (a control call between relays), once."""
+    api = await FakeBotApi().start()
+    try:
+        telegram = TelegramChaos(api)
+        chat, user, _ = telegram.chats[0]
+        cluster = Cluster(tmp_path, postgres.schema_url("tgstop"), None, telegram, count=2)
+        async with RoundRobin([f"http://127.0.0.1:{port}" for port in cluster.ports]) as proxy:
+            try:
+                await cluster.start_all(f"{proxy.url}/telegram/hook")
+                await until(lambda: all(port_open(p) for p in cluster.ports), "every relay listens", timeout=60)
+                api.say(chat, "text working on it\nhang", user=user)
+                assert await api.deliver() == [200]
+                await until(lambda: chat in api.drafts, "the draft", timeout=60)
+                api.stop_draft(chat)
+                assert await api.deliver() == [200]
+                assert len(set(proxy.sent[-2:])) == 2, "the Stop reached the other relay"
+                await until(lambda: finals(api, chat), "the answer, ended", timeout=60)
+            finally:
+                codes = await cluster.stop_all()
+    finally:
+        await api.close()
+    (answer,) = finals(api, chat)
+    assert answer.startswith("working on it") and "Stopped." in answer, api.transcript(chat)
+    assert codes == [0, 0]
     for i in range(cluster.count):
         assert "Traceback" not in cluster.log(i)
 
