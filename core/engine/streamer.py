@@ -357,7 +357,10 @@ class Streamer(Resuming):
             await self._end_stream(thread, pieces[at] if at < len(pieces) else None, final)
         await self._sync_ordinary(thread, ordinary, buttons, final, tidy)
         if live:
-            await self._stream_piece(thread, pieces[-1], final)
+            if not await self._stream_piece(thread, pieces[-1], final):
+                # The stream was refused: its piece is an ordinary message now, not at the next update
+                # (the agent may be quiet for long, running a tool, and the words so far would wait).
+                await self._sync_ordinary(thread, pieces, buttons, final, tidy)
         elif not buttons and thread.stream is None and len(thread.sent) == len(pieces):
             thread.settled = pieces
 
@@ -429,10 +432,11 @@ class Streamer(Resuming):
             thread.sent.pop()
             self._removed(thread, len(thread.sent))
 
-    async def _stream_piece(self, thread: Thread, piece: Piece, final: bool) -> None:
+    async def _stream_piece(self, thread: Thread, piece: Piece, final: bool) -> bool:
+        """Show ``piece`` in the thread's native stream; False when streaming failed and nothing shows it."""
         stream = thread.stream
         if stream is not None and stream.piece.text == piece.text:
-            return
+            return True
         reply_to = thread.reply_to if not thread.sent else None
         try:
             stream_id = await self._caller.call(partial(self.surface.stream, self.conversation_key,
@@ -442,19 +446,20 @@ class Streamer(Resuming):
             log.info("native streaming in %s failed, sending and editing instead: %r", self.conversation_key, exc)
             self._native = False
             await self._end_stream(thread, None, final)
-            return
+            return False
         except AnswerUnreadable as exc:  # a stream may be showing the piece, with no id to end it by
             log.warning("%s: a native stream started but its answer could not be read; sending and editing "
                         "instead (%s)", self.conversation_key, exc)
             self._native = False
             if stream is None:
                 thread.sent.append(Sent("", piece.text, thread.plain, (), self._clock()))
-            return
+            return True
         if stream is None:
             thread.stream = LiveStream(stream_id, piece, self._clock())
             await self._posted(thread, len(thread.sent), stream_id, "stream")
         else:
             stream.piece = piece
+        return True
 
     async def _end_stream(self, thread: Thread, piece: Piece | None, final: bool) -> None:
         """End the thread's native stream; its piece is then an ordinary message (sent here where

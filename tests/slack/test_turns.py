@@ -52,6 +52,21 @@ async def test_where_the_workspace_does_not_stream_the_answer_is_posted_and_edit
     assert relay.bot_texts(second.ts)[0].startswith("again")
 
 
+async def test_where_a_stream_is_refused_the_words_so_far_are_posted_without_waiting_for_more(
+        slack: SlackFactory) -> None:
+    """The refused stream's words are posted at once, not when the agent next writes (it may run a tool
+    for minutes first)."""
+    relay = await slack()
+    relay.fake.streaming = False
+    asked = await relay.mention("text first words\nhang")
+    await until(lambda: any("first words" in t for t in relay.bot_texts(asked.ts)), "the words so far")
+    assert "chat.startStream" in methods(relay.fake.calls)
+    await relay.reply(asked.ts, "!stop")
+    await relay.settled(asked.ts)
+    [answer] = relay.bot_texts(asked.ts)
+    assert answer.startswith("first words") and wording.STOPPED in answer
+
+
 async def test_replies_in_the_thread_continue_the_conversation_without_a_mention(slack: SlackFactory) -> None:
     relay = await slack()
     asked = await relay.mention("text first")
