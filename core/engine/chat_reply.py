@@ -24,7 +24,7 @@ from core.engine.messages import QueueItem
 from core.engine.reply import RetryEnded, Retrying, TurnOutcome, TurnScope
 from core.engine.shared_files import Outgoing
 from core.engine.streamer import Streamer
-from core.engine.surface import DeliveryError
+from core.engine.surface import Button, DeliveryError
 from core.engine.turn_files import INLINE_DIFF_CHARS, TurnFiles
 from core.errors import AcpTimeoutError
 from core.store import LeaseLost, StoreError
@@ -57,6 +57,9 @@ class ChatReplies:
         typing indicator, open until the turn is finished."""
         streamer = self.outbox.streamer(scope.surface, scope.key, reply_to=item.message.message_id,
                                         origin=item.message.origin, log=self.journal.reply_log(item.message))
+        caps = streamer.capabilities
+        if caps.stop_button and caps.can_buttons and caps.can_edit:  # (the engine's ``stop_press`` takes it)
+            streamer.live_buttons = (Button(wording.STOP_LABEL, scope.stop_token, "danger"),)
         async with streamer:
             if item.replay:  # a restart: the answer goes on in the messages the person already sees
                 await streamer.resume(self.journal.reply_messages(item.message))

@@ -430,6 +430,11 @@ class Engine(Pickups):
 
     async def _press_here(self, press: ButtonPress) -> PressResult:
         """Resolve a press of a conversation this relay answers (its approvals, resends and choices)."""
+        conv = self.conversations.get(press.conversation_key)
+        scope = conv.running if conv is not None else None
+        if scope is not None and press.token == scope.stop_token:  # Stop, under the answer being written
+            await self.stop(press.conversation_key)
+            return PressResult("resolved", wording.STOPPED)
         pending = self.approvals.resolve_token(press.conversation_key, press.token)
         if pending is not None:
             return PressResult("resolved", wording.approval_outcome_text(pending.future.result()))

@@ -9,8 +9,9 @@ streamed into platform messages, ``core.engine.chat_reply``) or the terminal's (
 
 from __future__ import annotations
 
+import secrets
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from core.acp.exchange import ElicitationRequest
@@ -40,6 +41,8 @@ class TurnScope:
     #: The reply completed the message in the journal the moment it was shown (the conversation
     #: need not again).
     completed: bool = False
+    #: The one-time token of the Stop button on the answer while it is written (``stop_button``).
+    stop_token: str = field(default_factory=lambda: secrets.token_urlsafe(12))
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,6 +125,9 @@ class Streamer(Resuming):
         self._task: asyncio.Task[None] | None = None
         self._finished = False
         self._log = log
+        #: Buttons under the message being written while the reply streams (a Stop button), gone
+        #: from it once the reply is final or has moved on below it; never on a native stream.
+        self.live_buttons: tuple[Button, ...] = ()
 
     @property
     def calls(self) -> int:
@@ -173,7 +176,7 @@ class Streamer(Resuming):
         posted below it (an approval prompt), and a stream would otherwise stay below that."""
         async with self._lock:
             try:
-                await self._sync(as_parts(reply), (), final=False, settle=True)
+                await self._sync(as_parts(reply), self.live_buttons, final=False, settle=True)
             except Deferred:
                 pass  # the chat is held for retry_after; what is posted next waits for it too
             except DeliveryError as exc:  # the final state is delivered by ``finish`` all the same
@@ -253,7 +256,7 @@ class Streamer(Resuming):
             async with self._lock:
                 latest = self._latest() if callable(self._latest) else self._latest
                 try:
-                    await self._sync(as_parts(latest), (), final=False)
+                    await self._sync(as_parts(latest), self.live_buttons, final=False)
                 except Deferred:
                     self._wake.set()
                     continue  # the chat is held for retry_after: the next flush waits in the pacer
@@ -355,7 +358,8 @@ class Streamer(Resuming):
             # The streamed piece is complete (or streaming ends here): it becomes an ordinary message.
             at = len(thread.sent)
             await self._end_stream(thread, pieces[at] if at < len(pieces) else None, final)
-        await self._sync_ordinary(thread, ordinary, buttons, final, tidy)
+        # While the last piece is a native stream, the messages above it are complete: no live buttons.
+        await self._sync_ordinary(thread, ordinary, () if live else buttons, final, tidy)
         if live:
             if not await self._stream_piece(thread, pieces[-1], final):
                 # The stream was refused: its piece is an ordinary message now, not at the next update

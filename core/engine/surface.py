@@ -100,6 +100,9 @@ class Capabilities:
     #: ``Surface.stream`` / ``end_stream`` work here (a Telegram draft, a Slack stream).
     can_stream_natively: bool = False
     can_buttons: bool = True
+    #: A streamed answer carries a Stop button while it is written (the turn ends as the stop command
+    #: ends it); off where the surface has a Stop of its own beside the answer (the dashboard's).
+    stop_button: bool = False
     can_typing: bool = True
     #: Seconds between edits of one streamed message; None: the relay's ``engine.edit_interval_s``.
     edit_interval_s: float | None = None

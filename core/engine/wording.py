@@ -43,6 +43,7 @@ __all__ = [
     "SESSION_LOST",
     "SESSION_NOT_RESUMABLE",
     "STOPPED",
+    "STOP_LABEL",
     "TOOL_DENIED",
     "TOOL_GLYPHS",
     "UNADDRESSABLE_NOTE",
@@ -80,6 +81,8 @@ __all__ = [
 
 REFUSAL_LEAD = "The model declined to answer this request."
 STOPPED = "Stopped."
+#: The button under an answer while it is written (``Capabilities.stop_button``).
+STOP_LABEL = "Stop"
 NOTHING_TO_STOP = "Nothing is running, so there is nothing to stop."
 RETRY_SUCCEEDED = "Retried successfully."
 SESSION_LOST = (

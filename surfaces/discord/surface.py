@@ -51,7 +51,7 @@ MAX_MESSAGE_LENGTH = 2000
 ROLLOVER_AFTER_S = 50 * 60.0
 CAPABILITIES = Capabilities(
     max_message_length=MAX_MESSAGE_LENGTH, length_unit="chars", can_edit=True,
-    can_delete=True, can_buttons=True, can_typing=True, edit_interval_s=None,
+    can_delete=True, can_buttons=True, stop_button=True, can_typing=True, edit_interval_s=None,
     rate_limit=RateLimit(5, 5.0, burst=5),  # Discord's per-channel bucket: 5 per 5 s
     typing_refresh_s=8.0,  # Discord shows "is typing…" for about ten seconds
     rollover_after_s=ROLLOVER_AFTER_S, max_file_bytes=10 * 1024 * 1024)

@@ -81,7 +81,7 @@ class SlackSurface(SurfaceDefaults):
         self.client = client
         self.capabilities = Capabilities(
             max_message_length=MAX_MESSAGE_LENGTH, can_edit=True, can_delete=True,
-            can_stream_natively=True, can_buttons=True, can_typing=True,
+            can_stream_natively=True, can_buttons=True, stop_button=True, can_typing=True,
             rate_limit=timings.rate_limit, typing_refresh_s=timings.typing_refresh_s,
             rollover_after_s=timings.rollover_after_s, max_file_bytes=100 * 1024 * 1024)
         self._no_stream = dataclasses.replace(self.capabilities, can_stream_natively=False)

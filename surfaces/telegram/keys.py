@@ -23,7 +23,7 @@ _PREFIX = f"{SURFACE_NAME}:"
 #: Groups: about 20 messages a minute (edits included), shared by every topic; no drafts.
 GROUP = Capabilities(
     max_message_length=MessageLimit.MAX_TEXT_LENGTH, length_unit="utf16", can_edit=True, can_delete=True,
-    can_stream_natively=False, can_buttons=True, can_typing=True,
+    can_stream_natively=False, can_buttons=True, stop_button=True, can_typing=True,
     edit_interval_s=60.0 / FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP,
     # A few at once after a quiet moment, so an answer is not held back for the previous one's slot.
     rate_limit=RateLimit(FloodLimit.MESSAGES_PER_MINUTE_PER_GROUP, 60.0, burst=3),

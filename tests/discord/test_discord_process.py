@@ -91,6 +91,38 @@ async def test_acp_relay_run_answers_on_discord_stops_cleanly_and_catches_up_aft
                                                                    "project", "sessions", "status", "stop"]
 
 
+async def test_acp_relay_run_stops_an_answer_with_the_button_under_it(
+        tmp_path: Path, fake_discord: FakeDiscord) -> None:
+    """The Stop button through the whole process: pressed, the answer ends "Stopped.", its button gone,
+    the presser told privately; the relay then stops cleanly."""
+    fake = fake_discord
+    dm = fake.dm(ALICE)
+    proc = await run_relay(tmp_path, fake)
+    try:
+        await fake.connected(PROCESS_GUARD_S)
+        await fake.say(dm, ALICE, "text working on it\nhang")
+        await until(lambda: any(fake.buttons(m) for m in fake.bot_messages(dm)), "the Stop button",
+                    timeout=PROCESS_GUARD_S)
+        [answer] = fake.bot_messages(dm)
+        [(label, custom_id)] = fake.buttons(answer)
+        assert label == "Stop"
+        inter = await fake.press(dm, ALICE, int(answer["id"]), custom_id)
+        await until(lambda: fake.interactions[inter].original is not None and not fake.thinking(), "press answered",
+                    timeout=PROCESS_GUARD_S)
+        await until(lambda: "⏱" in fake.channels[dm].messages[int(answer["id"])]["content"], "the answer ended",
+                    timeout=PROCESS_GUARD_S)
+    finally:
+        code, err = await stop(proc)
+    assert code == 0, err
+    assert "Traceback" not in err and fake.token not in err
+    assert (fake.interactions[inter].original or {}).get("content") == "Stopped."
+    ended = fake.channels[dm].messages[int(answer["id"])]
+    assert ended["content"].startswith("working on it") and "Stopped." in ended["content"]
+    assert fake.buttons(ended) == []
+    methods = [json.loads(line).get("method") for line in (tmp_path / "record.jsonl").read_text().splitlines()]
+    assert methods.count("session/cancel") == 1
+
+
 async def test_acp_relay_run_exits_2_with_one_sentence_when_discord_refuses_the_intent(
         tmp_path: Path, fake_discord: FakeDiscord) -> None:
     fake_discord.refuse_intents = True

@@ -315,3 +315,27 @@ async def test_a_long_reply_sends_only_pieces_its_formatter_measured_within_the_
         assert id(surface.messages[mid].rendered) in made  # the very object measured, not a new render
         assert measure(surface.messages[mid].rendered, "utf16") <= 500
     assert isinstance(surface.messages[ids[-1]].blocks[-1], Footer), "the footer reaches the last piece as itself"
+
+
+async def test_live_buttons_stay_under_the_message_being_written_and_go_once_final() -> None:
+    """``live_buttons`` (a Stop button) ride on the last message while the reply streams: a split moves
+    them down to the new message (the one above loses them), and the final state shows none."""
+    surface, clock = surface_with(limit=20), FakeClock()
+    stop = (Button("Stop", "tok", "danger"),)
+    streamer = Streamer(surface, KEY, interval_s=1.0, sleep=clock.sleep, clock=clock.monotonic)
+    streamer.live_buttons = stop
+    seen: list[list[tuple[Button, ...]]] = []
+
+    async def scenario() -> list[str]:
+        async with streamer:
+            streamer.update("first words")
+            await clock.sleep(1.5)
+            seen.append([m.buttons for m in surface.messages.values()])
+            streamer.update("first words, then many more words")
+            await clock.sleep(1.5)
+            seen.append([m.buttons for m in surface.messages.values()])
+            return await streamer.finish("first words, then many more words")
+
+    ids = await clock.run(scenario())
+    assert seen == [[stop], [(), stop]]
+    assert [surface.messages[i].buttons for i in ids] == [(), ()]

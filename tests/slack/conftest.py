@@ -227,11 +227,18 @@ class SlackRelayUnderTest:
     def transcript(self, thread_ts: str, channel: str = CHANNEL) -> str:
         return self.fake.transcript(channel, thread_ts)
 
-    def prompts(self) -> list[str]:
+    def frames(self) -> list[dict[str, Any]]:
+        """What the agent received, in order."""
         path = self.tmp / "record.jsonl"
-        frames = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+    def methods(self) -> list[str]:
+        """The methods (and notifications) the agent received, in order."""
+        return [str(f["method"]) for f in self.frames() if "method" in f]
+
+    def prompts(self) -> list[str]:
         return ["\n".join(b.get("text", "") for b in f["params"]["prompt"] if b.get("type") == "text")
-                for f in frames if f.get("method") == "session/prompt"]
+                for f in self.frames() if f.get("method") == "session/prompt"]
 
 
 SlackFactory = Callable[..., Awaitable[SlackRelayUnderTest]]

@@ -97,3 +97,33 @@ async def test_prose_that_suggests_a_new_conversation_adds_slacks_way_to_start_o
     [answer] = relay.bot_texts(asked.ts)
     assert "start a new conversation." in answer and slack_wording.RESET_HINT in answer
     assert answer.index("start a new conversation.") < answer.index(slack_wording.RESET_HINT)
+
+
+async def test_stop_under_an_answer_slack_does_not_stream_ends_the_turn_and_goes_away(slack: SlackFactory) -> None:
+    """Where Slack does not stream, the answer is a message edited as it grows, with a Stop button under
+    it until it is final; pressed, the turn ends as the stop command ends it. A native stream carries
+    no button (Slack's streams take none)."""
+    relay = await slack()
+    relay.fake.streaming = False
+    asked = await relay.mention("text working on it\nhang")
+    await until(lambda: any(m.buttons for m in relay.fake.bot_messages(CHANNEL, asked.ts)), "the Stop button")
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert [b["text"]["text"] for b in answer.buttons] == [wording.STOP_LABEL]
+    stale = dataclasses.replace(answer, blocks=json.loads(json.dumps(answer.blocks)))  # as a client still shows it
+    await relay.press(answer, wording.STOP_LABEL)
+    await relay.settled(asked.ts)
+    assert relay.methods().count("session/cancel") == 1
+    [answer] = relay.fake.bot_messages(CHANNEL, asked.ts)
+    assert answer.buttons == [] and answer.shown.startswith("working on it") and wording.STOPPED in answer.shown
+    assert relay.fake.ephemerals(USER) == []  # a press that worked needs no extra answer
+    await relay.press(stale, wording.STOP_LABEL, trigger_id="t-late")
+    await until(lambda: len(relay.fake.ephemerals(USER)) == 1)
+    assert relay.fake.ephemerals(USER)[0].shown == wording.PRESS_EXPIRED
+    assert relay.methods().count("session/cancel") == 1
+    relay.fake.streaming = True
+    streamed = await relay.mention("text streamed\nsleep 0.3\ntext  answer", channel="C0OTHER")
+    await relay.settled(streamed.ts, channel="C0OTHER")
+    [answer] = relay.fake.bot_messages("C0OTHER", streamed.ts)
+    assert answer.stream == "stopped" and answer.buttons == []
+    called = [method for method, params in relay.fake.calls if params.get("channel") == "C0OTHER"]
+    assert "chat.startStream" in called and "chat.update" not in called and "chat.postMessage" not in called

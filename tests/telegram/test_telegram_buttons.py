@@ -101,3 +101,51 @@ async def test_model_without_a_name_lists_buttons_and_a_tap_switches(api: FakeBo
     assert switched == ["smart"]
     record = r.store.get_conversation(f"telegram:{USER}")
     assert record is not None and record.model == "smart"
+
+
+def stop_buttons(api: FakeBotApi, chat: int) -> list[tuple[int, str]]:
+    """(message id, callback data) of every Stop button the chat shows now."""
+    return [(m["message_id"], data) for m in api.bot_messages(chat) for label, data in keyboard(m) if label == "Stop"]
+
+
+async def test_stop_under_a_streamed_answer_in_a_group_ends_the_turn_and_goes_away(
+        api: FakeBotApi, tg: TgFactory) -> None:
+    """Groups have no drafts: the answer is a message edited as it grows, with a Stop button under it
+    until it is final. Pressed, the turn ends as /stop ends it; a second tap is expired."""
+    r = await tg()
+    api.group(GROUP)
+    api.say(GROUP, "@relay_bot text working on it\nhang", user=USER)
+    await until(lambda: stop_buttons(api, GROUP), "the answer with its Stop button")
+    [(message_id, data)] = stop_buttons(api, GROUP)
+    assert 0 < len(data.encode()) <= 64
+    pressed = api.press(GROUP, message_id, data, user=USER)
+    await until(lambda: pressed in api.answered, "the press answered")
+    assert api.answered[pressed] == "Stopped."
+    await r.settled()
+    assert r.methods().count("session/cancel") == 1
+    assert stop_buttons(api, GROUP) == []
+    (answer,) = api.bot_messages(GROUP)
+    assert answer["message_id"] == message_id
+    assert answer["text"].startswith("working on it") and "Stopped." in answer["text"]
+    again = api.press(GROUP, message_id, data, user=USER)
+    await until(lambda: again in api.answered)
+    await r.settled()
+    assert api.answered[again] == "This button has expired, so the tap changed nothing."
+    assert r.methods().count("session/cancel") == 1
+    assert [line.split(" (edited")[0] for line in api.transcript(GROUP)] == [
+        "you: @relay_bot text working on it\nhang", f"bot: {answer['text']}"]
+
+
+async def test_a_private_chats_draft_has_telegrams_own_stop_and_no_keyboard(api: FakeBotApi, tg: TgFactory) -> None:
+    """In a private chat the answer streams as a draft, whose Stop is Telegram's: no message there ever
+    carries a Stop button of the relay's, not even the first of a long answer, complete above the draft."""
+    r = await tg()
+    api.private(USER)
+    long_line = " ".join(f"word{i}" for i in range(600))  # past Telegram's 4,096 characters
+    api.say(USER, f"text {long_line}\nsleep 1.5\ntext  and last")
+    await until(lambda: USER in api.drafts and api.bot_messages(USER), "a message above the draft")
+    await until(lambda: any("and last" in m["text"] for m in api.bot_messages(USER)), "the answer")
+    await r.settled()
+    assert len(api.bot_messages(USER)) == 2
+    sent = [c.params for c in api.calls() if c.method in ("sendMessage", "editMessageText")]
+    assert sent and not any("Stop" in str(params.get("reply_markup", "")) for params in sent)
