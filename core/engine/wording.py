@@ -43,6 +43,7 @@ __all__ = [
     "SESSION_LOST",
     "SESSION_NOT_RESUMABLE",
     "STOPPED",
+    "STOPPING",
     "STOP_LABEL",
     "TOOL_DENIED",
     "TOOL_GLYPHS",
@@ -81,6 +82,8 @@ __all__ = [
 
 REFUSAL_LEAD = "The model declined to answer this request."
 STOPPED = "Stopped."
+#: A Stop press answered while the agent has not ended the turn yet (the answer says "Stopped." once it has).
+STOPPING = "Stopping…"
 #: The button under an answer while it is written (``Capabilities.stop_button``).
 STOP_LABEL = "Stop"
 NOTHING_TO_STOP = "Nothing is running, so there is nothing to stop."

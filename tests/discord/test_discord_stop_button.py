@@ -3,6 +3,7 @@ gone from every message once the answer is final, and a press after that changes
 
 from __future__ import annotations
 
+from core.engine import wording
 from tests.discord.harness import ALICE, MALLORY, Relay, RelayFactory, until
 from tests.fakes.discord_api import EPHEMERAL
 
@@ -93,3 +94,20 @@ async def test_an_answer_ended_by_a_failure_loses_its_stop_button_too(relay: Rel
     assert stop_buttons(r, dm) == []
     [answer] = answers(r, dm)
     assert answer["content"].startswith("working on it") and "Traceback" not in answer["content"]
+
+
+async def test_stop_on_an_agent_that_ignores_the_cancel_is_answered_stopping_and_the_chat_says_the_rest(
+        relay: RelayFactory) -> None:
+    """The presser is answered while the platform still waits ("Stopping…"); the stop goes on, and the
+    chat says how it ended (the agent never confirmed it: its session is set aside)."""
+    r = await relay()
+    dm = r.fake.dm(ALICE)
+    await r.fake.say(dm, ALICE, "deaf working on it")
+    await until(lambda: stop_buttons(r, dm), "the answer with its Stop button")
+    [(message_id, custom_id)] = stop_buttons(r, dm)
+    assert await press(r, dm, ALICE, message_id, custom_id) == "Stopping…"
+    await until(lambda: any(wording.STOP_UNCONFIRMED in m["content"] for m in answers(r, dm)), "the stop's outcome",
+                timeout=30)
+    await r.settled()
+    assert stop_buttons(r, dm) == []
+    assert r.methods().count("session/cancel") == 1
