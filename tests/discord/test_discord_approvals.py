@@ -8,8 +8,13 @@ from tests.fakes.discord_api import EPHEMERAL
 ASK = "tool t1 execute rm -rf build\npermission t1\ntext after the decision"
 
 
+def is_prompt(r: Relay, message: dict) -> bool:
+    """A prompt with buttons (an approval, a form): not the answer being written, whose button is Stop."""
+    return [label for label, _ in r.fake.buttons(message)] not in ([], ["Stop"])
+
+
 def prompt_message(r: Relay, channel: int) -> dict:
-    found = [m for m in r.fake.bot_messages(channel) if r.fake.buttons(m)]
+    found = [m for m in r.fake.bot_messages(channel) if is_prompt(r, m)]
     assert found, "no approval prompt with buttons"
     found[-1]["_first_buttons"] = r.fake.buttons(found[-1])
     return found[-1]
@@ -29,7 +34,7 @@ async def test_an_allowed_peer_approves_and_a_second_click_is_expired_and_change
     r = await relay()
     dm = r.fake.dm(ALICE)
     await r.fake.say(dm, ALICE, ASK)
-    await until(lambda: any(r.fake.buttons(m) for m in r.fake.bot_messages(dm)), "the approval prompt")
+    await until(lambda: any(is_prompt(r, m) for m in r.fake.bot_messages(dm)), "the approval prompt")
     prompt = prompt_message(r, dm)
     assert [label for label, _ in r.fake.buttons(prompt)] == [
         "Allow once", "Allow `rm -rf build` for this session", "Deny"]
@@ -54,10 +59,10 @@ async def test_a_click_after_a_restart_is_expired_and_changes_nothing(relay: Rel
     r = await relay(timeouts={"approval_s": 600})
     dm = r.fake.dm(ALICE)
     await r.fake.say(dm, ALICE, ASK)
-    await until(lambda: any(r.fake.buttons(m) for m in r.fake.bot_messages(dm)), "the approval prompt")
+    await until(lambda: any(is_prompt(r, m) for m in r.fake.bot_messages(dm)), "the approval prompt")
     prompt = prompt_message(r, dm)
     await r.restart()  # the unfinished message is answered again: it asks again, with new buttons
-    await until(lambda: len([m for m in r.fake.bot_messages(dm) if r.fake.buttons(m)]) == 2, "asked again")
+    await until(lambda: len([m for m in r.fake.bot_messages(dm) if is_prompt(r, m)]) == 2, "asked again")
     fresh = prompt_message(r, dm)
     assert fresh["id"] != prompt["id"]
     stale = await pressed(r, dm, ALICE, prompt, "Allow once")
