@@ -69,10 +69,12 @@ async def test_killed_mid_answer_the_restarted_relay_finishes_it_in_the_same_mes
     before = await killed_at(fake, tmp_path, dm, lambda method, path: method == "PATCH"
                              and len(fake.bot_messages(dm)) >= 2)
     assert len(before) == 2
+    assert [label for label, _ in fake.buttons(fake.bot_messages(dm)[-1])] == ["Stop"]  # killed mid-answer
     await restarted(fake, tmp_path, dm)
     assert [m["id"] for m in fake.bot_messages(dm)] == before, fake.transcript()
     assert answered_once(fake, dm)
     assert prompts(tmp_path / "record.jsonl") == [LONG, LONG]
+    assert all(fake.buttons(m) == [] for m in fake.bot_messages(dm)), "no Stop left from the killed relay"
 
 
 async def test_killed_as_discord_takes_a_new_piece_the_restart_does_not_post_it_twice(
