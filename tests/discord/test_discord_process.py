@@ -4,12 +4,14 @@ back answering what was written while it was down, and exits 2 with one sentence
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
 import shutil
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -61,18 +63,28 @@ async def stop(proc: asyncio.subprocess.Process) -> tuple[int, str]:
     return proc.returncode or 0, err.decode()
 
 
+@contextlib.asynccontextmanager
+async def connected_relay(tmp: Path, fake: FakeDiscord) -> AsyncIterator[list[tuple[int, str]]]:
+    """``acp-relay run``, connected to the gateway; stopped (SIGTERM) at the end, its exit code and
+    stderr then in the list yielded."""
+    ended: list[tuple[int, str]] = []
+    proc = await run_relay(tmp, fake)
+    try:
+        await fake.connected(PROCESS_GUARD_S)
+        yield ended
+    finally:
+        ended.append(await stop(proc))
+
+
 async def test_acp_relay_run_answers_on_discord_stops_cleanly_and_catches_up_after_a_restart(
         tmp_path: Path, fake_discord: FakeDiscord) -> None:
     fake = fake_discord
     dm = fake.dm(ALICE)
-    proc = await run_relay(tmp_path, fake)
-    try:
-        await fake.connected(PROCESS_GUARD_S)
+    async with connected_relay(tmp_path, fake) as ended:
         await fake.say(dm, ALICE, "text hello from the process")
         await until(lambda: any("hello from the process" in m["content"] and "⏱" in m["content"]
                                 for m in fake.bot_messages(dm)), "the answer", timeout=PROCESS_GUARD_S)
-    finally:
-        code, err = await stop(proc)
+    [(code, err)] = ended
     assert code == 0, err
     assert "acp-relay: stopped cleanly" in err
     assert "Traceback" not in err and fake.token not in err
@@ -97,9 +109,7 @@ async def test_acp_relay_run_stops_an_answer_with_the_button_under_it(
     the presser told privately; the relay then stops cleanly."""
     fake = fake_discord
     dm = fake.dm(ALICE)
-    proc = await run_relay(tmp_path, fake)
-    try:
-        await fake.connected(PROCESS_GUARD_S)
+    async with connected_relay(tmp_path, fake) as ended:
         await fake.say(dm, ALICE, "text working on it\nhang")
         await until(lambda: any(fake.buttons(m) for m in fake.bot_messages(dm)), "the Stop button",
                     timeout=PROCESS_GUARD_S)
@@ -111,8 +121,7 @@ async def test_acp_relay_run_stops_an_answer_with_the_button_under_it(
                     timeout=PROCESS_GUARD_S)
         await until(lambda: "⏱" in fake.channels[dm].messages[int(answer["id"])]["content"], "the answer ended",
                     timeout=PROCESS_GUARD_S)
-    finally:
-        code, err = await stop(proc)
+    [(code, err)] = ended
     assert code == 0, err
     assert "Traceback" not in err and fake.token not in err
     assert (fake.interactions[inter].original or {}).get("content") == "Stopped."
