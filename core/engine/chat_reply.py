@@ -58,7 +58,7 @@ class ChatReplies:
         streamer = self.outbox.streamer(scope.surface, scope.key, reply_to=item.message.message_id,
                                         origin=item.message.origin, log=self.journal.reply_log(item.message))
         caps = streamer.capabilities
-        if caps.stop_button and caps.can_buttons and caps.can_edit:  # (the engine's ``stop_press`` takes it)
+        if caps.stop_button and caps.can_buttons and caps.can_edit:  # (a press: ``Engine._press_here``)
             streamer.live_buttons = (Button(wording.STOP_LABEL, scope.stop_token, "danger"),)
         async with streamer:
             if item.replay:  # a restart: the answer goes on in the messages the person already sees

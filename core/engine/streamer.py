@@ -13,7 +13,8 @@ split at the surface's limit by the length its formatter reports (see ``core.eng
 message per piece, and the piece is delivered as the formatter rendered it; a message is edited
 only when its piece changed, so earlier pieces stay as they are while the answer grows below them.
 The streamer of an answer holds its message's ``origin`` and hands it back to the surface
-(``capabilities_for``, ``stream``).
+(``capabilities_for``, ``stream``). ``live_buttons`` (an answer's Stop button) ride on the message
+being written while the reply streams, never on a native stream, and are gone from the final state.
 
 Where the conversation can stream natively (``Capabilities.can_stream_natively``), the piece being
 written is a native stream (a Telegram draft, a Slack stream) instead of a message edited again and
