@@ -65,9 +65,6 @@ log = logging.getLogger("acp_relay.engine")
 
 #: Idle conversations kept in memory (the rest live in the store and come back on their next message).
 CONVERSATIONS_IN_MEMORY = 1000
-#: How long a Stop press waits for the turn to end before it is answered "Stopping…" (under the wait of a
-#: press forwarded from another relay, ``presses.WAIT_S``).
-STOP_PRESS_WAIT_S = presses.WAIT_S - 0.5
 
 State = Literal["new", "starting", "running", "closing", "closed"]
 
@@ -436,11 +433,8 @@ class Engine(Pickups):
         conv = self.conversations.get(press.conversation_key)
         scope = conv.running if conv is not None else None
         if scope is not None and press.token == scope.stop_token:  # Stop, under the answer being written
-            # The press is answered within the platform's patience (a press forwarded from another relay
-            # waits ``presses.WAIT_S``); an agent slow to cancel is waited out by the stop itself.
-            stopping = self.tasks.spawn(self.stop(press.conversation_key), name=f"stop-{press.conversation_key}")
-            done, _ = await asyncio.wait({stopping}, timeout=STOP_PRESS_WAIT_S)
-            return PressResult("resolved", wording.STOPPED if done else wording.STOPPING)
+            return await presses.stopped(self.tasks.spawn(self.stop(press.conversation_key),
+                                                          name=f"stop-{press.conversation_key}"))
         pending = self.approvals.resolve_token(press.conversation_key, press.token)
         if pending is not None:
             return PressResult("resolved", wording.approval_outcome_text(pending.future.result()))

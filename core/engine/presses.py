@@ -10,6 +10,7 @@ changed nothing that the person can tell, and a later tap is refused as used or 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any, cast
@@ -18,10 +19,13 @@ from core.engine import wording
 from core.engine.messages import ButtonPress, PressOutcome, PressResult
 from core.engine.owner_calls import CallFailed, Handler, OwnerCalls, OwnerSilent
 
-__all__ = ["KIND", "WAIT_S", "forward", "handler"]
+__all__ = ["KIND", "STOP_WAIT_S", "WAIT_S", "forward", "handler", "stopped"]
 
 KIND = "press"
 WAIT_S = 2.5
+#: How long a Stop press waits for its turn to end before it is answered "Stopping…" (under ``WAIT_S``,
+#: which a press forwarded from another relay waits).
+STOP_WAIT_S = WAIT_S - 0.5
 
 
 async def forward(calls: OwnerCalls, press: ButtonPress) -> PressResult:
@@ -41,3 +45,10 @@ def handler(handle: Callable[[ButtonPress], Awaitable[PressResult]]) -> Handler:
         return {"outcome": result.outcome, "text": result.text}
 
     return on_call
+
+
+async def stopped(stopping: asyncio.Task[Any]) -> PressResult:
+    """The answer to a Stop press whose stop runs in ``stopping``: "Stopped." once the turn ended within
+    ``STOP_WAIT_S``, else "Stopping…" (an agent slow to cancel is waited out by the stop itself)."""
+    done, _ = await asyncio.wait({stopping}, timeout=STOP_WAIT_S)
+    return PressResult("resolved", wording.STOPPED if done else wording.STOPPING)
