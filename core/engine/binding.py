@@ -25,7 +25,7 @@ from core.agents import BUILTIN_AGENTS, choose_agent, chosen_spec
 from core.config import RelayConfig
 from core.engine import switch_wording, wording
 from core.engine.batched import Batched
-from core.errors import AcpError
+from core.errors import AcpError, RelayError
 from core.failures import is_session_lost
 from core.store import ConversationRecord, Store
 
@@ -50,8 +50,8 @@ def total_costs(costs: dict[str, dict[str, object]]) -> dict[str, float]:
 class SessionBinding:
     """The ACP session of the conversation under ``key``."""
 
-    __slots__ = ("_fresh", "_lock", "_stored_context", "_stored_known", "config", "key", "pool", "saves", "session",
-                 "store")
+    __slots__ = ("_ahead", "_fresh", "_lock", "_stored_context", "_stored_known", "_untold", "config", "key", "pool",
+                 "saves", "session", "store")
 
     def __init__(self, key: str, config: RelayConfig, store: Store, pool: RuntimePool, *,
                  saves: Batched | None = None) -> None:
@@ -69,6 +69,8 @@ class SessionBinding:
         self._stored_context: float | None = None
         self._stored_known = False
         self._fresh: set[str] = set()  # sessions this binding started: their cost began at nothing
+        self._untold: list[Notice] = []  # what binding a session ahead had to say, for the next turn to say
+        self._ahead: str | None = None  # a new session opened ahead that nothing has used yet
 
     def record(self) -> ConversationRecord:
         """The stored record, or a blank one for a conversation not saved yet."""
@@ -129,7 +131,29 @@ class SessionBinding:
         A session that cannot be restored starts a new one WITH a notice, never silently.
         """
         async with self._lock:  # two callers (a turn, a model switch) must not make two sessions
+            notify += self._untold
+            self._untold, self._ahead = [], None
             return await self._ensure(notify)
+
+    @property
+    def opened_ahead(self) -> str | None:
+        """The session opened ahead that nothing has used yet (nothing in it to list or come back to)."""
+        return self._ahead
+
+    async def open_ahead(self) -> None:
+        """Bind the session now, while the person writes their next message (after a reset or a switch: a
+        new session, its agent started when needed; after a restart: the old one reattached), so that
+        message's answer waits for none of it. What binding had to say (a session lost, a mode not kept)
+        waits for the next ``ensure``; a failure is only logged: the next turn tries again and says it."""
+        async with self._lock:
+            before = self.session
+            try:
+                session = await self._ensure(self._untold)
+            except RelayError as exc:
+                log.info("could not open the session of %s ahead: %r", self.key, exc)
+                return
+            if session is not before and session.session_id in self._fresh:
+                self._ahead = session.session_id
 
     async def _ensure(self, notify: list[Notice]) -> AcpSession:
         live = self.session
@@ -200,8 +224,9 @@ class SessionBinding:
         old session is let go, not closed: it stays with the agent, for the sessions list."""
         async with self._lock:
             if self.session is not None:
-                self.session.runtime.forget(self.session.session_id)
+                await self._let_go(self.session)
             self.session = None
+            self._untold = []  # about the session let go
             self.store.save_conversation(replace(rec, session_id=None, session_meta={}, title=""))
 
     async def attach(self, session_id: str) -> tuple[AcpSession, bool]:
@@ -215,7 +240,7 @@ class SessionBinding:
             replayed = session_id not in runtime.sessions and not runtime.resume_supported
             session = await reattach(runtime, session_id, {})
             if self.session is not None and self.session is not session:
-                self.session.runtime.forget(self.session.session_id)
+                await self._let_go(self.session)
             self.session = session
             name, _ = choose_agent(self.config, rec.agent or None)
             self.store.save_conversation(replace(rec, agent=name, cwd=spec.cwd, session_id=session_id,
@@ -223,13 +248,29 @@ class SessionBinding:
             return session, replayed
 
     async def close(self) -> None:
-        """Let the agent free the live session (``session/close`` where it offers it) before a reset."""
-        session = self.session
-        if session is None or not isinstance(session.runtime, AcpRuntime):
+        """Let the agent free the live session (``session/close`` where it offers it) before a reset; one
+        being opened ahead is let finish first (the reset must come after its record is kept)."""
+        async with self._lock:
+            session = self.session
+        if session is not None:
+            await self._close(session)
+
+    async def _let_go(self, session: AcpSession) -> None:
+        """Stop using ``session``: it stays with the agent, for the sessions list; one opened ahead and never
+        used is closed instead (nothing in it to come back to)."""
+        if session.session_id == self._ahead:
+            self._ahead = None
+            await self._close(session)
+        else:
+            session.runtime.forget(session.session_id)
+
+    async def _close(self, session: AcpSession) -> None:
+        if not isinstance(session.runtime, AcpRuntime):
+            session.runtime.forget(session.session_id)
             return
         try:
             await session.runtime.close_session(session.session_id)
-        except AcpError as exc:  # the reset goes ahead: the agent keeps a session it would have freed
+        except AcpError as exc:  # the reset or switch goes ahead: the agent keeps a session it would have freed
             log.info("session/close of %s failed: %r", self.key, exc)
 
     def drop(self) -> None:
@@ -246,4 +287,5 @@ class SessionBinding:
             self.session.runtime.forget(self.session.session_id)
         self.session = None
         self._stored_context, self._stored_known = None, True  # the reset clears the stored one too
+        self._untold = []  # about the session let go
         return self.store.reset_conversation(self.key)

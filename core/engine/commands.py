@@ -62,6 +62,7 @@ class Control:
             await conv.binding.close()  # the agent may free the session (session/close)
             conv.reset()
             await self._answer(conv, message, wording.NEW_CONVERSATION)
+            conv.open_ahead()
         elif action == "status":
             await self._answer(conv, message, wording.status_text(self.status(conv.key, conv)), private=True)
         elif action == "help":

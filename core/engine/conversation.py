@@ -103,6 +103,13 @@ class Conversation:
             self.worker = self.deps.tasks.spawn(self._work(), name=f"conversation-{self.key}")
         return position
 
+    def open_ahead(self) -> None:
+        """Bind the session now, while the person writes (after a reset, a switch, a restart's question):
+        their next message's answer does not wait for a session or an agent to start. Not while a turn
+        runs or waits: the turn binds its own."""
+        if self.idle and not self.disowned:
+            self.deps.tasks.spawn(self.binding.open_ahead(), name=f"open-{self.key}")
+
     def disown(self) -> None:
         """Another relay owns the conversation now: drop the queue and stop the turn without a word
         (what is left unanswered is the new owner's to answer)."""

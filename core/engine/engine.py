@@ -179,16 +179,6 @@ class Engine(Pickups):
                     self._taken.pop(key, None)
                     self.ownership.release(key)
 
-    def _reattach(self, conv: Conversation) -> None:
-        """Load the conversation's session now (the agent keeps what its tools did), while the person decides."""
-        async def load() -> None:
-            try:
-                await conv.binding.ensure([])
-            except Exception as exc:  # the next turn tries again, and says what failed
-                log.info("could not reattach the session of %s: %r", conv.key, exc)
-
-        self.tasks.spawn(load(), name=f"reattach-{conv.key}")
-
     async def _send_again(self, surface: Surface, msg: InboundMessage) -> None:
         await self._dispatch(self.conversation(msg.conversation_key, surface), msg, replay=True)
 
@@ -213,7 +203,7 @@ class Engine(Pickups):
                 if surface is None:
                     continue  # a surface this relay does not run: its messages wait for one that does
                 if item.tool_may_have_run:  # sending it again could run a tool twice: ask the person
-                    self._reattach(self.conversation(msg.conversation_key, surface))
+                    self.conversation(msg.conversation_key, surface).open_ahead()  # while the person decides
                     await self.resends.ask(surface, item)
                     continue
                 log.info("answering an unfinished message in %s", msg.conversation_key)

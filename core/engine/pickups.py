@@ -52,9 +52,6 @@ class Pickups:
         """The conversation under ``key`` (the engine's)."""
         raise NotImplementedError  # the engine's
 
-    def _reattach(self, conv: Conversation) -> None:
-        raise NotImplementedError  # the engine's
-
     async def _dispatch(self, conv: Conversation, msg: InboundMessage, *, replay: bool = False) -> None:
         raise NotImplementedError  # the engine's
 
@@ -96,7 +93,7 @@ class Pickups:
                     return  # no longer ours: its new owner (or this relay's next start) answers the rest
                 taken.add((msg.surface, msg.message_id))
                 if item.tool_may_have_run:  # a dead owner's turn may have run a tool: ask first
-                    self._reattach(self.conversation(key, surface))
+                    self.conversation(key, surface).open_ahead()  # while the person decides
                     await self.resends.ask(surface, item)
                     continue
                 await self._dispatch(self.conversation(key, surface), msg, replay=item.reply_started)

@@ -161,6 +161,7 @@ class Switches:
         offset_text, _, cursor = page.partition("|")
         offset = int(offset_text) if offset_text.isdigit() else 0
         listed, next_cursor = await runtime.list_sessions(cursor or None)
+        listed = [s for s in listed if s.session_id != conv.binding.opened_ahead]  # empty: nothing to continue
         if not listed[offset:]:
             return ChoiceList(say.no_sessions_text(runtime.cwd))
         shown = listed[offset:offset + PAGE]
@@ -231,6 +232,7 @@ class Switches:
         conv.deps.approvals.forget_session(conv.key)  # "allow for this session" was for that session
         self.picks.forget(conv.key)
         await conv.binding.switch(rec)
+        conv.open_ahead()  # the agent (and folder) switched to starts while the person reads the answer
 
     async def _attach(self, conv: Conversation, session_id: str, label: str) -> str:
         rec = conv.binding.record()

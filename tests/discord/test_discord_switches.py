@@ -40,7 +40,11 @@ async def test_project_slash_command_buttons_and_bang_alias(relay: RelayFactory,
     await r.fake.say(dm, ALICE, "usage 1 10 1.50 EUR\ntext hello")
     await until(lambda: any("1.50 EUR" in t for t in r.bot_texts(dm)), "the footer's cost")
     frames = [json.loads(x) for x in r.record.read_text().splitlines()]
-    assert [f["params"]["cwd"] for f in frames if f.get("method") == "session/new"] == [str(tmp_path / "app")]
+    # each switch opened its session while the person wrote; the answer came from the last one's
+    assert [f["params"]["cwd"] for f in frames if f.get("method") == "session/new"] == [str(tmp_path / "web"),
+                                                                                         str(tmp_path / "app")]
+    prompted = [f["params"]["sessionId"] for f in frames if f.get("method") == "session/prompt"]
+    assert prompted == [r.store.get_conversation(f"discord:{dm}").session_id]
     status = await answered(r, await r.fake.slash(dm, ALICE, "status"))
     assert "Project: app" in status["content"] and "Cost so far: 1.50 EUR" in status["content"]
 

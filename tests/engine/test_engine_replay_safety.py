@@ -166,3 +166,23 @@ async def test_a_reply_cut_short_by_a_shutdown_says_the_relay_restarted(relay: R
     assert "Something went wrong" not in reply.text
     with Store.open(r.db) as store:
         assert [u.message_id for u in store.unfinished_inbound()] == [msg.message_id], "kept for a replay"
+
+
+async def test_a_session_lost_while_the_restart_asks_is_said_with_the_next_answer(
+        relay: RelayFactory, tmp_path: Path) -> None:
+    """The session is reattached while the person decides; one the agent lost is replaced then, and the
+    sentence saying so comes with the next answer (it was lost with the reattaching)."""
+    r = await relay()
+    script = "tool t1 execute touch x\npermission t1\nsleep 30"
+    msg = await r.send(script)
+    await until(lambda: approval_messages(r) and approval_messages(r)[0].buttons, what="the approval request")
+    await r.press(button(approval_messages(r)[0], "Allow once"))
+    await until(lambda: "permission:selected:allow-once" in r.answer(msg), what="the tool was allowed")
+
+    await r.restart(state_dir=tmp_path / "empty-agent-state")  # the agent lost its sessions
+    await until(lambda: r.methods().count("session/new") == 2, what="a new session, while the question waits")
+    await r.press(button(question(r), wording.LEAVE_LABEL))
+    after = await r.ask("text next question")
+    assert after.text.startswith(wording.SESSION_LOST)
+    assert "next question" in after.text
+    assert r.methods().count("session/new") == 2

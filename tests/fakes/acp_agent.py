@@ -87,6 +87,7 @@ Flags
                        new agent process can session/load a session made by an earlier one.
 --env-dump FILE        write {"env": os.environ, "cwd": ..., "pid": ..., "argv": ...} as JSON at start.
 --load-delay S         seconds to sleep before each replayed frame of session/load.
+--new-delay S          seconds to sleep before answering session/new (claude-agent-acp takes 0.4 s).
 --load-replay N        N extra synthetic replay frames in session/load (after the real history).
 --copilot              shaped like Copilot CLI 1.0 (`copilot --acp`): mode ids are URLs ending #agent
                        (current), #plan, #autopilot; configOptions carry `mode` (category mode) and
@@ -703,6 +704,8 @@ class Agent:
 
     def do_new(self, params: dict) -> dict:
         self.require_auth()
+        if self.args.new_delay > 0:
+            time.sleep(self.args.new_delay)
         s = Session(str(uuid.uuid4()), str(params.get("cwd", "")))
         if self.args.copilot:
             s.mode, s.allow_all = COPILOT_MODES[0]["id"], "off"
@@ -1269,6 +1272,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--state-dir", metavar="DIR")
     p.add_argument("--env-dump", metavar="FILE")
     p.add_argument("--load-delay", type=float, default=0.0, metavar="S")
+    p.add_argument("--new-delay", type=float, default=0.0, metavar="S")
     p.add_argument("--load-replay", type=int, default=0, metavar="N")
     p.add_argument("--copilot", action="store_true")
     p.add_argument("--locked-modes", action="store_true")
