@@ -19,6 +19,7 @@ import pytest
 
 from core.config import RelayConfig
 from core.engine import wording
+from core.engine.messages import InboundMessage
 from core.store import Store
 from tests.engine.conftest import Relay, RelayFactory, make_surface, until
 from tests.fakes.memory_surface import StoredMessage
@@ -58,14 +59,20 @@ def button(msg: StoredMessage, label: str) -> str:
     return next(b.token for b in msg.buttons if b.label == label)
 
 
-async def test_after_a_restart_a_turn_whose_allowed_tool_ran_is_not_sent_again_without_asking(
-        relay: RelayFactory) -> None:
+async def allowed_then_waiting(relay: RelayFactory) -> tuple[Relay, str, InboundMessage]:
+    """A relay whose turn ran a tool the person allowed, and then waits (the script, its message)."""
     r = await relay()
     script = "tool t1 execute touch x\npermission t1\nsleep 30"
     msg = await r.send(script)
     await until(lambda: approval_messages(r) and approval_messages(r)[0].buttons, what="the approval request")
     await r.press(button(approval_messages(r)[0], "Allow once"))
     await until(lambda: "permission:selected:allow-once" in r.answer(msg), what="the tool was allowed")
+    return r, script, msg
+
+
+async def test_after_a_restart_a_turn_whose_allowed_tool_ran_is_not_sent_again_without_asking(
+        relay: RelayFactory) -> None:
+    r, script, msg = await allowed_then_waiting(relay)
     [unfinished] = r.store.unfinished_inbound()
     assert unfinished.message_id == msg.message_id
     assert (unfinished.progress, unfinished.tools) == ("tool", (("touch x", "execute"),))
@@ -172,12 +179,7 @@ async def test_a_session_lost_while_the_restart_asks_is_said_with_the_next_answe
         relay: RelayFactory, tmp_path: Path) -> None:
     """The session is reattached while the person decides; one the agent lost is replaced then, and the
     sentence saying so comes with the next answer (it was lost with the reattaching)."""
-    r = await relay()
-    script = "tool t1 execute touch x\npermission t1\nsleep 30"
-    msg = await r.send(script)
-    await until(lambda: approval_messages(r) and approval_messages(r)[0].buttons, what="the approval request")
-    await r.press(button(approval_messages(r)[0], "Allow once"))
-    await until(lambda: "permission:selected:allow-once" in r.answer(msg), what="the tool was allowed")
+    r, _, _ = await allowed_then_waiting(relay)
 
     await r.restart(state_dir=tmp_path / "empty-agent-state")  # the agent lost its sessions
     await until(lambda: r.methods().count("session/new") == 2, what="a new session, while the question waits")

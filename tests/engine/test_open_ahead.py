@@ -5,13 +5,12 @@ build 1 s) and no agent start. The scripted agent (a real subprocess) answers ``
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from core.engine import switch_wording
-from tests.conftest import FAKE_AGENT_PATH
 
 from .conftest import KEY, Relay, RelayFactory, read_frames, until
+from .test_engine_switches import _other_agent
 
 
 def _prompted(frames: list[dict[str, object]]) -> list[object]:
@@ -87,12 +86,6 @@ async def test_a_notice_of_the_opening_is_said_by_the_next_answer(relay: RelayFa
     assert r.texts().count(reply.text) == 1
     again = await r.ask("text again")
     assert not again.text.startswith("The mode"), "said once"
-
-
-def _other_agent(tmp: Path) -> dict[str, object]:
-    record = tmp / "other-record.jsonl"
-    return {"other": {"command": sys.executable, "cwd": str(tmp),
-                      "args": [str(FAKE_AGENT_PATH), "--agent-name", "other-agent", "--record", str(record)]}}
 
 
 async def test_switching_agent_starts_it_before_the_next_message(relay: RelayFactory, tmp_path: Path) -> None:
