@@ -157,3 +157,38 @@ async def test_check_config_refuses_webhook_mode_without_its_url_and_secret(api:
     assert "surfaces.telegram.webhook_url: webhook mode needs the public HTTPS address" in stderr
     assert "surfaces.telegram.webhook_secret_env: webhook mode needs a secret in the environment variable " \
            "TELEGRAM_WEBHOOK_SECRET" in stderr
+
+
+def _frames(tmp: Path) -> list[dict[str, Any]]:
+    path = tmp / "record.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+async def test_kill_9_while_the_next_session_is_opened_after_new(api: FakeBotApi, relay_processes: Spawn,
+                                                                 tmp_path: Path) -> None:
+    """``/new`` opens the next session at once; the relay killed while the agent is still making it (it
+    takes 0.8 s here) starts again with the new conversation, which its next message gets."""
+    api.private(USER)
+    config = write_config(tmp_path, api)
+    settings = json.loads(config.read_text())
+    settings["agents"]["fake"]["args"] += ["--new-delay", "0.8"]
+    config.write_text(json.dumps(settings))
+    first = await relay_processes(config, TELEGRAM_BOT_TOKEN=TOKEN)
+    api.say(USER, "text hello")
+    await until(lambda: answers(api), "the first answer", timeout=HANG_GUARD_S)
+    api.say(USER, "/new")
+    await until(lambda: [f.get("method") for f in _frames(tmp_path)].count("session/new") == 2,
+                "the agent is making the next session", timeout=HANG_GUARD_S)
+    first.kill()
+    assert await first.exited() == -signal.SIGKILL
+
+    second = await relay_processes(config, TELEGRAM_BOT_TOKEN=TOKEN)
+    api.say(USER, "text after the restart")
+    await until(lambda: len(answers(api)) == 2, "the answer after the restart", timeout=HANG_GUARD_S)
+    await asyncio.sleep(1.0)  # a duplicate would be on its way by now
+    assert await second.stop() == 0
+    said = [m["text"] for m in api.bot_messages(USER)]
+    assert len(answers(api)) == 2 and answers(api)[1].startswith("after the restart"), api.transcript(USER)
+    assert [t for t in said if t.startswith("Started a new conversation")] == [said[1]], api.transcript(USER)
+    sessions = [f["params"]["sessionId"] for f in _frames(tmp_path) if f.get("method") == "session/prompt"]
+    assert len(sessions) == 2 and sessions[0] != sessions[1], "the restarted relay kept the reset"
