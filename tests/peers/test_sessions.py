@@ -12,6 +12,7 @@ from core.engine.blocks import Choices, Footer
 from tests.fakes.model_api import MOCK_TEXT, ModelApiMock
 from tests.peers.harness import Peer, build_peer, within
 from tests.peers.install import PeerPaths
+from tests.waiting import until
 
 pytestmark = pytest.mark.peer
 
@@ -45,8 +46,11 @@ async def test_list_resume_close_and_cost(relay, current: Peer) -> None:
     assert "session/close" in _methods(current)
     closed = [f["params"]["sessionId"] for f in current.frames() if f.get("method") == "session/close"]
     assert closed == [desk]
+    # the next session is opened while the person writes: the next message makes none
+    await within(until(lambda: r.session_id() not in (None, desk), "the next session, opened ahead"))
+    opened = _methods(current).count("session/new")
     await within(r.ask("say hi again"))
-    assert r.session_id() != desk
+    assert r.session_id() != desk and _methods(current).count("session/new") == opened
 
     listing = await within(r.send("/sessions"))
     shown = r.reply_to(listing)
