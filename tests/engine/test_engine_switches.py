@@ -155,14 +155,14 @@ async def test_switching_while_an_answer_runs_is_refused(relay: RelayFactory, tm
 # -- agents ---------------------------------------------------------------------------------
 
 
-def _other_agent(tmp: Path) -> dict[str, Any]:
+def other_agent(tmp: Path) -> dict[str, Any]:
     record = tmp / "other-record.jsonl"
     return {"other": {"command": sys.executable, "cwd": str(tmp),
                       "args": [str(FAKE_AGENT_PATH), "--agent-name", "other-agent", "--record", str(record)]}}
 
 
 async def test_agent_switch_starts_that_agent_and_is_kept(relay: RelayFactory, tmp_path: Path) -> None:
-    r = await relay(agents=_other_agent(tmp_path))
+    r = await relay(agents=other_agent(tmp_path))
     await r.ask("text hello")
     await r.send("/agent")
     block, labels = _choices(r, "Agent")

@@ -10,7 +10,7 @@ from pathlib import Path
 from core.engine import switch_wording
 
 from .conftest import KEY, Relay, RelayFactory, read_frames, until
-from .test_engine_switches import _other_agent
+from .test_engine_switches import other_agent
 
 
 def _prompted(frames: list[dict[str, object]]) -> list[object]:
@@ -89,7 +89,7 @@ async def test_a_notice_of_the_opening_is_said_by_the_next_answer(relay: RelayFa
 
 
 async def test_switching_agent_starts_it_before_the_next_message(relay: RelayFactory, tmp_path: Path) -> None:
-    r = await relay(agents=_other_agent(tmp_path))
+    r = await relay(agents=other_agent(tmp_path))
     other = tmp_path / "other-record.jsonl"
     await r.ask("text hello")
     switched = await r.send("/agent other")
@@ -106,7 +106,7 @@ async def test_switching_agent_starts_it_before_the_next_message(relay: RelayFac
 async def test_an_agent_that_cannot_start_is_said_by_the_next_message_not_by_the_opening(
         relay: RelayFactory, tmp_path: Path) -> None:
     missing = {"gone": {"command": str(tmp_path / "no-such-agent"), "cwd": str(tmp_path)}}
-    r = await relay(agents={**_other_agent(tmp_path), **missing})
+    r = await relay(agents={**other_agent(tmp_path), **missing})
     await r.ask("text hello")
     switched = r.reply_to(await r.send("/agent gone")).text
     assert "Switched to the agent gone" in switched
