@@ -5,7 +5,7 @@ what it says of the session between turns too: its commands, its title, its cost
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from core.acp._dispatch import dicts
@@ -72,6 +72,9 @@ class SessionOffers:
         self.mode_names: Mapping[str, str] = {}
         #: The agent's own slash commands (name, description), as it last listed them.
         self.commands: tuple[tuple[str, str], ...] = ()
+        #: Called each time the agent lists them (also between turns: a session opened ahead hears them
+        #: after its answer), so a command menu can follow without waiting for a turn to end.
+        self.on_commands: Callable[[], None] | None = None
         self.title = ""
         #: The session's cumulative cost as the agent last reported it (None: it never did).
         self.cost: Cost | None = None
@@ -82,6 +85,8 @@ class SessionOffers:
         """Keep what an update says of the session (also between turns, and while it is replayed)."""
         if isinstance(event, AvailableCommands):
             self.commands = event.described()
+            if self.on_commands is not None:
+                self.on_commands()
         elif isinstance(event, SessionInfo) and event.title:
             self.title = event.title
         elif isinstance(event, UsageUpdate) and event.cost is not None:

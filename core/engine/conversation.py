@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -108,7 +109,29 @@ class Conversation:
         their next message's answer does not wait for a session or an agent to start. Not while a turn
         runs or waits: the turn binds its own."""
         if self.idle and not self.disowned:
-            self.deps.tasks.spawn(self.binding.open_ahead(), name=f"open-{self.key}")
+            self.deps.tasks.spawn(self._open_ahead(), name=f"open-{self.key}")
+
+    async def _open_ahead(self) -> None:
+        await self.binding.open_ahead()
+        if (session := self.binding.session) is not None:
+            await self.follow_commands(session)
+
+    async def follow_commands(self, session: AcpSession) -> None:
+        """Give the surface ``session``'s commands as the agent lists them, not only once a turn ends: after
+        a switch the chat's menu (Telegram's) offers the new agent's commands before anyone writes. An
+        agent lists them just after it answers ``session/new``: a session that lists none yet leaves the
+        menu as it is (clearing it, to fill it a moment later, would be two calls for one change)."""
+
+        this = weakref.ref(self)  # the runtime keeps the session: it must not keep the conversation too
+
+        def listed() -> None:
+            conv = this()
+            if conv is not None and conv.binding.session is session and conv.idle and not conv.disowned:
+                conv.deps.tasks.spawn(conv.show_commands(), name=f"commands-{conv.key}")
+
+        session.on_commands = listed
+        if session.commands:
+            await self.show_commands()
 
     def disown(self) -> None:
         """Another relay owns the conversation now: drop the queue and stop the turn without a word

@@ -245,7 +245,7 @@ class Switches:
                 return say.unknown_session_text(session_id)
             raise
         conv.deps.approvals.forget_session(conv.key)
-        await conv.show_commands()
+        await conv.follow_commands(session)
         title, _, age = label.partition(_AGE)
         if title and not session.title and title != session_id[:12] and not title.endswith("…"):
             session.title = title  # the list's title, until the agent says another

@@ -101,6 +101,7 @@ Flags
 --list-page N          session/list answers N sessions a page (default 50).
 --commands a:desc,b    after session/new, /load and /resume: available_commands_update with these
                        commands (name, description).
+--commands-after S     ... S seconds after answering, not at once (claude-agent-acp: 1-30 ms after).
 --effort               a configOption `effort` (category thought_level; low, medium, high).
 --steering             initialize answers _meta.steering.supported true; _session/steering
                        {sessionId, prompt} answers {"outcome": "injected"} while a prompt runs (its
@@ -795,9 +796,13 @@ class Agent:
         return {}
 
     def announce_commands(self, sid: str) -> None:
-        if self.args.commands:
-            self.update(sid, {"sessionUpdate": "available_commands_update",
-                              "availableCommands": commands_of(self.args.commands)})
+        if not self.args.commands:
+            return
+        update = {"sessionUpdate": "available_commands_update", "availableCommands": commands_of(self.args.commands)}
+        if self.args.commands_after > 0:  # listed a while after the answer, on a timer of its own
+            threading.Timer(self.args.commands_after, self.update, (sid, update)).start()
+        else:
+            self.update(sid, update)
 
     def _session(self, params: dict) -> Session:
         s = self.find_session(params.get("sessionId"))
@@ -1279,6 +1284,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--sessions", action="store_true")
     p.add_argument("--list-page", type=int, default=50, metavar="N")
     p.add_argument("--commands", default="", metavar="A:DESC,B")
+    p.add_argument("--commands-after", type=float, default=0.0, metavar="S")
     p.add_argument("--effort", action="store_true")
     p.add_argument("--steering", action="store_true")
     return p.parse_args(argv)

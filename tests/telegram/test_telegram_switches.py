@@ -4,10 +4,12 @@ the agent's own commands in the chat's command menu."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from surfaces.telegram.wording import COMMAND_MENU
+from tests.conftest import FAKE_AGENT_PATH
 from tests.fakes.telegram_api import FakeBotApi
 from tests.telegram.conftest import USER, TgFactory, TgRelay, until
 from tests.telegram.test_telegram_buttons import keyboard
@@ -112,3 +114,25 @@ async def test_agent_commands_join_the_chat_menu_with_names_telegram_takes(api: 
     await until(lambda: "/create-plan tidy up" in r.prompts(), "the command reached the agent")
     help_text = await _said(r, api, "/help", "Commands:")
     assert "/create_plan: Make a plan" in help_text
+
+
+async def test_an_agent_switch_shows_the_new_agents_commands_before_anyone_writes(
+        api: FakeBotApi, tg: TgFactory, tmp_path: Path) -> None:
+    """The session opened ahead after the switch lists its commands a moment after its answer (as
+    claude-agent-acp does): the chat's menu follows then, once, not after the next answer."""
+    record = tmp_path / "other-record.jsonl"
+    other = {"command": sys.executable, "cwd": str(tmp_path),
+             "args": [str(FAKE_AGENT_PATH), "--record", str(record), "--commands", "deploy:Ship it",
+                      "--commands-after", "0.3"]}
+    r = await tg("--commands", "review:Review the diff", agents={"other": other})
+    api.private(USER)
+    api.say(USER, "text hello")
+    await until(lambda: USER in api.chat_commands, "the first agent's menu")
+    assert [c["command"] for c in api.chat_commands[USER]][-1] == "review"
+    menus = len(api.calls("setMyCommands"))
+
+    assert (await _said(r, api, "/agent other", "Switched")).startswith("Switched to the agent other")
+    await until(lambda: [c["command"] for c in api.chat_commands[USER]][-1] == "deploy", "the other agent's menu")
+    assert [c["command"] for c in api.chat_commands[USER]] == [c for c, _ in COMMAND_MENU] + ["deploy"]
+    assert len(api.calls("setMyCommands")) == menus + 1  # never cleared first, set once
+    assert "session/prompt" not in record.read_text()  # nobody wrote since the switch
